@@ -1,0 +1,86 @@
+//! Guest tools copied from the sid root, with the shared libraries they need
+//! (found with the root's own `ldd`, so the root's loader and libc are used).
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::Command;
+
+use crate::error::{Error, Result};
+
+/// Tools every guest image must have (paths as inside the sid root and the guest).
+pub const REQUIRED: &[&str] = &[
+    "/usr/sbin/ethtool",
+    "/usr/bin/ip",
+    "/usr/bin/netperf",
+    "/usr/bin/netserver",
+    "/usr/bin/cyclictest",
+    "/usr/bin/taskset",
+];
+
+/// Tools copied when present.
+pub const OPTIONAL: &[&str] = &["/usr/sbin/ptp4l", "/usr/sbin/phc2sys", "/usr/sbin/phc_ctl"];
+
+/// Where busybox lives inside the sid root.
+pub const BUSYBOX: &str = "/usr/bin/busybox";
+
+/// Returns the guest paths of the tools to copy, plus all their libraries (and loader).
+pub fn closure(root: &Path) -> Result<BTreeSet<String>> {
+    let mut files = BTreeSet::new();
+    for t in REQUIRED.iter().chain(OPTIONAL) {
+        if super::rootfs_path::resolve(root, t).is_err() {
+            if REQUIRED.contains(t) {
+                return Err(Error::Prerequisite(format!(
+                    "{t} is missing in {} (its package is not installed)",
+                    root.display()
+                )));
+            }
+            continue;
+        }
+        files.insert(t.to_string());
+        for lib in libraries(root, t)? {
+            files.insert(lib);
+        }
+    }
+    Ok(files)
+}
+
+/// The libraries `ldd` (run inside `root`) lists for `tool`.
+pub fn libraries(root: &Path, tool: &str) -> Result<Vec<String>> {
+    let text = crate::cmd::stdout_ok(Command::new("chroot").arg(root).args(["ldd", tool]))?;
+    Ok(parse_ldd(&text))
+}
+
+/// Extracts absolute library paths from `ldd` output.
+pub fn parse_ldd(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|l| {
+            let l = l.trim();
+            let path = match l.split_once("=>") {
+                Some((_, rhs)) => rhs.split_whitespace().next()?,
+                None => l.split_whitespace().next()?,
+            };
+            path.starts_with('/').then(|| path.to_owned())
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ldd_output_gives_libs_and_loader() {
+        let text = "\tlinux-vdso.so.1 (0x00007ffd)\n\
+                    \tlibmnl.so.0 => /lib/x86_64-linux-gnu/libmnl.so.0 (0x00007f)\n\
+                    \tlibc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x00007f)\n\
+                    \t/lib64/ld-linux-x86-64.so.2 (0x00007f)\n";
+        assert_eq!(
+            parse_ldd(text),
+            [
+                "/lib/x86_64-linux-gnu/libmnl.so.0",
+                "/lib/x86_64-linux-gnu/libc.so.6",
+                "/lib64/ld-linux-x86-64.so.2"
+            ]
+        );
+    }
+}

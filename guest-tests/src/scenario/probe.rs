@@ -1,0 +1,117 @@
+//! `probe`: the expected driver binds, the interface has the expected MAC, and it reaches
+//! carrier (LOWER_UP) after `ip link set up`; driver messages in dmesg are collected.
+
+use serde_json::json;
+
+use super::{Scenario, ScenarioResult, Section, Target};
+
+/// Probe/bind/link scenario.
+#[derive(Debug)]
+pub struct Probe;
+
+/// Words in a driver's dmesg line that count as an error.
+const ERROR_WORDS: &[&str] = &[
+    "error",
+    "fail",
+    "timeout",
+    "timed out",
+    "hang",
+    "call trace",
+    "bug:",
+    "warning:",
+];
+
+const SCRIPT: &str = r#"IFACE=$(nicemu_iface $MAC 100)
+if [ -z "$IFACE" ]; then nicemu_kv iface none; exit 1; fi
+nicemu_kv iface "$IFACE"
+nicemu_out ethtool_i /usr/sbin/ethtool -i "$IFACE"
+/usr/bin/ip link set "$IFACE" up
+n=0
+while [ $n -lt 100 ]; do
+    [ "$(cat /sys/class/net/$IFACE/carrier 2>/dev/null)" = 1 ] && break
+    sleep 0.1; n=$((n+1))
+done
+nicemu_kv carrier_wait_ms $((n*100))
+nicemu_out link /usr/bin/ip link show "$IFACE"
+nicemu_out dmesg sh -c "dmesg | grep -i -e $DRIVER -e $IFACE"
+true"#;
+
+impl Scenario for Probe {
+    fn name(&self) -> &'static str {
+        "probe"
+    }
+
+    fn script(&self) -> &'static str {
+        SCRIPT
+    }
+
+    fn parse(&self, s: &Section, target: &Target) -> ScenarioResult {
+        let mut r = ScenarioResult::pass(self.name());
+        let iface = s.get("iface").unwrap_or("none");
+        if iface == "none" {
+            r.add_failure(format!("no interface with MAC {} appeared", target.mac));
+            collect_dmesg(s, &mut r);
+            return r;
+        }
+        r.metric("iface", json!(iface));
+        for line in s.lines("ethtool_i") {
+            if let Some((k, v)) = line.split_once(':') {
+                let key = match k.trim() {
+                    "driver" => "driver",
+                    "bus-info" => "bus_info",
+                    "firmware-version" => "firmware_version",
+                    _ => continue,
+                };
+                r.metric(key, json!(v.trim()));
+            }
+        }
+        match r.metrics.get("driver").and_then(|v| v.as_str()) {
+            Some(d) if d == target.driver => {}
+            Some(d) => r.add_failure(format!("driver {d} bound, expected {}", target.driver)),
+            None => r.add_failure("ethtool -i printed no driver"),
+        }
+        let link: Vec<&str> = s.lines("link").collect();
+        let flags = link
+            .first()
+            .and_then(|l| l.split_once('<'))
+            .and_then(|(_, rest)| rest.split_once('>'))
+            .map(|(f, _)| f.to_owned())
+            .unwrap_or_default();
+        r.metric("link_flags", json!(flags));
+        let mac = link
+            .iter()
+            .find_map(|l| l.trim().strip_prefix("link/ether "))
+            .and_then(|rest| rest.split_whitespace().next())
+            .unwrap_or("");
+        r.metric("mac", json!(mac));
+        if !mac.eq_ignore_ascii_case(&target.mac) {
+            r.add_failure(format!("MAC is {mac:?}, expected {}", target.mac));
+        }
+        if !flags.split(',').any(|f| f == "LOWER_UP") {
+            r.add_failure(format!("no carrier (LOWER_UP) after 10 s; flags <{flags}>"));
+        }
+        if let Some(ms) = s.get("carrier_wait_ms").and_then(|v| v.parse::<u64>().ok()) {
+            r.metric("carrier_wait_ms", json!(ms));
+        }
+        collect_dmesg(s, &mut r);
+        r
+    }
+}
+
+/// Records driver dmesg lines; error-looking ones fail the scenario.
+fn collect_dmesg(s: &Section, r: &mut ScenarioResult) {
+    let lines: Vec<&str> = s.lines("dmesg").collect();
+    let errors: Vec<&str> = lines
+        .iter()
+        .copied()
+        .filter(|l| {
+            let l = l.to_ascii_lowercase();
+            ERROR_WORDS.iter().any(|w| l.contains(w))
+        })
+        .collect();
+    r.metric("dmesg_lines", json!(lines.len()));
+    if !errors.is_empty() {
+        r.add_failure(format!("{} driver error line(s) in dmesg", errors.len()));
+        r.metric("dmesg_errors", json!(errors));
+    }
+}

@@ -1,0 +1,76 @@
+//! A scenario's structured result.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// Outcome of one scenario.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Status {
+    /// Everything checked held.
+    Pass,
+    /// Something checked did not hold (see `reason`).
+    Fail,
+    /// Not applicable (e.g. the driver does not support the operation).
+    Skip,
+}
+
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Status::Pass => "PASS",
+            Status::Fail => "FAIL",
+            Status::Skip => "SKIP",
+        })
+    }
+}
+
+/// Result of one scenario on one device.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScenarioResult {
+    /// Scenario name.
+    pub scenario: String,
+    /// Outcome.
+    pub status: Status,
+    /// Why it failed or was skipped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Measured values and facts (driver name, sub-test values, timings).
+    pub metrics: BTreeMap<String, serde_json::Value>,
+}
+
+impl ScenarioResult {
+    /// A passing result with no metrics yet.
+    pub fn pass(scenario: &str) -> Self {
+        ScenarioResult {
+            scenario: scenario.into(),
+            status: Status::Pass,
+            reason: None,
+            metrics: BTreeMap::new(),
+        }
+    }
+
+    /// A failing result.
+    pub fn fail(scenario: &str, reason: impl Into<String>) -> Self {
+        let mut r = Self::pass(scenario);
+        r.status = Status::Fail;
+        r.reason = Some(reason.into());
+        r
+    }
+
+    /// Records a metric.
+    pub fn metric(&mut self, key: &str, value: serde_json::Value) {
+        self.metrics.insert(key.into(), value);
+    }
+
+    /// Marks the result failed, appending `reason` to earlier reasons.
+    pub fn add_failure(&mut self, reason: impl Into<String>) {
+        self.status = Status::Fail;
+        let reason = reason.into();
+        self.reason = Some(match self.reason.take() {
+            Some(r) => format!("{r}; {reason}"),
+            None => reason,
+        });
+    }
+}

@@ -1,0 +1,83 @@
+//! `selftest`: `ethtool -t IFACE offline` reports PASS and every sub-test 0.
+
+use std::collections::BTreeMap;
+
+use serde_json::json;
+
+use super::{Scenario, ScenarioResult, Section, Status, Target};
+
+/// Offline ethtool self-test scenario.
+#[derive(Debug)]
+pub struct Selftest;
+
+const SCRIPT: &str = r#"IFACE=$(nicemu_iface $MAC 100)
+if [ -z "$IFACE" ]; then nicemu_kv iface none; exit 1; fi
+nicemu_kv iface "$IFACE"
+/usr/bin/ip link set "$IFACE" up
+nicemu_out test /usr/sbin/ethtool -t "$IFACE" offline"#;
+
+impl Scenario for Selftest {
+    fn name(&self) -> &'static str {
+        "selftest"
+    }
+
+    fn script(&self) -> &'static str {
+        SCRIPT
+    }
+
+    fn parse(&self, s: &Section, target: &Target) -> ScenarioResult {
+        let mut r = ScenarioResult::pass(self.name());
+        if s.get("iface").unwrap_or("none") == "none" {
+            r.add_failure(format!("no interface with MAC {} appeared", target.mac));
+            return r;
+        }
+        let lines: Vec<&str> = s.lines("test").collect();
+        let verdict = lines
+            .iter()
+            .find_map(|l| l.trim().strip_prefix("The test result is "))
+            .map(str::trim);
+        let mut subtests = BTreeMap::new();
+        let mut in_extra = false;
+        for l in &lines {
+            if l.trim().starts_with("The test extra info:") {
+                in_extra = true;
+                continue;
+            }
+            if !in_extra {
+                continue;
+            }
+            if let Some((name, value)) = l.trim().rsplit_once(char::is_whitespace) {
+                if let Ok(v) = value.trim().parse::<i64>() {
+                    subtests.insert(name.trim().to_owned(), v);
+                }
+            }
+        }
+        r.metric("result", json!(verdict.unwrap_or("none")));
+        r.metric("subtests", json!(subtests));
+        match verdict {
+            Some("PASS") => {}
+            Some(v) => r.add_failure(format!("ethtool -t says {v}")),
+            None => {
+                let text = lines.join(" ");
+                if text.contains("Operation not supported") {
+                    r.status = Status::Skip;
+                    r.reason = Some("driver has no self-test".into());
+                    return r;
+                }
+                r.add_failure(format!("no test verdict from ethtool -t: {text}"));
+            }
+        }
+        let bad: Vec<String> = subtests
+            .iter()
+            .filter(|(_, v)| **v != 0)
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        if !bad.is_empty() {
+            r.add_failure(format!("sub-tests failed: {}", bad.join(", ")));
+        }
+        if subtests.is_empty() && r.status == Status::Pass {
+            r.add_failure("no sub-test results printed");
+        }
+        r
+    }
+}

@@ -1,0 +1,207 @@
+//! Booting one guest: the QEMU command line, a bounded wait for the end marker while
+//! the serial console is logged, and the outcome.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, Result};
+use crate::provision::QemuLauncher;
+
+use super::accel::Accel;
+
+/// Everything needed to boot a guest.
+#[derive(Debug, Clone)]
+pub struct BootSpec {
+    /// How QEMU is started.
+    pub launcher: QemuLauncher,
+    /// KVM or TCG (`Auto` means TCG here).
+    pub accel: Accel,
+    /// vCPUs.
+    pub smp: u32,
+    /// Guest RAM in MiB.
+    pub mem_mb: u32,
+    /// Kernel path as QEMU sees it.
+    pub kernel: String,
+    /// Initramfs path as QEMU sees it.
+    pub initrd: String,
+    /// Kernel command line.
+    pub append: String,
+    /// Device arguments.
+    pub extra: Vec<String>,
+    /// Upper bound for the whole boot.
+    pub timeout: Duration,
+    /// Host path of the serial log to write.
+    pub serial_log: PathBuf,
+    /// Host path of QEMU's own stderr log.
+    pub qemu_log: PathBuf,
+    /// Console marker after which the guest is done.
+    pub done_marker: &'static str,
+}
+
+/// How the QEMU process ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Exit {
+    /// QEMU exited by itself.
+    Exited(Option<i32>),
+    /// The timeout hit and QEMU was killed.
+    TimedOut,
+}
+
+/// What a boot produced.
+#[derive(Debug, Clone)]
+pub struct BootOutcome {
+    /// Everything the serial console printed.
+    pub console: String,
+    /// Host time from QEMU start until `@@NICEMU-BOOT` appeared.
+    pub to_userspace: Option<Duration>,
+    /// Host time from QEMU start until the done marker appeared.
+    pub to_done: Option<Duration>,
+    /// How QEMU ended.
+    pub exit: Exit,
+}
+
+impl BootOutcome {
+    /// The last `n` non-empty console lines.
+    pub fn tail(&self, n: usize) -> Vec<String> {
+        let lines: Vec<&str> = self
+            .console
+            .lines()
+            .map(|l| l.trim_end_matches('\r'))
+            .filter(|l| !l.trim().is_empty())
+            .collect();
+        lines[lines.len().saturating_sub(n)..]
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
+    }
+}
+
+/// The full QEMU command for `spec`.
+pub fn command(spec: &BootSpec) -> Command {
+    let mut cmd = match &spec.launcher {
+        QemuLauncher::Host(q) => Command::new(q),
+        QemuLauncher::Chroot(root) => {
+            let mut c = Command::new("chroot");
+            c.arg(root).arg("qemu-system-x86_64");
+            c
+        }
+    };
+    let mem = format!("{}M", spec.mem_mb);
+    cmd.args(["-accel", spec.accel.qemu_name()]);
+    if spec.accel == Accel::Kvm {
+        cmd.args(["-cpu", "host"]);
+    }
+    cmd.args(["-machine", "q35,memory-backend=mem"])
+        .arg("-object")
+        .arg(format!("memory-backend-memfd,id=mem,size={mem},share=on"))
+        .args(["-m", &mem])
+        .args(["-smp", &spec.smp.to_string()])
+        .args([
+            "-nodefaults",
+            "-no-user-config",
+            "-display",
+            "none",
+            "-no-reboot",
+        ])
+        .args(["-serial", "stdio", "-monitor", "none"])
+        .args(["-kernel", &spec.kernel, "-initrd", &spec.initrd])
+        .args(["-append", &spec.append])
+        .args(&spec.extra);
+    cmd
+}
+
+/// Boots the guest and waits for the done marker, QEMU's exit, the timeout or a signal.
+pub fn boot(spec: &BootSpec) -> Result<BootOutcome> {
+    let qlog = std::fs::File::create(&spec.qemu_log).map_err(|e| Error::io(&spec.qemu_log, e))?;
+    let mut serial =
+        std::fs::File::create(&spec.serial_log).map_err(|e| Error::io(&spec.serial_log, e))?;
+    let mut cmd = command(spec);
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::from(qlog));
+    log::info!("starting {}", crate::cmd::display(&cmd));
+    let _ = std::fs::write(
+        spec.qemu_log.with_extension("cmd"),
+        format!("{cmd:?}\n").as_bytes(),
+    );
+    let start = Instant::now();
+    let mut child = cmd.spawn().map_err(|e| Error::Command {
+        cmd: crate::cmd::display(&cmd),
+        detail: e.to_string(),
+    })?;
+    let stdout = child.stdout.take().expect("stdout is piped");
+    let (tx, rx) = mpsc::channel::<String>();
+    let reader = std::thread::spawn(move || {
+        let mut r = BufReader::new(stdout);
+        let mut buf = Vec::new();
+        loop {
+            buf.clear();
+            match r.read_until(b'\n', &mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {
+                    if tx.send(String::from_utf8_lossy(&buf).into_owned()).is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+    });
+    let mut out = BootOutcome {
+        console: String::new(),
+        to_userspace: None,
+        to_done: None,
+        exit: Exit::TimedOut,
+    };
+    let mut killed_for_timeout = false;
+    let mut kill_sent = false;
+    let mut interrupted = false;
+    loop {
+        match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(line) => {
+                let _ = serial.write_all(line.as_bytes());
+                if out.to_userspace.is_none()
+                    && line.contains(crate::image::init_script::BOOT_MARKER)
+                {
+                    out.to_userspace = Some(start.elapsed());
+                }
+                if out.to_done.is_none() && line.contains(spec.done_marker) {
+                    out.to_done = Some(start.elapsed());
+                }
+                out.console.push_str(&line);
+                continue;
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                // EOF: QEMU closed stdout (it is exiting).
+                let st = child.wait().map_err(|e| Error::io("qemu", e))?;
+                if !killed_for_timeout {
+                    out.exit = Exit::Exited(st.code());
+                }
+                break;
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        if crate::vm::signals::interrupted() && !interrupted {
+            interrupted = true;
+            let _ = child.kill();
+        }
+        let limit = match out.to_done {
+            // The guest powers off right after the marker; don't wait long for it.
+            Some(d) => (d + Duration::from_secs(10)).min(spec.timeout),
+            None => spec.timeout,
+        };
+        if !kill_sent && start.elapsed() > limit {
+            kill_sent = true;
+            killed_for_timeout = out.to_done.is_none();
+            let _ = child.kill();
+        }
+    }
+    let _ = reader.join();
+    let _ = serial.flush();
+    if interrupted {
+        return Err(Error::Interrupted);
+    }
+    Ok(out)
+}

@@ -1,0 +1,9 @@
+//! Starting guests: run directories, acceleration choice, devices under test (and the
+//! nicemu process behind them), QEMU launch with a timeout, and signal handling.
+
+pub mod accel;
+pub mod device;
+pub mod launch;
+pub mod nicemu_proc;
+pub mod run_dir;
+pub mod signals;

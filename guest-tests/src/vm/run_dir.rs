@@ -1,0 +1,66 @@
+//! Per-run work directories, visible to QEMU (inside the sid root when QEMU is chrooted).
+
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+
+/// A directory as the harness sees it and as QEMU sees it.
+#[derive(Debug, Clone)]
+pub struct RunDir {
+    /// Path on the host.
+    pub host: PathBuf,
+    /// The same directory as QEMU sees it (under the chroot, if any).
+    pub guest: PathBuf,
+}
+
+impl RunDir {
+    /// Creates `BASE/var/lib/nicemu-runs/ID` for a chrooted QEMU (`chroot_root` set) or
+    /// `CACHE/runs/ID` for host QEMU.
+    pub fn create(cache: &Path, chroot_root: Option<&Path>, id: &str) -> Result<Self> {
+        let me = match chroot_root {
+            Some(root) => {
+                let guest = PathBuf::from("/var/lib/nicemu-runs").join(id);
+                RunDir {
+                    host: root.join(guest.strip_prefix("/").unwrap_or(&guest)),
+                    guest,
+                }
+            }
+            None => {
+                let p = cache.join("runs").join(id);
+                RunDir {
+                    host: p.clone(),
+                    guest: p,
+                }
+            }
+        };
+        std::fs::create_dir_all(&me.host).map_err(|e| Error::io(&me.host, e))?;
+        Ok(me)
+    }
+
+    /// A subdirectory (created).
+    pub fn sub(&self, name: &str) -> Result<RunDir> {
+        let d = RunDir {
+            host: self.host.join(name),
+            guest: self.guest.join(name),
+        };
+        std::fs::create_dir_all(&d.host).map_err(|e| Error::io(&d.host, e))?;
+        Ok(d)
+    }
+
+    /// Host and guest paths of a file in this directory.
+    pub fn file(&self, name: &str) -> (PathBuf, String) {
+        (
+            self.host.join(name),
+            self.guest.join(name).to_string_lossy().into_owned(),
+        )
+    }
+}
+
+/// A run id: UTC-ish timestamp (seconds since the epoch) and pid, unique per invocation.
+pub fn new_id() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    format!("{secs}-{}", std::process::id())
+}
