@@ -115,3 +115,61 @@ fn collect_dmesg(s: &Section, r: &mut ScenarioResult) {
         r.metric("dmesg_errors", json!(errors));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::{evaluate, Console, Status};
+
+    const QEMU_IGB: &str = include_str!("../../tests/fixtures/qemu-igb-probe-selftest.serial.log");
+
+    fn target(driver: &str) -> Target {
+        Target {
+            mac: "52:54:00:12:34:56".into(),
+            driver: driver.into(),
+        }
+    }
+
+    #[test]
+    fn qemu_igb_capture_passes() {
+        let r = evaluate(&Probe, &Console::parse(QEMU_IGB), &target("igb"));
+        assert_eq!(r.status, Status::Pass, "{:?}", r.reason);
+        assert_eq!(r.metrics["driver"], "igb");
+        assert_eq!(r.metrics["iface"], "eth0");
+        assert_eq!(r.metrics["mac"], "52:54:00:12:34:56");
+        assert_eq!(r.metrics["dmesg_lines"], 8);
+        assert!(r.metrics["link_flags"]
+            .as_str()
+            .unwrap()
+            .contains("LOWER_UP"));
+    }
+
+    #[test]
+    fn wrong_driver_and_no_carrier_fail() {
+        let text = QEMU_IGB.replace("UP,LOWER_UP>", "UP>");
+        let r = evaluate(&Probe, &Console::parse(&text), &target("e1000e"));
+        assert_eq!(r.status, Status::Fail);
+        let reason = r.reason.unwrap();
+        assert!(reason.contains("expected e1000e"), "{reason}");
+        assert!(reason.contains("LOWER_UP"), "{reason}");
+    }
+
+    #[test]
+    fn driver_errors_in_dmesg_fail() {
+        let text = QEMU_IGB.replace(
+            "PBA No: 1040FF-0FF",
+            "Hardware Error: the NVM checksum is not valid",
+        );
+        let r = evaluate(&Probe, &Console::parse(&text), &target("igb"));
+        assert_eq!(r.status, Status::Fail);
+        assert_eq!(r.metrics["dmesg_errors"].as_array().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn missing_interface_fails() {
+        let text = "@@NICEMU-BEGIN probe\n@@NICEMU probe iface=none\n@@NICEMU-DONE probe rc=1\n";
+        let r = evaluate(&Probe, &Console::parse(text), &target("igb"));
+        assert_eq!(r.status, Status::Fail);
+        assert!(r.reason.unwrap().contains("no interface"));
+    }
+}

@@ -48,7 +48,8 @@ impl Scenario for Selftest {
             }
             if let Some((name, value)) = l.trim().rsplit_once(char::is_whitespace) {
                 if let Ok(v) = value.trim().parse::<i64>() {
-                    subtests.insert(name.trim().to_owned(), v);
+                    let name: Vec<&str> = name.split_whitespace().collect();
+                    subtests.insert(name.join(" "), v);
                 }
             }
         }
@@ -79,5 +80,53 @@ impl Scenario for Selftest {
             r.add_failure("no sub-test results printed");
         }
         r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::{evaluate, Console};
+
+    const QEMU_IGB: &str = include_str!("../../tests/fixtures/qemu-igb-probe-selftest.serial.log");
+
+    fn igb() -> Target {
+        Target {
+            mac: "52:54:00:12:34:56".into(),
+            driver: "igb".into(),
+        }
+    }
+
+    #[test]
+    fn qemu_igb_capture_passes_with_five_subtests() {
+        let r = evaluate(&Selftest, &Console::parse(QEMU_IGB), &igb());
+        assert_eq!(r.status, Status::Pass, "{:?}", r.reason);
+        let sub = r.metrics["subtests"].as_object().unwrap();
+        assert_eq!(sub.len(), 5);
+        assert_eq!(sub["Register test (offline)"], 0);
+        assert_eq!(sub["Link test (on/offline)"], 0);
+        assert!(r.metrics["guest_secs"].as_f64().unwrap() > 0.0);
+    }
+
+    #[test]
+    fn failing_subtest_fails() {
+        let text = QEMU_IGB
+            .replace("The test result is PASS", "The test result is FAIL")
+            .replace(
+                "Loopback test  (offline)\t 0",
+                "Loopback test  (offline)\t 13",
+            );
+        let r = evaluate(&Selftest, &Console::parse(&text), &igb());
+        assert_eq!(r.status, Status::Fail);
+        let reason = r.reason.unwrap();
+        assert!(reason.contains("FAIL") && reason.contains("Loopback test (offline)=13"));
+    }
+
+    #[test]
+    fn unfinished_section_fails() {
+        let cut = QEMU_IGB.split("@@NICEMU-DONE selftest").next().unwrap();
+        let r = evaluate(&Selftest, &Console::parse(cut), &igb());
+        assert_eq!(r.status, Status::Fail);
+        assert!(r.reason.unwrap().contains("did not finish"));
     }
 }

@@ -157,6 +157,7 @@ pub fn boot(spec: &BootSpec) -> Result<BootOutcome> {
     };
     let mut killed_for_timeout = false;
     let mut kill_sent = false;
+    let mut last_log_check = Instant::now();
     let mut interrupted = false;
     loop {
         match rx.recv_timeout(Duration::from_millis(100)) {
@@ -182,6 +183,18 @@ pub fn boot(spec: &BootSpec) -> Result<BootOutcome> {
                 break;
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        if spec.accel == Accel::Kvm
+            && !kill_sent
+            && last_log_check.elapsed() >= Duration::from_millis(500)
+        {
+            last_log_check = Instant::now();
+            let qlog = std::fs::read_to_string(&spec.qemu_log).unwrap_or_default();
+            if qlog.contains("KVM internal error") || qlog.contains("emulation failure") {
+                log::info!("KVM guest failed (see {})", spec.qemu_log.display());
+                kill_sent = true;
+                let _ = child.kill();
+            }
         }
         if crate::vm::signals::interrupted() && !interrupted {
             interrupted = true;
