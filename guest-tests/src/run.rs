@@ -133,19 +133,20 @@ pub fn run(args: &RunArgs) -> Result<RunReport> {
             Err(Error::Interrupted) => return Err(Error::Interrupted),
             Err(e) => DeviceRun {
                 device: dev.name().into(),
-                boot: format!("error: {e}"),
+                boot: "not booted".into(),
+                error: Some(e.to_string()),
                 secs_to_userspace: None,
                 secs_to_result: None,
                 scenarios: scenarios
                     .iter()
-                    .map(|s| ScenarioResult::fail(s.name(), format!("not run: {e}")))
+                    .map(|s| ScenarioResult::fail(s.name(), "not run (guest not booted)"))
                     .collect(),
                 console_tail: Vec::new(),
                 dir: ddir.host.to_string_lossy().into_owned(),
             },
             Ok(r) => r,
         };
-        for r in &run.scenarios {
+        for r in run.scenarios.iter().filter(|_| run.error.is_none()) {
             println!(
                 "[{}/{}] {dev}: {} {}{}",
                 i + 1,
@@ -157,6 +158,9 @@ pub fn run(args: &RunArgs) -> Result<RunReport> {
                     .map(|x| format!(" ({x})"))
                     .unwrap_or_default()
             );
+        }
+        if let Some(e) = &run.error {
+            println!("[{}/{}] {dev}: {e}", i + 1, devices.len());
         }
         report.devices.push(run);
     }
@@ -209,7 +213,7 @@ fn boot_device(
         n.stop();
     }
     let console = Console::parse(&out.console);
-    let mut results: Vec<ScenarioResult> = scenarios
+    let results: Vec<ScenarioResult> = scenarios
         .iter()
         .map(|s| scenario::evaluate(s.as_ref(), &console, target))
         .collect();
@@ -222,13 +226,6 @@ fn boot_device(
                 .unwrap_or_else(|| "signal".into())
         ),
     };
-    if let Some(note) = &nicemu_note {
-        for r in &mut results {
-            if r.status == scenario::Status::Fail {
-                r.add_failure(note.clone());
-            }
-        }
-    }
     let failed =
         out.to_done.is_none() || results.iter().any(|r| r.status == scenario::Status::Fail);
     let mut tail = if failed { out.tail(15) } else { Vec::new() };
@@ -247,6 +244,7 @@ fn boot_device(
     Ok(DeviceRun {
         device: dev.name().into(),
         boot,
+        error: nicemu_note,
         secs_to_userspace: out.to_userspace.map(round),
         secs_to_result: out.to_done.map(round),
         scenarios: results,

@@ -43,6 +43,9 @@ pub fn render(report: &RunReport, scenarios: &[&str]) -> String {
     }
     let mut details = String::new();
     for d in &report.devices {
+        if let Some(e) = &d.error {
+            details.push_str(&format!("- {}: {e}\n", d.device));
+        }
         for r in &d.scenarios {
             if r.status != Status::Pass {
                 details.push_str(&format!(

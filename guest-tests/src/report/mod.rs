@@ -35,6 +35,9 @@ pub struct DeviceRun {
     pub secs_to_userspace: Option<f64>,
     /// Host seconds from QEMU start to the end marker (all results printed).
     pub secs_to_result: Option<f64>,
+    /// Why the guest could not be booted at all (e.g. nicemu did not start).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
     /// Per-scenario results.
     pub scenarios: Vec<ScenarioResult>,
     /// Last console lines when something went wrong.

@@ -62,11 +62,14 @@ pub fn resolve(requested: Accel, probe: impl FnOnce() -> Result<bool>) -> Result
                 "accel: probing KVM with a short boot (up to {} s)",
                 PROBE_TIMEOUT.as_secs()
             );
-            if probe()? {
-                println!("accel: KVM works");
+            let start = std::time::Instant::now();
+            let ok = probe()?;
+            let secs = start.elapsed().as_secs_f64();
+            if ok {
+                println!("accel: KVM works ({secs:.1} s)");
                 Ok(Accel::Kvm)
             } else {
-                println!("accel: KVM guest did not come up, using TCG");
+                println!("accel: KVM guest did not come up in {secs:.1} s, using TCG");
                 Ok(Accel::Tcg)
             }
         }
