@@ -1,0 +1,163 @@
+//! Interrupt causes, masks and MSI-X routing of the 82576 (datasheet §7.3).
+//!
+//! Legacy causes live in ICR (set by events or ICS, masked by IMS). In MSI-X
+//! mode (GPIE.Multiple_MSIX) queue causes set the EICR bit named by their IVAR
+//! entry and ICR causes set the EICR bit named by IVAR_MISC; EICR bit *n* fires
+//! MSI-X vector *n* while EIMS bit *n* is set, then EIAC auto-clears the cause
+//! and, with GPIE.EIAME, EIAM auto-masks the vector. Without Multiple_MSIX every
+//! cause is reported through ICR on the function's single interrupt.
+
+use super::regs::*;
+use super::Igb;
+
+/// ICR: transmit descriptor written back.
+pub const ICR_TXDW: u32 = 1 << 0;
+/// ICR: link status change.
+pub const ICR_LSC: u32 = 1 << 2;
+/// ICR: receiver timer interrupt (frame received).
+pub const ICR_RXT0: u32 = 1 << 7;
+/// ICR: interrupt asserted.
+pub const ICR_INT_ASSERTED: u32 = 1 << 31;
+
+/// GPIE: non-selective interrupt clear on read.
+pub const GPIE_NSICR: u32 = 1 << 0;
+/// GPIE: multiple MSI-X vectors.
+pub const GPIE_MSIX_MODE: u32 = 1 << 4;
+/// GPIE: extended interrupt auto-mask enable.
+pub const GPIE_EIAME: u32 = 1 << 30;
+
+const IVAR_VALID: u32 = 0x80;
+const EICR_VECTORS: u32 = 0x01ff_ffff;
+
+/// Direction of a queue cause.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dir {
+    /// Receive.
+    Rx,
+    /// Transmit.
+    Tx,
+}
+
+impl Igb {
+    fn msix_mode(&self) -> bool {
+        self.regs.peek(GPIE) & GPIE_MSIX_MODE != 0
+    }
+
+    /// Adds causes to ICR and signals them if enabled.
+    pub(super) fn raise_icr(&mut self, causes: u32) {
+        let causes = causes & !ICR_INT_ASSERTED;
+        if causes == 0 {
+            return;
+        }
+        self.regs.set_bits(ICR, causes);
+        self.intr_update();
+    }
+
+    /// Re-evaluates ICR against IMS after a cause or mask change.
+    pub(super) fn intr_update(&mut self) {
+        let icr = self.regs.peek(ICR);
+        let pending = icr & self.regs.peek(IMS) & !ICR_INT_ASSERTED;
+        if pending == 0 {
+            return;
+        }
+        if self.msix_mode() {
+            let misc = self.regs.peek(IVAR_MISC) >> 8;
+            if misc & IVAR_VALID != 0 {
+                self.regs.set_bits(ICR, ICR_INT_ASSERTED);
+                self.raise_eicr(1 << (misc & 0x1f));
+            }
+        } else if icr & ICR_INT_ASSERTED == 0 {
+            self.regs.set_bits(ICR, ICR_INT_ASSERTED);
+            self.env.irq.legacy();
+        }
+    }
+
+    /// Guest read of ICR (§8.8.1): returns the causes and clears them when
+    /// GPIE.NSICR is set, when no cause is enabled, or when an interrupt was
+    /// asserted; clearing also auto-masks IAM bits and clears the "other" EICR bit.
+    pub(super) fn icr_read(&mut self, icr: u32) -> u32 {
+        let ims = self.regs.peek(IMS);
+        let nsicr = self.regs.peek(GPIE) & GPIE_NSICR != 0;
+        let asserted = icr & ICR_INT_ASSERTED != 0;
+        if nsicr || ims == 0 || asserted {
+            self.regs.poke(ICR, 0);
+            if nsicr || asserted {
+                let iam = self.regs.peek(IAM);
+                self.regs.clear_bits(IMS, iam);
+            }
+            if self.msix_mode() {
+                let misc = self.regs.peek(IVAR_MISC) >> 8;
+                if misc & IVAR_VALID != 0 {
+                    self.regs.clear_bits(EICR, 1 << (misc & 0x1f));
+                }
+            }
+        }
+        icr
+    }
+
+    /// Adds extended causes (MSI-X vectors) and delivers the unmasked ones.
+    pub(super) fn raise_eicr(&mut self, bits: u32) {
+        if !self.msix_mode() {
+            // Without Multiple_MSIX, EICS reaches the driver as an RX cause.
+            if bits != 0 {
+                self.raise_icr(ICR_RXT0);
+            }
+            return;
+        }
+        self.regs.set_bits(EICR, bits & EICR_VECTORS);
+        self.deliver_eicr();
+    }
+
+    /// Fires every EICR cause whose vector is unmasked (§7.3.4.2), applying
+    /// EIAC auto-clear and EIAM auto-mask.
+    pub(super) fn deliver_eicr(&mut self) {
+        if !self.msix_mode() {
+            return;
+        }
+        let fire = self.regs.peek(EICR) & self.regs.peek(EIMS) & EICR_VECTORS;
+        if fire == 0 {
+            return;
+        }
+        let eiac = self.regs.peek(EIAC);
+        self.regs.clear_bits(EICR, fire & eiac);
+        if self.regs.peek(GPIE) & GPIE_EIAME != 0 {
+            let eiam = self.regs.peek(EIAM);
+            self.regs.clear_bits(EIMS, fire & eiam);
+        }
+        let mut f = fire;
+        while f != 0 {
+            let v = f.trailing_zeros();
+            f &= f - 1;
+            self.env.irq.msix(v as u16);
+        }
+    }
+
+    /// Signals a queue event: through the queue's IVAR vector in MSI-X mode,
+    /// else as ICR.RXT0 / ICR.TXDW.
+    pub(super) fn queue_interrupt(&mut self, queue: usize, dir: Dir) {
+        if self.msix_mode() {
+            let (reg, shift) = ivar_slot(queue, dir);
+            let entry = (self.regs.peek(IVAR0 + 4 * reg) >> shift) & 0xff;
+            if entry & IVAR_VALID != 0 {
+                self.raise_eicr(1 << (entry & 0x1f));
+            }
+        } else {
+            self.raise_icr(match dir {
+                Dir::Rx => ICR_RXT0,
+                Dir::Tx => ICR_TXDW,
+            });
+        }
+    }
+}
+
+/// IVAR register index and bit shift of a queue's entry on the 82576
+/// (`igb_assign_vector`: column-major, RX in bytes 0/2, TX in bytes 1/3).
+pub fn ivar_slot(queue: usize, dir: Dir) -> (u32, u32) {
+    let q = queue as u32 & 0xf;
+    let base = (q & 8) << 1;
+    let shift = match dir {
+        Dir::Rx => base,
+        Dir::Tx => base + 8,
+    };
+    (q & 7, shift)
+}

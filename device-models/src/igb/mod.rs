@@ -1,0 +1,542 @@
+//! Intel 82576 (igb) Gigabit Ethernet controller, one PCI function.
+//!
+//! Behaviour follows the 82576 datasheet and what the Linux `igb` driver reads
+//! and writes during probe, open, reset, the watchdog and `ethtool -t`. The
+//! register file is [`regs::TABLE`]; this module holds the side effects.
+
+mod eeprom;
+mod intr;
+mod pci;
+mod phy;
+pub mod regs;
+mod rx;
+mod stats;
+mod tx;
+
+use crate::nvm::Nvm;
+use crate::pci::ConfigSpace;
+use crate::phy::Phy;
+use crate::regfile::RegFile;
+use crate::{put_le_value, Bar, DeviceEnv, GuestRam, NicFunction};
+
+pub use eeprom::NVM_WORDS;
+pub use pci::{DEVICE_82576, MSIX_VECTORS, VENDOR_INTEL};
+use regs::*;
+
+/// CTRL bits (82576 §8.2.1).
+pub mod ctrl {
+    /// Full duplex.
+    pub const FD: u32 = 1 << 0;
+    /// GIO master disable.
+    pub const GIO_MASTER_DISABLE: u32 = 1 << 2;
+    /// Set link up.
+    pub const SLU: u32 = 1 << 6;
+    /// Device reset (self-clearing).
+    pub const RST: u32 = 1 << 26;
+    /// VLAN mode enable.
+    pub const VME: u32 = 1 << 30;
+    /// PHY reset.
+    pub const PHY_RST: u32 = 1 << 31;
+}
+
+/// STATUS bits (82576 §8.2.2).
+pub mod status {
+    /// Full duplex.
+    pub const FD: u32 = 1 << 0;
+    /// Link up.
+    pub const LU: u32 = 1 << 1;
+    /// Speed 1000 Mb/s.
+    pub const SPEED_1000: u32 = 1 << 7;
+    /// PHY reset asserted.
+    pub const PHYRA: u32 = 1 << 10;
+    /// GIO master enable status.
+    pub const GIO_MASTER_ENABLE: u32 = 1 << 19;
+    /// PF reset done.
+    pub const PF_RST_DONE: u32 = 1 << 21;
+}
+
+/// EECD bits (82576 §8.2.3).
+mod eecd {
+    pub const REQ: u32 = 1 << 6;
+    pub const GNT: u32 = 1 << 7;
+    pub const PRES: u32 = 1 << 8;
+    pub const AUTO_RD: u32 = 1 << 9;
+}
+
+/// MDIC fields (82576 §8.2.4).
+mod mdic {
+    pub const DATA: u32 = 0xffff;
+    pub const REG_SHIFT: u32 = 16;
+    pub const PHY_SHIFT: u32 = 21;
+    pub const OP_WRITE: u32 = 1 << 26;
+    pub const OP_READ: u32 = 2 << 26;
+    pub const READY: u32 = 1 << 28;
+    pub const ERROR: u32 = 1 << 30;
+    /// The internal PHY's MDIO address.
+    pub const PHY_ADDR: u32 = 1;
+}
+
+/// RCTL bits (82576 §8.10.1).
+pub mod rctl {
+    /// Receiver enable.
+    pub const EN: u32 = 1 << 1;
+    /// Store bad packets.
+    pub const SBP: u32 = 1 << 2;
+    /// Unicast promiscuous.
+    pub const UPE: u32 = 1 << 3;
+    /// Multicast promiscuous.
+    pub const MPE: u32 = 1 << 4;
+    /// Long packet enable.
+    pub const LPE: u32 = 1 << 5;
+    /// Loopback mode mask.
+    pub const LBM_MASK: u32 = 3 << 6;
+    /// MAC loopback.
+    pub const LBM_MAC: u32 = 1 << 6;
+    /// Multicast offset shift.
+    pub const MO_SHIFT: u32 = 12;
+    /// Broadcast accept.
+    pub const BAM: u32 = 1 << 15;
+    /// VLAN filter enable.
+    pub const VFE: u32 = 1 << 18;
+    /// Strip CRC.
+    pub const SECRC: u32 = 1 << 26;
+}
+
+/// TCTL bits (82576 §8.12.1).
+pub mod tctl {
+    /// Transmitter enable.
+    pub const EN: u32 = 1 << 1;
+    /// Pad short packets.
+    pub const PSP: u32 = 1 << 3;
+}
+
+/// Device configuration chosen by the user.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IgbConfig {
+    /// Permanent MAC address (stored in the NVM).
+    pub mac: [u8; 6],
+}
+
+/// Counters of guest programming errors the device tolerated.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GuestErrors {
+    /// Descriptor or buffer addresses outside guest memory.
+    pub dma_errors: u64,
+    /// Tail values beyond the ring or rings with no descriptors.
+    pub ring_errors: u64,
+    /// Transmit frames dropped as malformed (too long, bad context, no EOP).
+    pub tx_malformed: u64,
+    /// Register accesses to offsets with no register.
+    pub unknown_regs: u64,
+}
+
+/// Per transmit queue state beyond the registers.
+#[derive(Debug, Default)]
+struct TxQueue {
+    /// Frame being gathered from data descriptors until EOP.
+    frame: Vec<u8>,
+    /// First data descriptor of the frame (its command and options apply).
+    first: Option<tx::FrameOpts>,
+    /// The frame overflowed or a buffer could not be read: drop at EOP.
+    bad: bool,
+    /// Offload contexts (82576 keeps two per queue).
+    ctx: [crate::desc::TxContext; 2],
+}
+
+/// An 82576 function.
+pub struct Igb {
+    cfg: IgbConfig,
+    config: ConfigSpace,
+    regs: RegFile<Hook>,
+    nvm: Nvm,
+    phy: Phy,
+    env: DeviceEnv,
+    mem: GuestRam,
+    bars: [Bar; 4],
+    txq: Vec<TxQueue>,
+    /// Scratch buffer for frames looped back or segmented (no per-packet allocation).
+    scratch: Vec<u8>,
+    /// BAR2 IOADDR register (indirect access window).
+    ioaddr: u32,
+    errors: GuestErrors,
+    /// Link state last reported through ICR.LSC.
+    link_reported: bool,
+}
+
+impl std::fmt::Debug for Igb {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Igb")
+            .field("mac", &self.cfg.mac)
+            .field("errors", &self.errors)
+            .finish()
+    }
+}
+
+/// Largest frame the transmit path gathers (a 64 KiB TSO payload plus headers).
+pub const MAX_TX_FRAME: usize = 64 * 1024 + 256;
+
+impl Igb {
+    /// Creates a function in its power-on state.
+    pub fn new(cfg: IgbConfig, env: DeviceEnv) -> Self {
+        let mut d = Igb {
+            cfg,
+            config: pci::config_space(),
+            regs: RegFile::new(TABLE, pci::BAR0_SIZE as usize),
+            nvm: eeprom::image(cfg.mac),
+            phy: Phy::new(phy::IGP03),
+            env,
+            mem: GuestRam::new(),
+            bars: pci::bars(),
+            txq: (0..NUM_QUEUES)
+                .map(|_| TxQueue {
+                    frame: Vec::with_capacity(MAX_TX_FRAME),
+                    ..Default::default()
+                })
+                .collect(),
+            scratch: Vec::with_capacity(MAX_TX_FRAME),
+            ioaddr: 0,
+            errors: GuestErrors::default(),
+            link_reported: false,
+        };
+        d.device_reset();
+        d
+    }
+
+    /// Guest error counters.
+    pub fn guest_errors(&self) -> GuestErrors {
+        self.errors
+    }
+
+    /// The NVM image (for tests and the control path).
+    pub fn nvm(&self) -> &Nvm {
+        &self.nvm
+    }
+
+    /// Connects or disconnects the emulated cable; the guest sees a link status
+    /// change interrupt.
+    pub fn set_link(&mut self, up: bool) {
+        self.phy.set_cable(up);
+        self.check_link_change();
+    }
+
+    /// Software/device reset (CTRL.RST, §4.3.1): registers to defaults except
+    /// the packet buffer sizes, MAC reloaded from the NVM, PHY reset.
+    fn device_reset(&mut self) {
+        self.regs.reset_except(|d| matches!(d.name, "RXPBS" | "TXPBS"));
+        let eecd = self.regs.peek(EECD) | (eeprom::EECD_SIZE_EX << 11);
+        self.regs.poke(EECD, eecd);
+        // RAL0/RAH0 auto-load from NVM words 0..2 with Address Valid.
+        let m = self.nvm_mac();
+        self.regs
+            .poke(RAL, u32::from_le_bytes([m[0], m[1], m[2], m[3]]));
+        self.regs
+            .poke(RAH, u32::from(u16::from_le_bytes([m[4], m[5]])) | (1 << 31));
+        // Queue 0 is enabled after reset on the 82576.
+        self.regs.set_bits(RXQ_BASE + q::DCTL, QUEUE_ENABLE);
+        self.regs.set_bits(TXQ_BASE + q::DCTL, QUEUE_ENABLE);
+        self.phy.reset();
+        for t in &mut self.txq {
+            t.frame.clear();
+            t.first = None;
+            t.bad = false;
+            t.ctx = Default::default();
+        }
+        self.link_reported = self.phy.link_up();
+    }
+
+    fn nvm_mac(&self) -> [u8; 6] {
+        let mut m = [0u8; 6];
+        for i in 0..3 {
+            m[2 * i..2 * i + 2].copy_from_slice(&self.nvm.word(i).to_le_bytes());
+        }
+        m
+    }
+
+    fn link_up(&self) -> bool {
+        self.phy.link_up() || self.phy.loopback()
+    }
+
+    fn status(&self) -> u32 {
+        let c = self.regs.peek(CTRL);
+        let mut s = status::FD | status::SPEED_1000 | status::PF_RST_DONE;
+        if self.link_up() {
+            s |= status::LU;
+        }
+        if c & ctrl::GIO_MASTER_DISABLE == 0 {
+            s |= status::GIO_MASTER_ENABLE;
+        }
+        s
+    }
+
+    /// Raises ICR.LSC when the link state differs from what was last reported.
+    fn check_link_change(&mut self) {
+        let up = self.link_up();
+        if up != self.link_reported {
+            self.link_reported = up;
+            self.raise_icr(intr::ICR_LSC);
+        }
+    }
+
+    fn mdic_write(&mut self, v: u32) {
+        let reg = ((v >> mdic::REG_SHIFT) & 0x1f) as u8;
+        let phy = (v >> mdic::PHY_SHIFT) & 0x1f;
+        let mut out = v & !(mdic::READY | mdic::ERROR);
+        if phy != mdic::PHY_ADDR {
+            out |= mdic::ERROR;
+        } else if v & mdic::OP_READ != 0 && v & mdic::OP_WRITE == 0 {
+            out = (out & !mdic::DATA) | u32::from(self.phy.read(reg));
+        } else if v & mdic::OP_WRITE != 0 && v & mdic::OP_READ == 0 {
+            self.phy.write(reg, v as u16);
+        } else {
+            out |= mdic::ERROR;
+        }
+        self.regs.poke(MDIC, out | mdic::READY);
+        self.check_link_change();
+    }
+
+    /// Register read with side effects.
+    fn reg_read(&mut self, offset: u64) -> u32 {
+        let Some((id, v)) = self.regs.read(offset) else {
+            self.errors.unknown_regs += 1;
+            log::debug!("igb: read of unknown register {offset:#x}");
+            return 0;
+        };
+        match self.regs.def(id).hook {
+            Some(Hook::Status) => self.status(),
+            Some(Hook::Icr) => self.icr_read(v),
+            Some(Hook::Swsm) => {
+                // Reading SWSM sets SMBI (read-to-acquire semaphore, §8.19.x).
+                self.regs.set_bits(SWSM, 1);
+                v
+            }
+            Some(Hook::Eitr) => v & 0x7fff_ffff,
+            _ => v,
+        }
+    }
+
+    /// Register write with side effects.
+    fn reg_write(&mut self, offset: u64, val: u32) {
+        let Some(w) = self.regs.write(offset, val) else {
+            self.errors.unknown_regs += 1;
+            log::debug!("igb: write of unknown register {offset:#x} = {val:#x} ignored");
+            return;
+        };
+        let Some(hook) = w.hook else { return };
+        let canon = |base: u32| base + u32::from(w.id.elem) * QUEUE_STRIDE;
+        match hook {
+            Hook::Ctrl => {
+                if w.new & ctrl::RST != 0 {
+                    self.device_reset();
+                    self.check_link_change();
+                    return;
+                }
+                if w.new & ctrl::PHY_RST != 0 {
+                    self.phy.reset();
+                    self.regs.clear_bits(CTRL, ctrl::PHY_RST);
+                }
+                self.check_link_change();
+            }
+            Hook::Status => {}
+            Hook::Eecd => {
+                // Grant follows request: no firmware competes for the NVM.
+                let mut e = (w.new & !eecd::GNT) | eecd::PRES | eecd::AUTO_RD;
+                if e & eecd::REQ != 0 {
+                    e |= eecd::GNT;
+                }
+                self.regs.poke(EECD, e);
+            }
+            Hook::Eerd => {
+                let v = self.nvm.eerd_write(w.raw);
+                self.regs.poke(EERD, v);
+            }
+            Hook::Mdic => self.mdic_write(w.raw),
+            Hook::Swsm => {}
+            Hook::Icr => self.intr_update(),
+            Hook::Ics => self.raise_icr(w.raw),
+            Hook::Ims => {
+                self.regs.poke(IMS, w.old | w.raw);
+                self.intr_update();
+            }
+            Hook::Imc => self.regs.clear_bits(IMS, w.raw),
+            Hook::Eicr => {}
+            Hook::Eics => self.raise_eicr(w.raw & 0x01ff_ffff),
+            Hook::Eims => {
+                self.regs.poke(EIMS, (w.old | w.raw) & 0x01ff_ffff);
+                self.deliver_eicr();
+            }
+            Hook::Eimc => self.regs.clear_bits(EIMS, w.raw),
+            Hook::Rctl => {}
+            Hook::Tctl => {
+                if w.new & tctl::EN != 0 && w.old & tctl::EN == 0 {
+                    for qi in 0..NUM_QUEUES {
+                        self.tx_doorbell(qi);
+                    }
+                }
+            }
+            Hook::Tdt => self.tx_doorbell(usize::from(w.id.elem)),
+            Hook::Rdt => {}
+            Hook::RxHead | Hook::TxHead => {
+                // Heads are owned by hardware while the queue runs; the driver
+                // initialises them with the queue disabled.
+                let base = canon(if hook == Hook::RxHead { RXQ_BASE } else { TXQ_BASE });
+                if self.regs.peek(base + q::DCTL) & QUEUE_ENABLE != 0 {
+                    self.regs.poke(base + q::H, w.old);
+                }
+            }
+            Hook::Rxdctl => {
+                if w.new & QUEUE_ENABLE == 0 {
+                    // A disabled queue forgets its head.
+                    self.regs.poke(canon(RXQ_BASE) + q::H, 0);
+                }
+            }
+            Hook::Txdctl => {
+                let qi = usize::from(w.id.elem);
+                if w.new & QUEUE_ENABLE == 0 {
+                    self.regs.poke(canon(TXQ_BASE) + q::H, 0);
+                    let t = &mut self.txq[qi];
+                    t.frame.clear();
+                    t.first = None;
+                    t.bad = false;
+                } else if w.old & QUEUE_ENABLE == 0 {
+                    self.tx_doorbell(qi);
+                }
+            }
+            Hook::Eitr => {}
+        }
+    }
+
+    fn bar0_read(&mut self, offset: u64, data: &mut [u8]) {
+        let aligned = offset & !3;
+        let v = self.reg_read(aligned);
+        let shift = (offset & 3) * 8;
+        put_le_value(data, u64::from(v >> shift));
+    }
+
+    fn bar0_write(&mut self, offset: u64, data: &[u8]) {
+        let aligned = offset & !3;
+        if data.len() == 4 && offset & 3 == 0 {
+            let v = u32::from_le_bytes([data[0], data[1], data[2], data[3]]);
+            self.reg_write(aligned, v);
+        } else if data.len() == 8 && offset & 3 == 0 {
+            let lo = u32::from_le_bytes([data[0], data[1], data[2], data[3]]);
+            let hi = u32::from_le_bytes([data[4], data[5], data[6], data[7]]);
+            self.reg_write(aligned, lo);
+            self.reg_write(aligned + 4, hi);
+        } else {
+            // Sub-dword write: merge into the stored value without read side effects.
+            let Some(id) = self.regs.decode(aligned) else {
+                self.errors.unknown_regs += 1;
+                return;
+            };
+            let _ = id;
+            let cur = self.regs.peek(aligned as u32);
+            let mut b = cur.to_le_bytes();
+            let start = (offset & 3) as usize;
+            let end = (start + data.len()).min(4);
+            b[start..end].copy_from_slice(&data[..end - start]);
+            self.reg_write(aligned, u32::from_le_bytes(b));
+        }
+    }
+}
+
+impl NicFunction for Igb {
+    fn model(&self) -> &'static str {
+        "igb"
+    }
+
+    fn config_read(&mut self, offset: u64, data: &mut [u8]) {
+        self.config.read(offset, data);
+    }
+
+    fn config_write(&mut self, offset: u64, data: &[u8]) {
+        self.config.write(offset, data);
+        let devctl = pci::PCIE_CAP + crate::pci::caps::PCIE_DEVCTL;
+        if self.config.read_u16(devctl) & crate::pci::caps::PCIE_DEVCTL_FLR != 0 {
+            log::info!("igb: function level reset");
+            self.reset();
+        }
+    }
+
+    fn bar_read(&mut self, bar: usize, offset: u64, data: &mut [u8]) {
+        data.fill(0);
+        match bar {
+            0 if offset < pci::BAR0_SIZE => self.bar0_read(offset, data),
+            2 => match offset {
+                0 => put_le_value(data, u64::from(self.ioaddr)),
+                4 => {
+                    let v = self.reg_read(u64::from(self.ioaddr & 0x1fffc));
+                    put_le_value(data, u64::from(v));
+                }
+                _ => {}
+            },
+            _ => {}
+        }
+    }
+
+    fn bar_write(&mut self, bar: usize, offset: u64, data: &[u8]) {
+        match bar {
+            0 if offset < pci::BAR0_SIZE => self.bar0_write(offset, data),
+            2 => match offset {
+                0 => self.ioaddr = crate::le_value(data) as u32,
+                4 => {
+                    let a = u64::from(self.ioaddr & 0x1fffc);
+                    self.reg_write(a, crate::le_value(data) as u32);
+                }
+                _ => {}
+            },
+            _ => log::debug!("igb: write to BAR{bar} offset {offset:#x} ignored"),
+        }
+    }
+
+    fn reset(&mut self) {
+        self.config.reset();
+        self.device_reset();
+        self.ioaddr = 0;
+    }
+
+    fn set_memory(&mut self, mem: GuestRam) {
+        self.mem = mem;
+    }
+
+    fn receive(&mut self, frame: &[u8]) {
+        self.rx_frame(frame);
+    }
+
+    fn bars(&self) -> &[Bar] {
+        &self.bars
+    }
+
+    fn msix_vectors(&self) -> u16 {
+        MSIX_VECTORS
+    }
+
+    fn reg_name(&self, bar: usize, offset: u64) -> String {
+        match bar {
+            0 => self.regs.name_at(offset & !3),
+            2 => match offset {
+                0 => "IOADDR".into(),
+                4 => format!("IODATA({})", self.regs.name_at(u64::from(self.ioaddr & 0x1fffc))),
+                _ => format!("IO?{offset:#x}"),
+            },
+            3 => "MSIX".into(),
+            b => format!("BAR{b}?{offset:#x}"),
+        }
+    }
+
+    fn error_counters(&self) -> Vec<(&'static str, u64)> {
+        vec![
+            ("dma_errors", self.errors.dma_errors),
+            ("ring_errors", self.errors.ring_errors),
+            ("tx_malformed", self.errors.tx_malformed),
+            ("unknown_regs", self.errors.unknown_regs),
+        ]
+    }
+}
+
+/// Creates an igb function as a boxed [`NicFunction`].
+pub fn new_function(cfg: IgbConfig, env: DeviceEnv) -> Box<dyn NicFunction> {
+    Box::new(Igb::new(cfg, env))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,198 @@
+//! The 82576 receive engine (datasheet §7.1): address / multicast / VLAN
+//! filtering, queue selection, descriptor write-back in the advanced one-buffer
+//! format, VLAN stripping, missed-packet accounting and the RX interrupt cause.
+
+use super::intr::Dir;
+use super::regs::*;
+use super::{ctrl, rctl, Igb};
+use crate::desc::{rx_writeback, RXD_STAT_DD, RXD_STAT_EOP, RXD_STAT_VP};
+use crate::ring::{self, Ring};
+
+/// Largest frame accepted without RCTL.LPE (1518 + VLAN tag, without FCS).
+const MAX_STD_FRAME: usize = 1518 + 4 - 4;
+
+impl Igb {
+    /// Delivers a frame from the wire (or loopback) to the host.
+    pub(super) fn rx_frame(&mut self, frame: &[u8]) {
+        let rctl = self.regs.peek(RCTL);
+        if rctl & rctl::EN == 0 || !self.link_up() {
+            return;
+        }
+        if frame.len() < 14 {
+            self.stat_add(0x40a4, 1); // RUC
+            return;
+        }
+        let max = if rctl & rctl::LPE != 0 {
+            (self.regs.peek(0x5004) & 0x3fff) as usize
+        } else {
+            MAX_STD_FRAME
+        };
+        if frame.len() > max.max(64) {
+            self.stat_add(stat::ROC, 1);
+            return;
+        }
+        if !self.rx_accept(frame, rctl) {
+            return;
+        }
+        self.rx_to_queue(0, frame);
+    }
+
+    /// Destination and VLAN filtering (§7.1.1).
+    fn rx_accept(&self, f: &[u8], rctl: u32) -> bool {
+        let dst = &f[0..6];
+        let vet = self.regs.peek(0x0038) as u16;
+        if rctl & rctl::VFE != 0 && f.len() >= 16 && u16::from_be_bytes([f[12], f[13]]) == vet {
+            let vid = u32::from(u16::from_be_bytes([f[14], f[15]]) & 0xfff);
+            if self.regs.peek(VFTA + 4 * (vid >> 5)) & (1 << (vid & 31)) == 0 {
+                return false;
+            }
+        }
+        if dst == [0xff; 6] {
+            return rctl & (rctl::BAM | rctl::MPE | rctl::UPE) != 0;
+        }
+        if rctl & rctl::UPE != 0 || self.rar_match(dst) {
+            return true;
+        }
+        if dst[0] & 1 != 0 {
+            return rctl & rctl::MPE != 0 || self.mta_match(dst, rctl);
+        }
+        false
+    }
+
+    /// Exact match against the 24 receive address registers with AV set.
+    fn rar_match(&self, dst: &[u8]) -> bool {
+        (0..24u32).any(|i| {
+            let lo = if i < 16 { RAL + 8 * i } else { RAL2 + 8 * (i - 16) };
+            let rah = self.regs.peek(lo + 4);
+            if rah & (1 << 31) == 0 || (rah >> 16) & 3 != 0 {
+                return false;
+            }
+            let ral = self.regs.peek(lo).to_le_bytes();
+            let rah = (rah as u16).to_le_bytes();
+            dst == [ral[0], ral[1], ral[2], ral[3], rah[0], rah[1]]
+        })
+    }
+
+    /// Multicast table lookup: 12 address bits selected by RCTL.MO (§7.1.1.2).
+    fn mta_match(&self, dst: &[u8], rctl: u32) -> bool {
+        let (b4, b5) = (u32::from(dst[4]), u32::from(dst[5]));
+        let hash = match (rctl >> rctl::MO_SHIFT) & 3 {
+            0 => (b4 >> 4) | (b5 << 4),
+            1 => (b4 >> 3) | (b5 << 5),
+            2 => (b4 >> 2) | (b5 << 6),
+            _ => b4 | (b5 << 8),
+        } & 0xfff;
+        self.regs.peek(MTA + 4 * (hash >> 5)) & (1 << (hash & 31)) != 0
+    }
+
+    /// Places a frame into receive queue `qi`, spanning descriptors if needed.
+    fn rx_to_queue(&mut self, qi: usize, frame: &[u8]) {
+        let base = RXQ_BASE + qi as u32 * QUEUE_STRIDE;
+        let miss = |d: &mut Igb| {
+            d.stat_add(stat::MPC, 1);
+            d.stat_add(stat::RNBC, 1);
+            d.stat_add(base + q::RQDPC, 1);
+        };
+        if self.regs.peek(base + q::DCTL) & QUEUE_ENABLE == 0 {
+            miss(self);
+            return;
+        }
+        let mut r = match Ring::new(
+            self.regs.peek(base + q::BAL),
+            self.regs.peek(base + q::BAH),
+            self.regs.peek(base + q::LEN),
+            self.regs.peek(base + q::H),
+            self.regs.peek(base + q::T),
+        ) {
+            Ok(r) => r,
+            Err(e) => {
+                self.errors.ring_errors += 1;
+                log::debug!("igb: rx queue {qi}: {e}");
+                miss(self);
+                return;
+            }
+        };
+        // VLAN strip (CTRL.VME): the tag goes to the descriptor.
+        let vet = self.regs.peek(0x0038) as u16;
+        let tagged = frame.len() >= 18 && u16::from_be_bytes([frame[12], frame[13]]) == vet;
+        let (vlan, status_vp) = if tagged && self.regs.peek(CTRL) & ctrl::VME != 0 {
+            (u16::from_be_bytes([frame[14], frame[15]]), RXD_STAT_VP)
+        } else {
+            (0, 0)
+        };
+        let parts: [&[u8]; 2] = if status_vp != 0 {
+            [&frame[..12], &frame[16..]]
+        } else {
+            [frame, &[]]
+        };
+        let total = parts[0].len() + parts[1].len();
+        let srrctl = self.regs.peek(base + q::SRRCTL);
+        let bufsize = match (srrctl & 0x7f) as usize * 1024 {
+            0 => 2048,
+            n => n,
+        };
+        let needed = total.div_ceil(bufsize) as u32;
+        if r.pending() < needed {
+            miss(self);
+            return;
+        }
+        let mut off = 0usize;
+        let mut ok = true;
+        while off < total {
+            let chunk = (total - off).min(bufsize);
+            let daddr = r.desc_addr(r.head);
+            let Ok(d) = ring::read_desc(&self.mem, daddr) else {
+                self.errors.dma_errors += 1;
+                ok = false;
+                break;
+            };
+            let pkt = u64::from_le_bytes(d[0..8].try_into().unwrap_or([0; 8]));
+            if write_parts(&self.mem, pkt, &parts, off, chunk).is_err() {
+                self.errors.dma_errors += 1;
+                ok = false;
+                break;
+            }
+            off += chunk;
+            let mut st = RXD_STAT_DD | status_vp;
+            if off >= total {
+                st |= RXD_STAT_EOP;
+            }
+            let wb = rx_writeback(0, 0, st, chunk as u16, vlan);
+            if ring::write_desc(&self.mem, daddr, &wb).is_err() {
+                self.errors.dma_errors += 1;
+                ok = false;
+                break;
+            }
+            r.advance();
+        }
+        self.regs.poke(base + q::H, r.head);
+        if ok {
+            self.count_rx(frame);
+        }
+        self.queue_interrupt(qi, Dir::Rx);
+    }
+}
+
+/// Writes bytes `off..off + len` of the concatenation of `parts` at `addr`.
+fn write_parts(
+    mem: &crate::GuestRam,
+    addr: u64,
+    parts: &[&[u8]; 2],
+    off: usize,
+    len: usize,
+) -> Result<(), ring::RingError> {
+    let mut done = 0;
+    let mut pos = 0;
+    for p in parts {
+        let (ps, pe) = (pos, pos + p.len());
+        pos = pe;
+        let s = (off + done).max(ps);
+        let e = (off + len).min(pe);
+        if s >= e {
+            continue;
+        }
+        ring::write_buf(mem, addr + done as u64, &p[s - ps..e - ps])?;
+        done += e - s;
+    }
+    Ok(())
+}

@@ -1,0 +1,393 @@
+//! Unit tests that drive the 82576 model the way the igb driver does.
+
+use vm_memory::{Bytes, GuestAddress};
+
+use super::*;
+use crate::testutil::{ram, Irq, TestEnv};
+
+const MAC: [u8; 6] = [0x52, 0x54, 0x00, 0x12, 0x34, 0x56];
+
+fn dev() -> (Igb, TestEnv) {
+    let t = TestEnv::new();
+    let mut d = Igb::new(IgbConfig { mac: MAC }, t.env.clone());
+    d.set_memory(ram(1 << 20));
+    (d, t)
+}
+
+fn rd(d: &mut Igb, off: u32) -> u32 {
+    let mut b = [0u8; 4];
+    d.bar_read(0, u64::from(off), &mut b);
+    u32::from_le_bytes(b)
+}
+
+fn wr(d: &mut Igb, off: u32, v: u32) {
+    d.bar_write(0, u64::from(off), &v.to_le_bytes());
+}
+
+fn nvm_read(d: &mut Igb, word: u32) -> u16 {
+    wr(d, EERD, (word << 2) | 1);
+    let v = rd(d, EERD);
+    assert_ne!(v & 2, 0, "EERD done");
+    (v >> 16) as u16
+}
+
+fn phy_read(d: &mut Igb, reg: u32) -> u16 {
+    wr(d, MDIC, (reg << 16) | (1 << 21) | (2 << 26));
+    let v = rd(d, MDIC);
+    assert_ne!(v & (1 << 28), 0, "MDIC ready");
+    assert_eq!(v & (1 << 30), 0, "MDIC error");
+    v as u16
+}
+
+fn phy_write(d: &mut Igb, reg: u32, val: u16) {
+    wr(d, MDIC, (reg << 16) | (1 << 21) | (1 << 26) | u32::from(val));
+    assert_ne!(rd(d, MDIC) & (1 << 28), 0);
+}
+
+#[test]
+fn probe_sequence_reset_nvm_mac_phy_link() {
+    let (mut d, _t) = dev();
+    // igb_reset_hw_82575: master disable, reset, auto-read done.
+    let v = rd(&mut d, CTRL) | ctrl::GIO_MASTER_DISABLE;
+    wr(&mut d, CTRL, v);
+    assert_eq!(rd(&mut d, STATUS) & status::GIO_MASTER_ENABLE, 0);
+    let v = rd(&mut d, CTRL) | ctrl::RST;
+    wr(&mut d, CTRL, v);
+    assert_eq!(rd(&mut d, CTRL) & ctrl::RST, 0, "RST self-clears");
+    assert_ne!(rd(&mut d, STATUS) & status::GIO_MASTER_ENABLE, 0);
+    let eecd = rd(&mut d, EECD);
+    assert_ne!(eecd & (1 << 9), 0, "AUTO_RD");
+    assert_ne!(eecd & (1 << 8), 0, "PRES");
+    assert_eq!(1usize << (((eecd >> 11) & 0xf) + 6), NVM_WORDS);
+    assert_ne!(rd(&mut d, EEMNGCTL) & (1 << 18), 0, "CFG_DONE0");
+    // igb_validate_nvm_checksum
+    let sum = (0..0x40).fold(0u16, |s, w| s.wrapping_add(nvm_read(&mut d, w)));
+    assert_eq!(sum, 0xbaba);
+    assert_eq!(nvm_read(&mut d, 0x37), 0xffff, "no alternate MAC");
+    // igb_read_mac_addr: RAL0/RAH0
+    let ral = rd(&mut d, RAL).to_le_bytes();
+    let rah = rd(&mut d, RAH);
+    assert_eq!(&ral[..], &MAC[..4]);
+    assert_eq!((rah as u16).to_le_bytes(), [MAC[4], MAC[5]]);
+    assert_ne!(rah & (1 << 31), 0, "AV");
+    // igb_get_phy_id: IGP03
+    let id = (u32::from(phy_read(&mut d, 2)) << 16) | u32::from(phy_read(&mut d, 3) & 0xfff0);
+    assert_eq!(id, 0x02a8_0390);
+    // Autonegotiation restart, then the driver reads BMSR twice.
+    phy_write(&mut d, 0, 0x1000 | 0x0200);
+    assert_eq!(phy_read(&mut d, 0) & 0x0200, 0, "restart self-clears");
+    let _ = phy_read(&mut d, 1);
+    let bmsr = phy_read(&mut d, 1);
+    assert_ne!(bmsr & 0x0004, 0, "link");
+    assert_ne!(bmsr & 0x0020, 0, "autoneg complete");
+    assert_ne!(phy_read(&mut d, 0x0a) & 0x1000, 0, "remote receiver ok");
+    let v = rd(&mut d, CTRL) | ctrl::SLU;
+    wr(&mut d, CTRL, v);
+    let st = rd(&mut d, STATUS);
+    assert_eq!(st & (status::LU | status::FD | status::SPEED_1000), status::LU | status::FD | status::SPEED_1000);
+    // MDIC to another PHY address reports an error.
+    wr(&mut d, MDIC, (2 << 16) | (3 << 21) | (2 << 26));
+    assert_ne!(rd(&mut d, MDIC) & (1 << 30), 0);
+}
+
+#[test]
+fn register_semantics_of_the_self_test() {
+    let (mut d, _t) = dev();
+    // STATUS ignores writes (toggle test).
+    let before = rd(&mut d, STATUS);
+    wr(&mut d, STATUS, 0x7fff_f3ff);
+    assert_eq!(rd(&mut d, STATUS), before);
+    // RCTL set-and-read rows.
+    wr(&mut d, RCTL, 0);
+    assert_eq!(rd(&mut d, RCTL), 0);
+    wr(&mut d, RCTL, 0x003f_fffb & 0x04cf_b0fe);
+    assert_eq!(rd(&mut d, RCTL) & 0x04cf_b0fe, 0x000f_b0fa);
+    wr(&mut d, RCTL, 0x04cf_b0fe);
+    assert_eq!(rd(&mut d, RCTL) & 0x04cf_b0fe, 0x04cf_b0fe);
+    wr(&mut d, TCTL, 0);
+    assert_eq!(rd(&mut d, TCTL), 0);
+    // Pattern rows: queue arrays through both address ranges.
+    for pat in [0x5a5a_5a5au32, 0xa5a5_a5a5, 0, u32::MAX] {
+        for (off, mask, write) in [
+            (0x2808u32, 0x000f_fff0u32, 0x000f_ffffu32),
+            (0xc3c8, 0x000f_fff0, 0x000f_ffff),
+            (0x2900, 0xffff_ff80, u32::MAX),
+            (0x3b04, u32::MAX, u32::MAX),
+            (0x002c, 0xffff, u32::MAX),
+            (0x0038, u32::MAX, u32::MAX),
+            (0x2168, 0xfff0, 0xfff0),
+            (0x0410, 0x3fff_ffff, 0x3fff_ffff),
+            (0x54e4, 0x83ff_ffff, u32::MAX),
+        ] {
+            wr(&mut d, off, pat & write);
+            assert_eq!(rd(&mut d, off) & mask, pat & write & mask, "{off:#x} {pat:#x}");
+        }
+    }
+    // RDT sticks while the queue is enabled, without any DMA.
+    wr(&mut d, 0x2828, QUEUE_ENABLE);
+    wr(&mut d, 0x2818, 0xffff);
+    assert_eq!(rd(&mut d, 0x2818), 0xffff);
+    assert_eq!(rd(&mut d, RXQ_BASE + q::T), 0xffff, "alias of queue 0");
+    // Legacy alias and canonical block are one register.
+    wr(&mut d, 0x3900, 0x1000);
+    assert_eq!(rd(&mut d, TXQ_BASE + QUEUE_STRIDE), 0x1000);
+    // Statistics clear on read.
+    d.stat_add(regs::stat::GPRC, 3);
+    assert_eq!(rd(&mut d, regs::stat::GPRC), 3);
+    assert_eq!(rd(&mut d, regs::stat::GPRC), 0);
+    // Unknown, misaligned and out-of-range offsets.
+    assert_eq!(rd(&mut d, 0x0004), 0);
+    wr(&mut d, 0x1ff00, 5);
+    let mut b = [0xffu8; 4];
+    d.bar_read(0, 1 << 40, &mut b);
+    assert_eq!(b, [0; 4]);
+    d.bar_write(0, u64::MAX - 3, &[1, 2, 3, 4]);
+    assert!(d.guest_errors().unknown_regs >= 2);
+}
+
+#[test]
+fn semaphores() {
+    let (mut d, _t) = dev();
+    assert_eq!(rd(&mut d, SWSM) & 1, 0, "first read acquires");
+    assert_eq!(rd(&mut d, SWSM) & 1, 1, "taken");
+    let v = rd(&mut d, SWSM) | 2;
+    wr(&mut d, SWSM, v);
+    assert_eq!(rd(&mut d, SWSM) & 2, 2);
+    wr(&mut d, SWSM, 0);
+    assert_eq!(rd(&mut d, SWSM) & 1, 0);
+    wr(&mut d, SW_FW_SYNC, 0xffff_0002);
+    assert_eq!(rd(&mut d, SW_FW_SYNC), 2, "firmware bits stay clear");
+    wr(&mut d, EECD, 1 << 6);
+    assert_ne!(rd(&mut d, EECD) & (1 << 7), 0, "grant follows request");
+}
+
+#[test]
+fn interrupt_self_test_legacy_path() {
+    // igb_intr_test after a reset: GPIE = 0, every ICS bit enabled in IMS fires
+    // the single interrupt and the handler's ICR read sees (and clears) it.
+    let (mut d, t) = dev();
+    wr(&mut d, IMC, u32::MAX);
+    for i in 0..31 {
+        let bit = 1u32 << i;
+        if bit & 0x77d4_fbfd == 0 {
+            continue;
+        }
+        wr(&mut d, ICR, u32::MAX);
+        wr(&mut d, IMC, bit);
+        wr(&mut d, ICS, bit);
+        assert!(t.irq.take().is_empty(), "masked bit {i} must not fire");
+        wr(&mut d, ICR, u32::MAX);
+        wr(&mut d, IMS, bit);
+        wr(&mut d, ICS, bit);
+        assert_eq!(t.irq.take(), vec![Irq::Legacy], "bit {i}");
+        assert_ne!(rd(&mut d, ICR) & bit, 0);
+        assert_eq!(rd(&mut d, ICR), 0, "cleared by the read");
+        wr(&mut d, ICR, u32::MAX);
+        wr(&mut d, IMC, !bit);
+        wr(&mut d, ICS, !bit);
+        assert_eq!(rd(&mut d, ICR) & bit, 0, "bit {i} not raised by others");
+    }
+}
+
+#[test]
+fn msix_routing_autoclear_automask() {
+    let (mut d, t) = dev();
+    wr(&mut d, GPIE, 0xc000_0011);
+    wr(&mut d, IVAR_MISC, 0x8000);
+    wr(&mut d, IVAR0, 0x0000_8281); // rx0 -> 1, tx0 -> 2
+    wr(&mut d, EIAC, 0x7);
+    wr(&mut d, EIAM, 0x7);
+    wr(&mut d, EIMS, 0x7);
+    wr(&mut d, IMS, intr::ICR_LSC);
+    wr(&mut d, ICS, intr::ICR_LSC);
+    assert_eq!(t.irq.take(), vec![Irq::Msix(0)]);
+    assert_eq!(rd(&mut d, EIMS) & 1, 0, "auto-masked");
+    assert_ne!(rd(&mut d, ICR) & intr::ICR_LSC, 0);
+    wr(&mut d, EIMS, 1);
+    // Watchdog: EICS fires queue vectors once each, then they are masked.
+    wr(&mut d, EICS, 0x6);
+    assert_eq!(t.irq.take(), vec![Irq::Msix(1), Irq::Msix(2)]);
+    wr(&mut d, EICS, 0x6);
+    assert!(t.irq.take().is_empty(), "masked until re-armed");
+    assert_eq!(rd(&mut d, EICR) & 0x6, 0x6, "cause pending");
+    wr(&mut d, EIMS, 0x2);
+    assert_eq!(t.irq.take(), vec![Irq::Msix(1)], "re-arm delivers the pending cause");
+    assert_eq!(intr::ivar_slot(9, intr::Dir::Tx), (1, 24));
+    assert_eq!(intr::ivar_slot(3, intr::Dir::Rx), (3, 0));
+}
+
+/// Sets up TX and RX queue 0 rings as igb_setup_desc_rings does.
+fn setup_rings(d: &mut Igb, n: u32) {
+    wr(d, 0x3828, 0);
+    wr(d, 0x3800, 0x10000);
+    wr(d, 0x3804, 0);
+    wr(d, 0x3808, n * 16);
+    wr(d, 0x3810, 0);
+    wr(d, 0x3818, 0);
+    wr(d, 0x3828, 0x0201_0108);
+    wr(d, TCTL, tctl::EN | tctl::PSP | 0xf0 | (63 << 12));
+    wr(d, 0x2828, 0);
+    wr(d, 0x2800, 0x20000);
+    wr(d, 0x2804, 0);
+    wr(d, 0x2808, n * 16);
+    wr(d, 0x2810, 0);
+    wr(d, 0x2818, 0);
+    wr(d, 0x280c, 0x0200_0402);
+    wr(d, 0x2828, 0x0201_0808);
+    wr(d, RCTL, rctl::EN | rctl::BAM | rctl::SECRC | rctl::LPE);
+    // Post n-1 receive buffers at 0x40000 + i * 2048.
+    for i in 0..n {
+        d.mem
+            .write_obj(0x40000u64 + u64::from(i) * 2048, GuestAddress(0x20000 + u64::from(i) * 16))
+            .unwrap();
+    }
+    wr(d, 0x2818, n - 1);
+}
+
+fn send(d: &mut Igb, idx: u32, n: u32, frame: &[u8]) {
+    let buf = 0x80000 + u64::from(idx) * 2048;
+    d.mem.write_slice(frame, GuestAddress(buf)).unwrap();
+    let desc = 0x10000 + u64::from(idx) * 16;
+    d.mem.write_obj(buf, GuestAddress(desc)).unwrap();
+    let cmd = 0x2b30_0000u32 | frame.len() as u32;
+    d.mem.write_obj(cmd, GuestAddress(desc + 8)).unwrap();
+    d.mem.write_obj((frame.len() as u32) << 14, GuestAddress(desc + 12)).unwrap();
+    wr(d, 0x3818, (idx + 1) % n);
+}
+
+fn lbtest_frame() -> Vec<u8> {
+    let mut f = vec![0xffu8; 256];
+    f[128..255].fill(0xaa);
+    f[138] = 0xbe;
+    f[140] = 0xaf;
+    f
+}
+
+#[test]
+fn phy_loopback_self_test() {
+    let (mut d, t) = dev();
+    setup_rings(&mut d, 16);
+    phy_write(&mut d, 0, 0x4140);
+    let f = lbtest_frame();
+    for i in 0..40u32 {
+        send(&mut d, i % 16, 16, &f);
+        let rxd = 0x20000 + u64::from(i % 16) * 16;
+        let len: u16 = d.mem.read_obj(GuestAddress(rxd + 12)).unwrap();
+        assert_eq!(len, 256, "frame {i} written back");
+        let st: u32 = d.mem.read_obj(GuestAddress(rxd + 8)).unwrap();
+        assert_eq!(st & 3, 3, "DD|EOP");
+        let buf = 0x40000 + u64::from(i % 16) * 2048;
+        let mut got = vec![0u8; 256];
+        d.mem.read_slice(&mut got, GuestAddress(buf)).unwrap();
+        assert_eq!(got, f);
+        let txst: u32 = d.mem.read_obj(GuestAddress(0x10000 + u64::from(i % 16) * 16 + 12)).unwrap();
+        assert_eq!(txst & 1, 1, "TX DD");
+        // Driver re-posts the buffer: zero the length, move the tail.
+        d.mem.write_obj(0x40000u64 + u64::from(i % 16) * 2048, GuestAddress(rxd)).unwrap();
+        d.mem.write_obj(0u64, GuestAddress(rxd + 8)).unwrap();
+        wr(&mut d, 0x2818, i % 16);
+    }
+    assert!(t.wire.take().is_empty(), "loopback frames stay inside");
+    assert_eq!(rd(&mut d, regs::stat::GPRC), 40);
+    assert_eq!(rd(&mut d, regs::stat::BPRC), 40);
+    assert_eq!(rd(&mut d, regs::stat::GORCL), 40 * 260);
+    assert_eq!(rd(&mut d, 0x40d8 + 12), 40, "PTC511 bucket (260 bytes)");
+    // Without loopback the frame goes to the wire.
+    phy_write(&mut d, 0, 0x1140);
+    let v = rd(&mut d, CTRL) | ctrl::SLU;
+    wr(&mut d, CTRL, v);
+    send(&mut d, 40 % 16, 16, &f);
+    assert_eq!(t.wire.take().len(), 1);
+}
+
+#[test]
+fn full_rx_ring_counts_missed_packets() {
+    let (mut d, _t) = dev();
+    setup_rings(&mut d, 4);
+    for _ in 0..5 {
+        d.receive(&lbtest_frame());
+    }
+    assert_eq!(rd(&mut d, regs::stat::GPRC), 3, "three buffers posted");
+    assert_eq!(rd(&mut d, regs::stat::MPC), 2);
+    assert_eq!(rd(&mut d, regs::stat::RNBC), 2);
+    assert_eq!(rd(&mut d, RXQ_BASE + q::RQDPC), 2);
+}
+
+#[test]
+fn hostile_rings_do_not_crash_or_hang() {
+    let (mut d, _t) = dev();
+    setup_rings(&mut d, 8);
+    // Tail beyond the ring.
+    wr(&mut d, 0x3818, 200);
+    assert!(d.guest_errors().ring_errors >= 1);
+    // Descriptor ring outside guest memory.
+    wr(&mut d, 0x3828, 0);
+    wr(&mut d, 0x3800, 0xffff_ff80);
+    wr(&mut d, 0x3804, 0xffff_ffff);
+    wr(&mut d, 0x3810, 0);
+    wr(&mut d, 0x3828, QUEUE_ENABLE);
+    wr(&mut d, 0x3818, 7);
+    assert!(d.guest_errors().dma_errors >= 7);
+    assert_eq!(rd(&mut d, 0x3810), 7, "head advanced past the bad descriptors");
+    // Buffers outside RAM, huge lengths, no EOP: dropped and counted.
+    wr(&mut d, 0x3828, 0);
+    wr(&mut d, 0x3800, 0x10000);
+    wr(&mut d, 0x3804, 0);
+    wr(&mut d, 0x3810, 0);
+    wr(&mut d, 0x3818, 0);
+    wr(&mut d, 0x3828, QUEUE_ENABLE);
+    for i in 0..8u64 {
+        let desc = 0x10000 + i * 16;
+        d.mem.write_obj(0xffff_0000_0000u64, GuestAddress(desc)).unwrap();
+        let cmd = 0x2b30_0000u32 | 0xffff;
+        d.mem.write_obj(cmd, GuestAddress(desc + 8)).unwrap();
+    }
+    wr(&mut d, 0x3818, 7);
+    assert!(d.guest_errors().tx_malformed >= 1);
+    // A one-descriptor ring (16 bytes) with tail 0 does nothing.
+    wr(&mut d, 0x3828, 0);
+    wr(&mut d, 0x3808, 16);
+    wr(&mut d, 0x3810, 0);
+    wr(&mut d, 0x3828, QUEUE_ENABLE);
+    wr(&mut d, 0x3818, 0);
+    // RX with a zero-length ring and buffers outside RAM.
+    wr(&mut d, 0x2808, 0);
+    d.receive(&lbtest_frame());
+    wr(&mut d, 0x2828, 0);
+    wr(&mut d, 0x2808, 128);
+    wr(&mut d, 0x2800, 0x20000);
+    wr(&mut d, 0x2810, 0);
+    wr(&mut d, 0x2828, QUEUE_ENABLE);
+    for i in 0..8u64 {
+        d.mem.write_obj(u64::MAX - 100, GuestAddress(0x20000 + i * 16)).unwrap();
+    }
+    wr(&mut d, 0x2818, 7);
+    d.receive(&lbtest_frame());
+    d.receive(&[0u8; 3]);
+    assert!(d.guest_errors().dma_errors >= 8);
+    // The device still answers.
+    assert_ne!(rd(&mut d, STATUS) & status::LU, 0);
+}
+
+#[test]
+fn filters_unicast_multicast_broadcast() {
+    let (mut d, _t) = dev();
+    setup_rings(&mut d, 16);
+    wr(&mut d, RCTL, rctl::EN | rctl::SECRC);
+    let mut f = vec![0u8; 60];
+    f[..6].copy_from_slice(&[0xff; 6]);
+    d.receive(&f);
+    assert_eq!(rd(&mut d, regs::stat::GPRC), 0, "broadcast needs BAM");
+    f[..6].copy_from_slice(&MAC);
+    d.receive(&f);
+    f[..6].copy_from_slice(&[0x52, 0x54, 0, 0, 0, 1]);
+    d.receive(&f);
+    assert_eq!(rd(&mut d, regs::stat::GPRC), 1, "own MAC only");
+    // Multicast 01:00:5e:00:00:01 with MO = 0: hash = (0x00 >> 4) | (0x01 << 4) = 0x10.
+    f[..6].copy_from_slice(&[0x01, 0x00, 0x5e, 0x00, 0x00, 0x01]);
+    d.receive(&f);
+    assert_eq!(rd(&mut d, regs::stat::MPRC), 0);
+    wr(&mut d, MTA, 1 << 0x10);
+    d.receive(&f);
+    assert_eq!(rd(&mut d, regs::stat::MPRC), 1);
+}

@@ -1,0 +1,120 @@
+//! Transport-free models of Intel NICs: igb (82576) and ixgbe (82599).
+//!
+//! A device is a state machine behind [`NicFunction`]: PCI config space reads and
+//! writes, BAR reads and writes, reset, and a hook to push a received frame. It
+//! talks to the world only through the traits it is given: guest memory
+//! ([`GuestRam`], bounds-checked by `vm-memory`), an [`InterruptSink`], a
+//! [`FrameSink`] for transmitted frames and a [`Clock`]. No I/O, no threads, no
+//! sockets live here, so unit tests drive a device with in-memory guest RAM and a
+//! recording interrupt sink.
+
+pub mod desc;
+pub mod igb;
+pub mod nvm;
+pub mod offload;
+pub mod pci;
+pub mod phy;
+pub mod regfile;
+pub mod ring;
+#[doc(hidden)]
+pub mod testutil;
+
+use std::sync::Arc;
+
+pub use pci::{Bar, BarKind};
+
+/// Guest physical memory as the device sees it through DMA.
+pub type GuestRam = vm_memory::GuestMemoryMmap<()>;
+
+/// Where a device signals interrupts (MSI-X vectors, or the single MSI/INTx line).
+pub trait InterruptSink: Send + Sync {
+    /// Sends MSI-X message `vector` (PCI 3.0 §6.8.2).
+    fn msix(&self, vector: u16);
+    /// Signals the function's single interrupt: MSI if enabled, else INTx.
+    fn legacy(&self);
+}
+
+/// Where a device puts frames it transmits onto the wire.
+pub trait FrameSink: Send + Sync {
+    /// Transmits one Ethernet frame (without FCS).
+    fn transmit(&self, frame: &[u8]);
+}
+
+/// A monotonic time source in nanoseconds, shared by all devices of a process.
+pub trait Clock: Send + Sync {
+    /// Nanoseconds since an arbitrary fixed point.
+    fn now_ns(&self) -> u64;
+}
+
+/// The host's monotonic clock.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct MonotonicClock;
+
+impl Clock for MonotonicClock {
+    fn now_ns(&self) -> u64 {
+        use std::sync::OnceLock;
+        use std::time::Instant;
+        static START: OnceLock<Instant> = OnceLock::new();
+        START.get_or_init(Instant::now).elapsed().as_nanos() as u64
+    }
+}
+
+/// What a device gets from its environment.
+#[derive(Clone)]
+pub struct DeviceEnv {
+    /// Interrupt delivery.
+    pub irq: Arc<dyn InterruptSink>,
+    /// Transmit path.
+    pub wire: Arc<dyn FrameSink>,
+    /// Time base.
+    pub clock: Arc<dyn Clock>,
+}
+
+impl std::fmt::Debug for DeviceEnv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("DeviceEnv")
+    }
+}
+
+/// One PCI network function, as a transport sees it.
+pub trait NicFunction: Send {
+    /// Short model name, e.g. `igb`.
+    fn model(&self) -> &'static str;
+    /// PCI config space read.
+    fn config_read(&mut self, offset: u64, data: &mut [u8]);
+    /// PCI config space write.
+    fn config_write(&mut self, offset: u64, data: &[u8]);
+    /// BAR read; offsets with nothing behind them read as 0.
+    fn bar_read(&mut self, bar: usize, offset: u64, data: &mut [u8]);
+    /// BAR write; offsets with nothing behind them are ignored.
+    fn bar_write(&mut self, bar: usize, offset: u64, data: &[u8]);
+    /// Whole-function reset (PCI FLR / vfio-user DEVICE_RESET).
+    fn reset(&mut self);
+    /// Replaces the guest memory the device can DMA to.
+    fn set_memory(&mut self, mem: GuestRam);
+    /// Delivers a frame from the wire to the receive path.
+    fn receive(&mut self, frame: &[u8]);
+    /// The BARs of the function.
+    fn bars(&self) -> &[Bar];
+    /// Number of MSI-X vectors.
+    fn msix_vectors(&self) -> u16;
+    /// Decoded name of a BAR location, for register traces.
+    fn reg_name(&self, bar: usize, offset: u64) -> String;
+    /// Device-wide counters of guest errors (bad DMA addresses, bad rings…).
+    fn error_counters(&self) -> Vec<(&'static str, u64)>;
+}
+
+/// Reads a little-endian value of 1, 2, 4 or 8 bytes.
+pub fn le_value(data: &[u8]) -> u64 {
+    let mut b = [0u8; 8];
+    let n = data.len().min(8);
+    b[..n].copy_from_slice(&data[..n]);
+    u64::from_le_bytes(b)
+}
+
+/// Writes a little-endian value into 1..=8 bytes.
+pub fn put_le_value(data: &mut [u8], v: u64) {
+    let b = v.to_le_bytes();
+    let n = data.len().min(8);
+    data[..n].copy_from_slice(&b[..n]);
+}

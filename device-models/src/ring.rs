@@ -1,0 +1,162 @@
+//! Descriptor ring geometry and bounded guest-memory access, shared by the
+//! transmit and receive engines of igb and ixgbe (82576 §7.1.3 / §7.2.2,
+//! 82599 §7.1.9 / §7.2.3: base, length in bytes, head and tail indices).
+
+use vm_memory::{Bytes, GuestAddress};
+
+use crate::GuestRam;
+
+/// Size of every advanced (and legacy) descriptor.
+pub const DESC_SIZE: u64 = 16;
+
+/// Why a ring cannot be processed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RingError {
+    /// Length is zero or smaller than one descriptor.
+    #[error("ring length {0} holds no descriptor")]
+    Empty(u32),
+    /// Tail points beyond the ring.
+    #[error("tail {tail} beyond ring of {count} descriptors")]
+    TailOutOfRange {
+        /// Tail written by the guest.
+        tail: u32,
+        /// Descriptors in the ring.
+        count: u32,
+    },
+    /// A descriptor or buffer address is outside guest memory.
+    #[error("DMA to {0:#x} outside guest memory")]
+    BadAddress(u64),
+}
+
+/// One ring as programmed by the guest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ring {
+    /// Guest physical base address.
+    pub base: u64,
+    /// Number of descriptors.
+    pub count: u32,
+    /// Head index (next descriptor the device uses).
+    pub head: u32,
+    /// Tail index (one past the last descriptor the driver gave).
+    pub tail: u32,
+}
+
+impl Ring {
+    /// Builds a ring from the raw register values, validating length and tail.
+    /// A head beyond the ring is wrapped to 0 (the device owns the head).
+    pub fn new(bal: u32, bah: u32, len_bytes: u32, head: u32, tail: u32) -> Result<Ring, RingError> {
+        let count = len_bytes / DESC_SIZE as u32;
+        if count == 0 {
+            return Err(RingError::Empty(len_bytes));
+        }
+        if tail >= count {
+            return Err(RingError::TailOutOfRange { tail, count });
+        }
+        let head = if head >= count { 0 } else { head };
+        Ok(Ring {
+            base: (u64::from(bah) << 32) | u64::from(bal),
+            count,
+            head,
+            tail,
+        })
+    }
+
+    /// Descriptors between head and tail (owned by the device).
+    pub fn pending(&self) -> u32 {
+        (self.tail + self.count - self.head) % self.count
+    }
+
+    /// Guest address of descriptor `idx`.
+    pub fn desc_addr(&self, idx: u32) -> u64 {
+        self.base.wrapping_add(u64::from(idx) * DESC_SIZE)
+    }
+
+    /// Advances the head by one, wrapping.
+    pub fn advance(&mut self) {
+        self.head = (self.head + 1) % self.count;
+    }
+
+    /// Reads the descriptor at the head.
+    pub fn read_head(&self, mem: &GuestRam) -> Result<[u8; 16], RingError> {
+        read_desc(mem, self.desc_addr(self.head))
+    }
+}
+
+/// Reads a 16-byte descriptor.
+pub fn read_desc(mem: &GuestRam, addr: u64) -> Result<[u8; 16], RingError> {
+    let mut d = [0u8; 16];
+    mem.read_slice(&mut d, GuestAddress(addr))
+        .map_err(|_| RingError::BadAddress(addr))?;
+    Ok(d)
+}
+
+/// Writes a 16-byte write-back descriptor so that the dword at offset 12 (which
+/// holds the fields drivers poll: length / DD) becomes visible last.
+pub fn write_desc(mem: &GuestRam, addr: u64, d: &[u8; 16]) -> Result<(), RingError> {
+    mem.write_slice(&d[..12], GuestAddress(addr))
+        .map_err(|_| RingError::BadAddress(addr))?;
+    std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
+    let last = u32::from_le_bytes([d[12], d[13], d[14], d[15]]);
+    mem.write_obj(last, GuestAddress(addr + 12))
+        .map_err(|_| RingError::BadAddress(addr))
+}
+
+/// Writes one little-endian dword.
+pub fn write_u32(mem: &GuestRam, addr: u64, v: u32) -> Result<(), RingError> {
+    mem.write_obj(v, GuestAddress(addr))
+        .map_err(|_| RingError::BadAddress(addr))
+}
+
+/// Copies `len` bytes of guest memory at `addr` onto the end of `out`.
+pub fn read_buf(mem: &GuestRam, addr: u64, len: usize, out: &mut Vec<u8>) -> Result<(), RingError> {
+    let start = out.len();
+    out.resize(start + len, 0);
+    mem.read_slice(&mut out[start..], GuestAddress(addr)).map_err(|_| {
+        out.truncate(start);
+        RingError::BadAddress(addr)
+    })
+}
+
+/// Copies `data` into guest memory at `addr`.
+pub fn write_buf(mem: &GuestRam, addr: u64, data: &[u8]) -> Result<(), RingError> {
+    mem.write_slice(data, GuestAddress(addr))
+        .map_err(|_| RingError::BadAddress(addr))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ram() -> GuestRam {
+        GuestRam::from_ranges(&[(GuestAddress(0), 0x10000)]).unwrap()
+    }
+
+    #[test]
+    fn geometry() {
+        let r = Ring::new(0x1000, 0, 256 * 16, 0, 255).unwrap();
+        assert_eq!(r.count, 256);
+        assert_eq!(r.pending(), 255);
+        assert_eq!(r.desc_addr(2), 0x1020);
+        let r = Ring::new(0, 0, 4 * 16, 3, 1).unwrap();
+        assert_eq!(r.pending(), 2);
+        assert_eq!(Ring::new(0, 0, 8, 0, 0), Err(RingError::Empty(8)));
+        assert_eq!(
+            Ring::new(0, 0, 64, 0, 4),
+            Err(RingError::TailOutOfRange { tail: 4, count: 4 })
+        );
+        assert_eq!(Ring::new(0, 1, 64, 9, 0).unwrap().head, 0);
+    }
+
+    #[test]
+    fn access_outside_ram_is_an_error_not_a_crash() {
+        let m = ram();
+        assert!(read_desc(&m, 0xfff8).is_err());
+        assert!(read_desc(&m, u64::MAX - 4).is_err());
+        assert!(write_desc(&m, 0x10000, &[0; 16]).is_err());
+        let mut v = vec![1];
+        assert!(read_buf(&m, 0xff00, 0x1000, &mut v).is_err());
+        assert_eq!(v, vec![1]);
+        write_desc(&m, 0x100, &[7; 16]).unwrap();
+        assert_eq!(read_desc(&m, 0x100).unwrap(), [7; 16]);
+    }
+}
