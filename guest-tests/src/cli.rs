@@ -62,6 +62,10 @@ pub struct RunArgs {
     /// Also write the JSON results here (they always go to the run directory).
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// Keep the kernel and initramfs copies in the run directory (removed by default;
+    /// logs and results are always kept).
+    #[arg(long)]
+    pub keep_images: bool,
     /// nicemu binary (default: next to nicemu-guest, else on PATH).
     #[arg(long)]
     pub nicemu: Option<PathBuf>,

@@ -164,6 +164,9 @@ pub fn run(args: &RunArgs) -> Result<RunReport> {
         }
         report.devices.push(run);
     }
+    if !args.keep_images {
+        remove_images(&dir.host);
+    }
     let json_path = dir.host.join("results.json");
     report::json::write(&report, &json_path)?;
     if let Some(p) = &args.json {
@@ -226,8 +229,8 @@ fn boot_device(
                 .unwrap_or_else(|| "signal".into())
         ),
     };
-    let failed =
-        out.to_done.is_none() || results.iter().any(|r| r.status == scenario::Status::Fail);
+    // Scenario failures carry their own reasons; the console tail is for broken boots.
+    let failed = out.to_done.is_none();
     let mut tail = if failed { out.tail(15) } else { Vec::new() };
     if failed && console.boot_uptime.is_none() {
         let qlog = std::fs::read_to_string(&spec.qemu_log).unwrap_or_default();
@@ -255,4 +258,24 @@ fn boot_device(
 
 fn round(d: Duration) -> f64 {
     (d.as_secs_f64() * 10.0).round() / 10.0
+}
+
+/// Removes the large per-run copies (kernel, initramfs) and leftover sockets, keeping logs.
+fn remove_images(dir: &std::path::Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Ok(ft) = e.file_type() else { continue };
+        if ft.is_dir() {
+            remove_images(&p);
+        } else if name == "vmlinuz"
+            || name == "initrd.cpio"
+            || std::os::unix::fs::FileTypeExt::is_socket(&ft)
+        {
+            let _ = std::fs::remove_file(&p);
+        }
+    }
 }

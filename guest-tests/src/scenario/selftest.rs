@@ -109,6 +109,19 @@ mod tests {
     }
 
     #[test]
+    fn qemu_e1000e_capture_fails_with_subtest_values() {
+        let text = include_str!("../../tests/fixtures/qemu-e1000e-probe-selftest.serial.log");
+        let mut t = igb();
+        t.driver = "e1000e".into();
+        let r = evaluate(&Selftest, &Console::parse(text), &t);
+        assert_eq!(r.status, Status::Fail);
+        let sub = r.metrics["subtests"].as_object().unwrap();
+        assert_eq!(sub["Register test (offline)"], 376);
+        assert_eq!(sub["Eeprom test (offline)"], 0);
+        assert!(r.reason.unwrap().contains("Loopback test (offline)=13"));
+    }
+
+    #[test]
     fn failing_subtest_fails() {
         let text = QEMU_IGB
             .replace("The test result is PASS", "The test result is FAIL")
