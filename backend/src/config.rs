@@ -1,0 +1,201 @@
+//! Parsing of the command-line device and wire specifications
+//! (`kind,key=value,...`) into typed configuration.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+
+use crate::error::Error;
+
+/// Kind of an emulated port.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeviceKind {
+    /// Intel 82576 over vfio-user.
+    Igb,
+    /// Intel 82599 over vfio-user.
+    Ixgbe,
+    /// virtio-net over vhost-user.
+    VirtioNet,
+}
+
+/// One `--device`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceSpec {
+    /// Model.
+    pub kind: DeviceKind,
+    /// Identifier used in traces and by the control socket.
+    pub id: String,
+    /// vfio-user / vhost-user socket path.
+    pub socket: PathBuf,
+    /// MAC address.
+    pub mac: [u8; 6],
+    /// Network (switch) the port joins.
+    pub net: String,
+    /// Queue pairs (virtio-net).
+    pub queues: u16,
+}
+
+/// Parses a MAC address `aa:bb:cc:dd:ee:ff`.
+pub fn parse_mac(s: &str) -> Option<[u8; 6]> {
+    let mut mac = [0u8; 6];
+    let mut parts = s.split(':');
+    for b in &mut mac {
+        let p = parts.next()?;
+        if p.len() != 2 {
+            return None;
+        }
+        *b = u8::from_str_radix(p, 16).ok()?;
+    }
+    parts.next().is_none().then_some(mac)
+}
+
+/// A locally administered MAC derived from the device's position.
+fn default_mac(index: usize) -> [u8; 6] {
+    [0x52, 0x54, 0x00, 0x4e, 0x49, 0x10 + index as u8]
+}
+
+impl DeviceSpec {
+    /// Parses one `--device` value; `index` numbers devices for default MACs.
+    pub fn parse(spec: &str, index: usize) -> Result<DeviceSpec, Error> {
+        let bad = |reason: String| Error::BadDevice {
+            spec: spec.to_string(),
+            reason,
+        };
+        let mut parts = spec.split(',');
+        let kind = match parts.next().unwrap_or("") {
+            "igb" => DeviceKind::Igb,
+            "ixgbe" => DeviceKind::Ixgbe,
+            "virtio-net" => DeviceKind::VirtioNet,
+            "" => return Err(bad("missing device kind (igb, ixgbe or virtio-net)".into())),
+            k => return Err(bad(format!("unknown device kind '{k}' (use igb, ixgbe or virtio-net)"))),
+        };
+        let (mut id, mut socket, mut mac, mut net, mut queues) = (None, None, None, None, None);
+        for kv in parts {
+            let Some((k, v)) = kv.split_once('=') else {
+                return Err(bad(format!("'{kv}' is not key=value")));
+            };
+            if v.is_empty() {
+                return Err(bad(format!("{k}= needs a value")));
+            }
+            match k {
+                "id" => id = Some(v.to_string()),
+                "socket" => socket = Some(PathBuf::from(v)),
+                "mac" => {
+                    let m = parse_mac(v).ok_or_else(|| bad(format!("mac '{v}' is not like 52:54:00:12:34:56")))?;
+                    if m[0] & 1 != 0 {
+                        return Err(bad(format!("mac '{v}' is multicast: the first byte must be even")));
+                    }
+                    mac = Some(m);
+                }
+                "net" => net = Some(v.to_string()),
+                "queues" => {
+                    let n: u16 = v
+                        .parse()
+                        .ok()
+                        .filter(|n| (1..=64).contains(n))
+                        .ok_or_else(|| bad(format!("queues '{v}' must be a number from 1 to 64")))?;
+                    queues = Some(n);
+                }
+                other => {
+                    return Err(bad(format!(
+                        "unknown key '{other}' (known: id, socket, mac, net, queues)"
+                    )))
+                }
+            }
+        }
+        if queues.is_some() && kind != DeviceKind::VirtioNet {
+            return Err(bad("queues= applies to virtio-net only".into()));
+        }
+        Ok(DeviceSpec {
+            kind,
+            id: id.ok_or_else(|| bad("missing id=NAME".into()))?,
+            socket: socket.ok_or_else(|| bad("missing socket=PATH".into()))?,
+            mac: mac.unwrap_or_else(|| default_mac(index)),
+            net: net.unwrap_or_else(|| "lan0".into()),
+            queues: queues.unwrap_or(1),
+        })
+    }
+}
+
+/// Parses all `--device` values and checks ids and sockets are unique and free.
+pub fn parse_devices(specs: &[String]) -> Result<Vec<DeviceSpec>, Error> {
+    if specs.is_empty() {
+        return Err(Error::NoDevice);
+    }
+    let devs = specs
+        .iter()
+        .enumerate()
+        .map(|(i, s)| DeviceSpec::parse(s, i))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut ids = HashSet::new();
+    let mut socks = HashSet::new();
+    for d in &devs {
+        if !ids.insert(d.id.clone()) {
+            return Err(Error::Duplicate {
+                what: "id",
+                value: d.id.clone(),
+            });
+        }
+        if !socks.insert(d.socket.clone()) {
+            return Err(Error::Duplicate {
+                what: "socket",
+                value: d.socket.display().to_string(),
+            });
+        }
+        if d.socket.exists() || d.socket.symlink_metadata().is_ok() {
+            return Err(Error::SocketExists(d.socket.clone()));
+        }
+    }
+    Ok(devs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_full_and_minimal_specs() {
+        let d = DeviceSpec::parse("igb,id=igb0,socket=/tmp/x.sock,mac=52:54:00:00:00:01,net=lan1", 0).unwrap();
+        assert_eq!(d.kind, DeviceKind::Igb);
+        assert_eq!(d.id, "igb0");
+        assert_eq!(d.mac, [0x52, 0x54, 0, 0, 0, 1]);
+        assert_eq!(d.net, "lan1");
+        let d = DeviceSpec::parse("virtio-net,id=v,socket=/s,queues=4", 3).unwrap();
+        assert_eq!(d.queues, 4);
+        assert_eq!(d.net, "lan0");
+        assert_eq!(d.mac[5], 0x13);
+    }
+
+    #[test]
+    fn rejects_bad_specs_with_a_reason() {
+        for (spec, needle) in [
+            ("", "missing device kind"),
+            ("e1000,id=a,socket=/s", "unknown device kind"),
+            ("igb,socket=/s", "missing id"),
+            ("igb,id=a", "missing socket"),
+            ("igb,id=a,socket=/s,mac=zz", "mac"),
+            ("igb,id=a,socket=/s,mac=01:00:00:00:00:00", "multicast"),
+            ("igb,id=a,socket=/s,speed=10", "unknown key"),
+            ("igb,id=a,socket", "key=value"),
+            ("igb,id=,socket=/s", "needs a value"),
+            ("virtio-net,id=a,socket=/s,queues=0", "1 to 64"),
+            ("igb,id=a,socket=/s,queues=2", "virtio-net only"),
+        ] {
+            let e = DeviceSpec::parse(spec, 0).unwrap_err().to_string();
+            assert!(e.contains(needle), "{spec}: {e}");
+        }
+    }
+
+    #[test]
+    fn duplicates_and_existing_sockets() {
+        let dir = std::env::temp_dir().join(format!("nicemu-cfg-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let s = |n: &str| dir.join(n).display().to_string();
+        let e = parse_devices(&[format!("igb,id=a,socket={}", s("a")), format!("igb,id=a,socket={}", s("b"))]);
+        assert!(matches!(e, Err(Error::Duplicate { what: "id", .. })));
+        std::fs::write(dir.join("taken"), b"").unwrap();
+        let e = parse_devices(&[format!("igb,id=a,socket={}", s("taken"))]);
+        assert!(matches!(e, Err(Error::SocketExists(_))));
+        assert!(matches!(parse_devices(&[]), Err(Error::NoDevice)));
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}

@@ -1,0 +1,46 @@
+//! Errors of the nicemu process, each with a message that says what to fix.
+
+use std::path::PathBuf;
+
+/// Everything that stops nicemu from starting or serving.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A `--device` value could not be parsed.
+    #[error("bad --device '{spec}': {reason}")]
+    BadDevice {
+        /// The value given.
+        spec: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A socket path is already taken.
+    #[error("socket path {0} already exists: remove it or choose another path")]
+    SocketExists(PathBuf),
+    /// A socket could not be created.
+    #[error("cannot listen on {path}: {source}")]
+    Listen {
+        /// The socket path.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Two devices use the same id or socket.
+    #[error("duplicate {what} '{value}': each --device needs its own id and socket")]
+    Duplicate {
+        /// `id` or `socket`.
+        what: &'static str,
+        /// The repeated value.
+        value: String,
+    },
+    /// The trace file could not be opened.
+    #[error("cannot open trace file {path}: {source}")]
+    TraceFile {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// No device was given.
+    #[error("no --device given: add at least one, e.g. --device igb,id=igb0,socket=/tmp/igb0.sock")]
+    NoDevice,
+}

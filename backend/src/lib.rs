@@ -1,0 +1,53 @@
+//! The `nicemu` process: command line, ports (vfio-user functions), the L2
+//! switch joining them, register tracing and signal handling.
+
+pub mod config;
+pub mod error;
+pub mod ports;
+pub mod signals;
+pub mod switch;
+pub mod trace;
+pub mod vfio;
+
+use std::path::PathBuf;
+
+use clap::Parser;
+
+/// Command line of `nicemu`.
+#[derive(Debug, Parser)]
+#[command(
+    name = "nicemu",
+    version,
+    about = "Emulated Intel igb (82576) / ixgbe (82599) NICs and virtio-net ports for QEMU VMs",
+    long_about = "Serves emulated PCI network functions to QEMU over vfio-user \
+(-device '{\"driver\":\"vfio-user-pci\",\"socket\":{\"type\":\"unix\",\"path\":SOCKET}}', \
+guest RAM shared with -object memory-backend-memfd,share=on). Devices on the same net= share one \
+L2 switch. Runs until SIGINT/SIGTERM, then removes its sockets.",
+    after_help = "Example:\n  nicemu --device igb,id=igb0,socket=/run/nicemu/igb0.sock,mac=52:54:00:00:00:01 \\\n         --device igb,id=igb1,socket=/run/nicemu/igb1.sock --trace-regs=/tmp/regs.log"
+)]
+pub struct Cli {
+    /// A PCI function or port: KIND,id=NAME,socket=PATH[,mac=MAC][,net=NET][,queues=N]
+    /// (KIND: igb, ixgbe, virtio-net; net defaults to lan0).
+    #[arg(long = "device", value_name = "SPEC")]
+    pub devices: Vec<String>,
+    /// Trace every register access (time, R/W, offset, register name, value)
+    /// to FILE, or to standard error without =FILE.
+    #[arg(long = "trace-regs", value_name = "FILE", num_args = 0..=1, require_equals = true, default_missing_value = "-")]
+    pub trace_regs: Option<PathBuf>,
+}
+
+/// Runs nicemu until a termination signal; returns the process exit code.
+pub fn run(cli: Cli) -> Result<(), error::Error> {
+    let devices = config::parse_devices(&cli.devices)?;
+    let tracer = match cli.trace_regs.as_deref() {
+        None => trace::Tracer::disabled(),
+        Some(p) if p.as_os_str() == "-" => trace::Tracer::to(None)?,
+        Some(p) => trace::Tracer::to(Some(p))?,
+    };
+    let signals = signals::Signals::block()?;
+    let running = ports::start(&devices, std::sync::Arc::new(tracer))?;
+    let sig = signals.wait();
+    log::info!("signal {sig}: shutting down");
+    running.remove_sockets();
+    Ok(())
+}

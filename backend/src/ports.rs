@@ -1,0 +1,106 @@
+//! Starting the configured ports: device models, their switch attachments,
+//! receive threads and vfio-user servers.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use device_models::igb::{self, IgbConfig};
+use device_models::{DeviceEnv, MonotonicClock};
+
+use crate::config::{DeviceKind, DeviceSpec};
+use crate::error::Error;
+use crate::switch::Switch;
+use crate::trace::Tracer;
+use crate::vfio::{self, irq::EventIrq, SharedDevice, VfioPort};
+
+/// The running ports.
+pub struct Running {
+    sockets: Vec<PathBuf>,
+    /// Devices by id.
+    pub devices: HashMap<String, SharedDevice>,
+}
+
+impl std::fmt::Debug for Running {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Running").field("sockets", &self.sockets).finish()
+    }
+}
+
+impl Running {
+    /// Removes the sockets the ports listen on.
+    pub fn remove_sockets(&self) {
+        for s in &self.sockets {
+            if let Err(e) = std::fs::remove_file(s) {
+                log::warn!("cannot remove {}: {e}", s.display());
+            }
+        }
+    }
+}
+
+/// Starts every device; on error, sockets already created are removed.
+pub fn start(specs: &[DeviceSpec], tracer: Arc<Tracer>) -> Result<Running, Error> {
+    let mut running = Running {
+        sockets: Vec::new(),
+        devices: HashMap::new(),
+    };
+    let mut nets: HashMap<String, Arc<Switch>> = HashMap::new();
+    for spec in specs {
+        if let Err(e) = start_one(spec, &mut nets, &tracer, &mut running) {
+            running.remove_sockets();
+            return Err(e);
+        }
+    }
+    Ok(running)
+}
+
+fn start_one(
+    spec: &DeviceSpec,
+    nets: &mut HashMap<String, Arc<Switch>>,
+    tracer: &Arc<Tracer>,
+    running: &mut Running,
+) -> Result<(), Error> {
+    let unsupported = |what: &str| Error::BadDevice {
+        spec: spec.id.clone(),
+        reason: format!("{what} is not available in this build yet; use igb"),
+    };
+    match spec.kind {
+        DeviceKind::Igb => {}
+        DeviceKind::Ixgbe => return Err(unsupported("ixgbe")),
+        DeviceKind::VirtioNet => return Err(unsupported("virtio-net")),
+    }
+    let switch = nets.entry(spec.net.clone()).or_default().clone();
+    let (port, rx) = switch.attach();
+    let irq = Arc::new(EventIrq::new(igb::MSIX_VECTORS));
+    let env = DeviceEnv {
+        irq: irq.clone(),
+        wire: Arc::new(port),
+        clock: Arc::new(MonotonicClock),
+    };
+    let dev: SharedDevice = Arc::new(Mutex::new(igb::new_function(IgbConfig { mac: spec.mac }, env)));
+    // Receive thread: frames from the switch into the device.
+    let rx_dev = dev.clone();
+    std::thread::Builder::new()
+        .name(format!("rx-{}", spec.id))
+        .spawn(move || {
+            while let Ok(frame) = rx.recv() {
+                vfio::lock(&rx_dev).receive(&frame);
+            }
+        })
+        .map_err(|e| Error::Listen {
+            path: spec.socket.clone(),
+            source: e,
+        })?;
+    let port = VfioPort::new(spec.id.clone(), dev.clone(), irq, tracer.clone());
+    port.serve(&spec.socket)?;
+    log::info!(
+        "{}: igb (82576) on {} net {} mac {}",
+        spec.id,
+        spec.socket.display(),
+        spec.net,
+        spec.mac.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":")
+    );
+    running.sockets.push(spec.socket.clone());
+    running.devices.insert(spec.id.clone(), dev);
+    Ok(())
+}

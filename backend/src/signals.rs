@@ -1,0 +1,47 @@
+//! SIGINT/SIGTERM handling: the signals are blocked in every thread and
+//! collected synchronously by the main thread with `sigwait`.
+
+use crate::error::Error;
+
+/// Blocked termination signals.
+#[derive(Debug)]
+pub struct Signals {
+    set: libc::sigset_t,
+}
+
+impl Signals {
+    /// Blocks SIGINT, SIGTERM and SIGHUP in the calling thread and every thread
+    /// it spawns afterwards. Call before starting threads.
+    pub fn block() -> Result<Signals, Error> {
+        // SAFETY: sigset_t is plain data; sigemptyset initialises it fully.
+        let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+        // SAFETY: `set` is a valid, exclusively borrowed sigset_t; the signal
+        // numbers are valid; pthread_sigmask only reads `set`.
+        let rc = unsafe {
+            libc::sigemptyset(&mut set);
+            libc::sigaddset(&mut set, libc::SIGINT);
+            libc::sigaddset(&mut set, libc::SIGTERM);
+            libc::sigaddset(&mut set, libc::SIGHUP);
+            libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut())
+        };
+        if rc != 0 {
+            return Err(Error::Listen {
+                path: "signals".into(),
+                source: std::io::Error::from_raw_os_error(rc),
+            });
+        }
+        Ok(Signals { set })
+    }
+
+    /// Waits for one of the blocked signals and returns its number.
+    pub fn wait(&self) -> i32 {
+        let mut sig = 0;
+        loop {
+            // SAFETY: `self.set` was initialised in `block`; `sig` is a valid out pointer.
+            let rc = unsafe { libc::sigwait(&self.set, &mut sig) };
+            if rc == 0 {
+                return sig;
+            }
+        }
+    }
+}

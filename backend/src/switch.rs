@@ -1,0 +1,174 @@
+//! The L2 learning switch joining the ports of one network, and per-port
+//! bounded receive queues: a full queue drops (and counts) the frame instead
+//! of blocking the sending guest.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex, RwLock};
+
+use device_models::FrameSink;
+
+/// Frames a port's receive queue holds before it drops.
+pub const PORT_QUEUE: usize = 1024;
+
+/// Per-port counters kept by the switch.
+#[derive(Debug, Default)]
+pub struct PortCounters {
+    /// Frames the port sent into the switch.
+    pub tx_frames: AtomicU64,
+    /// Frames delivered to the port's queue.
+    pub rx_frames: AtomicU64,
+    /// Frames dropped because the port's queue was full.
+    pub rx_drops: AtomicU64,
+}
+
+struct Port {
+    queue: SyncSender<Vec<u8>>,
+    counters: Arc<PortCounters>,
+}
+
+/// One network: ports and the learned MAC table.
+#[derive(Default)]
+pub struct Switch {
+    ports: RwLock<Vec<Port>>,
+    fdb: Mutex<HashMap<[u8; 6], usize>>,
+}
+
+impl std::fmt::Debug for Switch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Switch").finish()
+    }
+}
+
+/// A port's attachment: the sink its device transmits into.
+pub struct PortHandle {
+    switch: Arc<Switch>,
+    index: usize,
+    /// Counters of this port.
+    pub counters: Arc<PortCounters>,
+}
+
+impl std::fmt::Debug for PortHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PortHandle").field("index", &self.index).finish()
+    }
+}
+
+impl Switch {
+    /// Adds a port; returns its transmit handle and the receiver of frames for it.
+    pub fn attach(self: &Arc<Self>) -> (PortHandle, Receiver<Vec<u8>>) {
+        let (tx, rx) = sync_channel(PORT_QUEUE);
+        let counters = Arc::new(PortCounters::default());
+        let mut ports = self.ports.write().unwrap_or_else(|e| e.into_inner());
+        ports.push(Port {
+            queue: tx,
+            counters: counters.clone(),
+        });
+        (
+            PortHandle {
+                switch: self.clone(),
+                index: ports.len() - 1,
+                counters,
+            },
+            rx,
+        )
+    }
+
+    fn deliver(&self, to: &Port, frame: &[u8]) {
+        match to.queue.try_send(frame.to_vec()) {
+            Ok(()) => {
+                to.counters.rx_frames.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {
+                to.counters.rx_drops.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Forwards a frame from port `from`: learn the source, send to the port
+    /// that owns the destination, or flood.
+    pub fn forward(&self, from: usize, frame: &[u8]) {
+        if frame.len() < 14 {
+            return;
+        }
+        let dst: [u8; 6] = frame[0..6].try_into().unwrap_or([0; 6]);
+        let src: [u8; 6] = frame[6..12].try_into().unwrap_or([0; 6]);
+        let known = {
+            let mut fdb = self.fdb.lock().unwrap_or_else(|e| e.into_inner());
+            if src[0] & 1 == 0 {
+                fdb.insert(src, from);
+            }
+            if dst[0] & 1 == 0 {
+                fdb.get(&dst).copied()
+            } else {
+                None
+            }
+        };
+        let ports = self.ports.read().unwrap_or_else(|e| e.into_inner());
+        match known {
+            Some(p) if p != from => {
+                if let Some(port) = ports.get(p) {
+                    self.deliver(port, frame);
+                }
+            }
+            Some(_) => {}
+            None => {
+                for (i, port) in ports.iter().enumerate() {
+                    if i != from {
+                        self.deliver(port, frame);
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl FrameSink for PortHandle {
+    fn transmit(&self, frame: &[u8]) {
+        self.counters.tx_frames.fetch_add(1, Ordering::Relaxed);
+        self.switch.forward(self.index, frame);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(dst: [u8; 6], src: [u8; 6]) -> Vec<u8> {
+        let mut f = vec![0u8; 60];
+        f[0..6].copy_from_slice(&dst);
+        f[6..12].copy_from_slice(&src);
+        f
+    }
+
+    #[test]
+    fn floods_then_learns() {
+        let sw = Arc::new(Switch::default());
+        let (a, ra) = sw.attach();
+        let (b, rb) = sw.attach();
+        let (_c, rc) = sw.attach();
+        let ma = [2, 0, 0, 0, 0, 0xa];
+        let mb = [2, 0, 0, 0, 0, 0xb];
+        a.transmit(&frame(mb, ma));
+        assert!(rb.try_recv().is_ok());
+        assert!(rc.try_recv().is_ok(), "unknown destination floods");
+        b.transmit(&frame(ma, mb));
+        assert!(ra.try_recv().is_ok());
+        assert!(rc.try_recv().is_err(), "learned destination is not flooded");
+        assert!(ra.try_recv().is_err(), "no echo to the sender");
+    }
+
+    #[test]
+    fn full_queue_drops_and_counts() {
+        let sw = Arc::new(Switch::default());
+        let (a, _ra) = sw.attach();
+        let (b, _rb) = sw.attach();
+        for _ in 0..PORT_QUEUE + 10 {
+            a.transmit(&frame([0xff; 6], [2, 0, 0, 0, 0, 1]));
+        }
+        assert_eq!(b.counters.rx_drops.load(Ordering::Relaxed), 10);
+        assert_eq!(b.counters.rx_frames.load(Ordering::Relaxed), PORT_QUEUE as u64);
+        a.transmit(&[0u8; 5]);
+    }
+}

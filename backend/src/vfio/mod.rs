@@ -1,0 +1,269 @@
+//! A PCI function served to QEMU over vfio-user (QEMU `vfio-user-pci`).
+//!
+//! One server thread per function accepts one client at a time; when the
+//! client goes away (VM shut down, QEMU killed, malformed stream) the device is
+//! reset and the socket accepts the next client. A panic inside the protocol
+//! crate is contained to the connection.
+
+pub mod irq;
+pub mod memory;
+
+use std::fs::File;
+use std::mem::size_of;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use device_models::NicFunction;
+use vfio_bindings::bindings::vfio::{
+    vfio_region_info, VFIO_IRQ_INFO_EVENTFD, VFIO_PCI_CONFIG_REGION_INDEX, VFIO_PCI_INTX_IRQ_INDEX,
+    VFIO_PCI_MSIX_IRQ_INDEX, VFIO_PCI_MSI_IRQ_INDEX, VFIO_PCI_NUM_IRQS, VFIO_PCI_NUM_REGIONS,
+    VFIO_REGION_INFO_FLAG_READ, VFIO_REGION_INFO_FLAG_WRITE,
+};
+use vfio_user::{IrqInfo, Server, ServerBackend, ServerRegion};
+
+use crate::error::Error;
+use crate::trace::{Dir, Tracer};
+use irq::EventIrq;
+use memory::DmaTable;
+
+/// Shared handle to a device model.
+pub type SharedDevice = Arc<Mutex<Box<dyn NicFunction>>>;
+
+/// Locks a device, recovering from a poisoned lock (a panic elsewhere must not
+/// take the device down with it).
+pub fn lock(dev: &SharedDevice) -> std::sync::MutexGuard<'_, Box<dyn NicFunction>> {
+    dev.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The vfio-user side of one function.
+pub struct VfioPort {
+    id: String,
+    dev: SharedDevice,
+    irq: Arc<EventIrq>,
+    dma: DmaTable,
+    tracer: Arc<Tracer>,
+}
+
+impl std::fmt::Debug for VfioPort {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VfioPort").field("id", &self.id).finish()
+    }
+}
+
+fn io_err(e: impl std::fmt::Display) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string())
+}
+
+impl VfioPort {
+    /// Wraps a device; `irq` must be the sink the device was created with.
+    pub fn new(id: String, dev: SharedDevice, irq: Arc<EventIrq>, tracer: Arc<Tracer>) -> Self {
+        VfioPort {
+            id,
+            dev,
+            irq,
+            dma: DmaTable::default(),
+            tracer,
+        }
+    }
+
+    /// Region table advertised to the client: BARs and config space, no mmap
+    /// (every access is trapped, so writes can be posted).
+    fn regions(dev: &dyn NicFunction) -> Vec<ServerRegion> {
+        (0..VFIO_PCI_NUM_REGIONS)
+            .map(|index| {
+                let mut info = vfio_region_info {
+                    argsz: size_of::<vfio_region_info>() as u32,
+                    index,
+                    ..Default::default()
+                };
+                let rw = VFIO_REGION_INFO_FLAG_READ | VFIO_REGION_INFO_FLAG_WRITE;
+                if index == VFIO_PCI_CONFIG_REGION_INDEX {
+                    info.size = device_models::pci::CONFIG_SPACE_SIZE as u64;
+                    info.flags = rw;
+                } else if let Some(b) = dev.bars().iter().find(|b| b.index as u32 == index) {
+                    info.size = b.size;
+                    info.flags = rw;
+                }
+                ServerRegion {
+                    region_info: info,
+                    sparse_areas: Vec::new(),
+                    mmap_fd: None,
+                }
+            })
+            .collect()
+    }
+
+    fn irqs(dev: &dyn NicFunction) -> Vec<IrqInfo> {
+        (0..VFIO_PCI_NUM_IRQS)
+            .map(|index| {
+                let count = match index {
+                    VFIO_PCI_INTX_IRQ_INDEX | VFIO_PCI_MSI_IRQ_INDEX => 1,
+                    VFIO_PCI_MSIX_IRQ_INDEX => u32::from(dev.msix_vectors()),
+                    _ => 0,
+                };
+                IrqInfo {
+                    index,
+                    count,
+                    flags: if count > 0 { VFIO_IRQ_INFO_EVENTFD } else { 0 },
+                }
+            })
+            .collect()
+    }
+
+    fn region_name(index: u32) -> String {
+        if index == VFIO_PCI_CONFIG_REGION_INDEX {
+            "CFG".into()
+        } else {
+            format!("BAR{index}")
+        }
+    }
+
+    fn trace(&self, dir: Dir, region: u32, offset: u64, data: &[u8]) {
+        if !self.tracer.enabled() {
+            return;
+        }
+        let name = if region == VFIO_PCI_CONFIG_REGION_INDEX {
+            format!("CFG[{offset:#x}]")
+        } else {
+            lock(&self.dev).reg_name(region as usize, offset)
+        };
+        self.tracer
+            .record(&self.id, dir, &Self::region_name(region), offset, &name, data);
+    }
+
+    /// Forgets the client: DMA mappings, interrupts, and resets the device.
+    fn disconnect(&mut self) {
+        self.dma.clear();
+        self.irq.clear();
+        let mut d = lock(&self.dev);
+        d.set_memory(self.dma.memory());
+        d.reset();
+    }
+
+    /// Creates the socket and serves clients until the process ends.
+    pub fn serve(mut self, socket: &Path) -> Result<std::thread::JoinHandle<()>, Error> {
+        let (regions, irqs) = {
+            let d = lock(&self.dev);
+            (Self::regions(d.as_ref()), Self::irqs(d.as_ref()))
+        };
+        let server = Server::new(socket, true, irqs, regions).map_err(|e| match e {
+            vfio_user::Error::SocketPathExists => Error::SocketExists(socket.to_path_buf()),
+            other => Error::Listen {
+                path: socket.to_path_buf(),
+                source: std::io::Error::other(other.to_string()),
+            },
+        })?;
+        let path: PathBuf = socket.to_path_buf();
+        let id = self.id.clone();
+        let handle = std::thread::Builder::new()
+            .name(format!("vfio-{id}"))
+            .spawn(move || loop {
+                log::info!("{id}: waiting for a vfio-user client on {}", path.display());
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| server.run(&mut self)));
+                match r {
+                    Ok(Ok(())) => log::info!("{id}: client disconnected"),
+                    Ok(Err(e)) => log::warn!("{id}: client connection ended: {e}"),
+                    Err(_) => log::error!("{id}: malformed client message; connection dropped"),
+                }
+                self.disconnect();
+            })
+            .map_err(|e| Error::Listen {
+                path: socket.to_path_buf(),
+                source: e,
+            })?;
+        Ok(handle)
+    }
+}
+
+impl ServerBackend for VfioPort {
+    fn region_read(&mut self, region: u32, offset: u64, data: &mut [u8]) -> Result<(), std::io::Error> {
+        {
+            let mut d = lock(&self.dev);
+            if region == VFIO_PCI_CONFIG_REGION_INDEX {
+                d.config_read(offset, data);
+            } else if d.bars().iter().any(|b| b.index as u32 == region) {
+                if data.len() > 8 {
+                    // Large reads (e.g. of a whole region) are served dword by dword.
+                    for (i, chunk) in data.chunks_mut(4).enumerate() {
+                        d.bar_read(region as usize, offset + 4 * i as u64, chunk);
+                    }
+                } else {
+                    d.bar_read(region as usize, offset, data);
+                }
+            } else {
+                return Err(io_err(format!("read of region {region} that does not exist")));
+            }
+        }
+        self.trace(Dir::Read, region, offset, data);
+        Ok(())
+    }
+
+    fn region_write(&mut self, region: u32, offset: u64, data: &[u8]) -> Result<(), std::io::Error> {
+        self.trace(Dir::Write, region, offset, data);
+        let mut d = lock(&self.dev);
+        if region == VFIO_PCI_CONFIG_REGION_INDEX {
+            d.config_write(offset, data);
+        } else if d.bars().iter().any(|b| b.index as u32 == region) {
+            if data.len() > 8 {
+                for (i, chunk) in data.chunks(4).enumerate() {
+                    d.bar_write(region as usize, offset + 4 * i as u64, chunk);
+                }
+            } else {
+                d.bar_write(region as usize, offset, data);
+            }
+        } else {
+            return Err(io_err(format!("write to region {region} that does not exist")));
+        }
+        Ok(())
+    }
+
+    fn dma_map(
+        &mut self,
+        _flags: vfio_user::DmaMapFlags,
+        offset: u64,
+        address: u64,
+        size: u64,
+        fd: Option<File>,
+    ) -> Result<(), std::io::Error> {
+        if fd.is_none() {
+            // QEMU also announces ROM/firmware ranges that are not backed by a
+            // shareable fd; the device cannot reach them, which is fine for a NIC.
+            log::debug!("{}: DMA region {address:#x}+{size:#x} has no fd; not reachable", self.id);
+            return Ok(());
+        }
+        self.dma.map(address, size, offset, fd).map_err(|e| {
+            log::warn!("{}: {e}", self.id);
+            io_err(e)
+        })?;
+        log::debug!("{}: DMA map {address:#x}+{size:#x}", self.id);
+        let mem = self.dma.memory();
+        lock(&self.dev).set_memory(mem);
+        Ok(())
+    }
+
+    fn dma_unmap(&mut self, _flags: vfio_user::DmaUnmapFlags, address: u64, size: u64) -> Result<(), std::io::Error> {
+        let n = self.dma.unmap(address, size);
+        log::debug!("{}: DMA unmap {address:#x}+{size:#x} ({n} regions)", self.id);
+        let mem = self.dma.memory();
+        lock(&self.dev).set_memory(mem);
+        Ok(())
+    }
+
+    fn reset(&mut self) -> Result<(), std::io::Error> {
+        log::info!("{}: device reset", self.id);
+        lock(&self.dev).reset();
+        Ok(())
+    }
+
+    fn set_irqs(&mut self, index: u32, flags: u32, start: u32, count: u32, fds: Vec<File>) -> Result<(), std::io::Error> {
+        log::debug!(
+            "{}: SET_IRQS index {index} flags {flags:#x} {start}+{count} ({} fds)",
+            self.id,
+            fds.len()
+        );
+        self.irq.set_irqs(index, flags, start, count, fds).map_err(|e| {
+            log::warn!("{}: {e}", self.id);
+            io_err(e)
+        })
+    }
+}
