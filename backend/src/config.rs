@@ -66,7 +66,11 @@ impl DeviceSpec {
             "ixgbe" => DeviceKind::Ixgbe,
             "virtio-net" => DeviceKind::VirtioNet,
             "" => return Err(bad("missing device kind (igb, ixgbe or virtio-net)".into())),
-            k => return Err(bad(format!("unknown device kind '{k}' (use igb, ixgbe or virtio-net)"))),
+            k => {
+                return Err(bad(format!(
+                    "unknown device kind '{k}' (use igb, ixgbe or virtio-net)"
+                )))
+            }
         };
         let (mut id, mut socket, mut mac, mut net, mut queues) = (None, None, None, None, None);
         for kv in parts {
@@ -80,19 +84,24 @@ impl DeviceSpec {
                 "id" => id = Some(v.to_string()),
                 "socket" => socket = Some(PathBuf::from(v)),
                 "mac" => {
-                    let m = parse_mac(v).ok_or_else(|| bad(format!("mac '{v}' is not like 52:54:00:12:34:56")))?;
+                    let m = parse_mac(v)
+                        .ok_or_else(|| bad(format!("mac '{v}' is not like 52:54:00:12:34:56")))?;
                     if m[0] & 1 != 0 {
-                        return Err(bad(format!("mac '{v}' is multicast: the first byte must be even")));
+                        return Err(bad(format!(
+                            "mac '{v}' is multicast: the first byte must be even"
+                        )));
                     }
                     mac = Some(m);
                 }
                 "net" => net = Some(v.to_string()),
                 "queues" => {
-                    let n: u16 = v
-                        .parse()
-                        .ok()
-                        .filter(|n| (1..=64).contains(n))
-                        .ok_or_else(|| bad(format!("queues '{v}' must be a number from 1 to 64")))?;
+                    let n: u16 =
+                        v.parse()
+                            .ok()
+                            .filter(|n| (1..=64).contains(n))
+                            .ok_or_else(|| {
+                                bad(format!("queues '{v}' must be a number from 1 to 64"))
+                            })?;
                     queues = Some(n);
                 }
                 other => {
@@ -154,7 +163,11 @@ mod tests {
 
     #[test]
     fn parses_full_and_minimal_specs() {
-        let d = DeviceSpec::parse("igb,id=igb0,socket=/tmp/x.sock,mac=52:54:00:00:00:01,net=lan1", 0).unwrap();
+        let d = DeviceSpec::parse(
+            "igb,id=igb0,socket=/tmp/x.sock,mac=52:54:00:00:00:01,net=lan1",
+            0,
+        )
+        .unwrap();
         assert_eq!(d.kind, DeviceKind::Igb);
         assert_eq!(d.id, "igb0");
         assert_eq!(d.mac, [0x52, 0x54, 0, 0, 0, 1]);
@@ -190,7 +203,10 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("nicemu-cfg-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let s = |n: &str| dir.join(n).display().to_string();
-        let e = parse_devices(&[format!("igb,id=a,socket={}", s("a")), format!("igb,id=a,socket={}", s("b"))]);
+        let e = parse_devices(&[
+            format!("igb,id=a,socket={}", s("a")),
+            format!("igb,id=a,socket={}", s("b")),
+        ]);
         assert!(matches!(e, Err(Error::Duplicate { what: "id", .. })));
         std::fs::write(dir.join("taken"), b"").unwrap();
         let e = parse_devices(&[format!("igb,id=a,socket={}", s("taken"))]);

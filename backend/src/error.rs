@@ -41,6 +41,8 @@ pub enum Error {
         source: std::io::Error,
     },
     /// No device was given.
-    #[error("no --device given: add at least one, e.g. --device igb,id=igb0,socket=/tmp/igb0.sock")]
+    #[error(
+        "no --device given: add at least one, e.g. --device igb,id=igb0,socket=/tmp/igb0.sock"
+    )]
     NoDevice,
 }

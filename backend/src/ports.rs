@@ -23,7 +23,9 @@ pub struct Running {
 
 impl std::fmt::Debug for Running {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Running").field("sockets", &self.sockets).finish()
+        f.debug_struct("Running")
+            .field("sockets", &self.sockets)
+            .finish()
     }
 }
 
@@ -77,7 +79,10 @@ fn start_one(
         wire: Arc::new(port),
         clock: Arc::new(MonotonicClock),
     };
-    let dev: SharedDevice = Arc::new(Mutex::new(igb::new_function(IgbConfig { mac: spec.mac }, env)));
+    let dev: SharedDevice = Arc::new(Mutex::new(igb::new_function(
+        IgbConfig { mac: spec.mac },
+        env,
+    )));
     // Receive thread: frames from the switch into the device.
     let rx_dev = dev.clone();
     std::thread::Builder::new()
@@ -98,7 +103,11 @@ fn start_one(
         spec.id,
         spec.socket.display(),
         spec.net,
-        spec.mac.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":")
+        spec.mac
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<Vec<_>>()
+            .join(":")
     );
     running.sockets.push(spec.socket.clone());
     running.devices.insert(spec.id.clone(), dev);

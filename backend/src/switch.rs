@@ -51,7 +51,9 @@ pub struct PortHandle {
 
 impl std::fmt::Debug for PortHandle {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PortHandle").field("index", &self.index).finish()
+        f.debug_struct("PortHandle")
+            .field("index", &self.index)
+            .finish()
     }
 }
 
@@ -168,7 +170,10 @@ mod tests {
             a.transmit(&frame([0xff; 6], [2, 0, 0, 0, 0, 1]));
         }
         assert_eq!(b.counters.rx_drops.load(Ordering::Relaxed), 10);
-        assert_eq!(b.counters.rx_frames.load(Ordering::Relaxed), PORT_QUEUE as u64);
+        assert_eq!(
+            b.counters.rx_frames.load(Ordering::Relaxed),
+            PORT_QUEUE as u64
+        );
         a.transmit(&[0u8; 5]);
     }
 }

@@ -46,12 +46,12 @@ impl Tracer {
     /// A tracer writing to `path`, or to standard error when `path` is `None`.
     pub fn to(path: Option<&Path>) -> Result<Self, Error> {
         let out: Box<dyn Write + Send> = match path {
-            Some(p) => Box::new(LineWriter::new(std::fs::File::create(p).map_err(|source| {
-                Error::TraceFile {
+            Some(p) => Box::new(LineWriter::new(std::fs::File::create(p).map_err(
+                |source| Error::TraceFile {
                     path: p.to_path_buf(),
                     source,
-                }
-            })?)),
+                },
+            )?)),
             None => Box::new(std::io::stderr()),
         };
         Ok(Tracer {
@@ -98,13 +98,31 @@ mod tests {
     fn writes_one_decoded_line_per_access() {
         let p = std::env::temp_dir().join(format!("nicemu-trace-{}", std::process::id()));
         let t = Tracer::to(Some(&p)).unwrap();
-        t.record("igb0", Dir::Read, "BAR0", 0x8, "STATUS", &0x8008_0783u32.to_le_bytes());
-        t.record("igb0", Dir::Write, "BAR0", 0x2818, "RDT[0]", &[0xff, 0, 0, 0]);
+        t.record(
+            "igb0",
+            Dir::Read,
+            "BAR0",
+            0x8,
+            "STATUS",
+            &0x8008_0783u32.to_le_bytes(),
+        );
+        t.record(
+            "igb0",
+            Dir::Write,
+            "BAR0",
+            0x2818,
+            "RDT[0]",
+            &[0xff, 0, 0, 0],
+        );
         drop(t);
         let s = std::fs::read_to_string(&p).unwrap();
         let lines: Vec<&str> = s.lines().collect();
         assert_eq!(lines.len(), 2);
-        assert!(lines[0].contains("igb0 R BAR0+0x00008 STATUS"), "{}", lines[0]);
+        assert!(
+            lines[0].contains("igb0 R BAR0+0x00008 STATUS"),
+            "{}",
+            lines[0]
+        );
         assert!(lines[0].ends_with("0x80080783"));
         assert!(lines[1].contains("W BAR0+0x02818 RDT[0]"));
         assert!(lines[1].ends_with("0x000000ff"));

@@ -66,7 +66,13 @@ pub fn ipv4_header_csum(f: &mut [u8], ip: usize) -> Result<(), OffloadError> {
 /// Computes and stores the TCP or UDP checksum of the L4 segment at `l4`
 /// (extending to the end of the frame), with the pseudo header of the IPv4 or
 /// IPv6 header at `ip`.
-pub fn l4_csum(f: &mut [u8], ip: usize, l4: usize, ipv4: bool, proto: u8) -> Result<(), OffloadError> {
+pub fn l4_csum(
+    f: &mut [u8],
+    ip: usize,
+    l4: usize,
+    ipv4: bool,
+    proto: u8,
+) -> Result<(), OffloadError> {
     let csum_off = match proto {
         IPPROTO_TCP => l4 + 16,
         IPPROTO_UDP => l4 + 6,
@@ -83,7 +89,9 @@ pub fn l4_csum(f: &mut [u8], ip: usize, l4: usize, ipv4: bool, proto: u8) -> Res
         csum_add(0, &f[ip + 8..ip + 40])
     };
     sum = sum.wrapping_add(u32::from(proto));
-    sum = sum.wrapping_add((l4len as u32) & 0xffff).wrapping_add((l4len as u32) >> 16);
+    sum = sum
+        .wrapping_add((l4len as u32) & 0xffff)
+        .wrapping_add((l4len as u32) >> 16);
     put16(f, csum_off, 0);
     sum = csum_add(sum, &f[l4..]);
     let mut c = csum_fold(sum);
@@ -105,7 +113,12 @@ pub fn ctx_proto(ctx: &TxContext) -> u8 {
 
 /// Applies the checksum offloads requested by a data descriptor's POPTS
 /// (IXSM = IPv4 header, TXSM = L4) to a whole frame.
-pub fn apply_checksums(f: &mut [u8], ctx: &TxContext, ixsm: bool, txsm: bool) -> Result<(), OffloadError> {
+pub fn apply_checksums(
+    f: &mut [u8],
+    ctx: &TxContext,
+    ixsm: bool,
+    txsm: bool,
+) -> Result<(), OffloadError> {
     let ip = usize::from(ctx.maclen);
     let l4 = ip + usize::from(ctx.iplen);
     if f.len() < l4 {
@@ -220,7 +233,11 @@ mod tests {
     }
 
     fn verify_ipv4(f: &[u8]) {
-        assert_eq!(csum_fold(csum_add(0, &f[14..34])), 0, "IPv4 header checksum");
+        assert_eq!(
+            csum_fold(csum_add(0, &f[14..34])),
+            0,
+            "IPv4 header checksum"
+        );
         let l4len = f.len() - 34;
         let mut s = csum_add(0, &f[26..34]);
         s += u32::from(IPPROTO_TCP) + l4len as u32;
@@ -261,7 +278,10 @@ mod tests {
         let f = tcp4(b"x");
         let mut seg = Vec::new();
         let mut c = ctx_tcp4(0);
-        assert_eq!(segment_tcp(&f, &c, &mut seg, |_| {}), Err(OffloadError::BadTso));
+        assert_eq!(
+            segment_tcp(&f, &c, &mut seg, |_| {}),
+            Err(OffloadError::BadTso)
+        );
         c.mss = 100;
         c.maclen = 127;
         assert!(segment_tcp(&f, &c, &mut seg, |_| {}).is_err());

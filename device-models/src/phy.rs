@@ -171,7 +171,10 @@ impl Phy {
                 self.set(*a, *v);
             }
         } else {
-            self.set(st_addr, reset_status & !(MII_SR_LINK_STATUS | MII_SR_AUTONEG_COMPLETE));
+            self.set(
+                st_addr,
+                reset_status & !(MII_SR_LINK_STATUS | MII_SR_AUTONEG_COMPLETE),
+            );
             for (a, _) in self.model.link_values {
                 let r = self
                     .model

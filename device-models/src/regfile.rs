@@ -172,7 +172,7 @@ impl<H: Copy + 'static> RegFile<H> {
         for (d, def) in defs.iter().enumerate() {
             for e in 0..def.count {
                 let off = (def.offset + e * def.stride) as usize;
-                assert!(off % 4 == 0 && off / 4 < dwords, "{} outside BAR", def.name);
+                assert!(off.is_multiple_of(4) && off / 4 < dwords, "{} outside BAR", def.name);
                 assert!(
                     index[off / 4] == NO_REG,
                     "{}[{e}] at {off:#x} overlaps another register",
@@ -229,7 +229,7 @@ impl<H: Copy + 'static> RegFile<H> {
 
     /// Decodes a byte offset into a register, if one is there.
     pub fn decode(&self, offset: u64) -> Option<RegId> {
-        if offset % 4 != 0 {
+        if !offset.is_multiple_of(4) {
             return None;
         }
         let packed = *self.index.get(usize::try_from(offset / 4).ok()?)?;
@@ -339,7 +339,9 @@ mod tests {
         RegDef::new("CAUSE", 0x14).w1c(),
         RegDef::new("KEY", 0x18).wo(),
         RegDef::new("Q", 0x100).array(4, 0x40).hook(Hk::Doorbell),
-        RegDef::new("QLEGACY", 0x20).array(2, 4).alias_of(0x100, 0x40),
+        RegDef::new("QLEGACY", 0x20)
+            .array(2, 4)
+            .alias_of(0x100, 0x40),
     ];
 
     #[test]

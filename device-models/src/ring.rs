@@ -44,7 +44,13 @@ pub struct Ring {
 impl Ring {
     /// Builds a ring from the raw register values, validating length and tail.
     /// A head beyond the ring is wrapped to 0 (the device owns the head).
-    pub fn new(bal: u32, bah: u32, len_bytes: u32, head: u32, tail: u32) -> Result<Ring, RingError> {
+    pub fn new(
+        bal: u32,
+        bah: u32,
+        len_bytes: u32,
+        head: u32,
+        tail: u32,
+    ) -> Result<Ring, RingError> {
         let count = len_bytes / DESC_SIZE as u32;
         if count == 0 {
             return Err(RingError::Empty(len_bytes));
@@ -111,10 +117,11 @@ pub fn write_u32(mem: &GuestRam, addr: u64, v: u32) -> Result<(), RingError> {
 pub fn read_buf(mem: &GuestRam, addr: u64, len: usize, out: &mut Vec<u8>) -> Result<(), RingError> {
     let start = out.len();
     out.resize(start + len, 0);
-    mem.read_slice(&mut out[start..], GuestAddress(addr)).map_err(|_| {
-        out.truncate(start);
-        RingError::BadAddress(addr)
-    })
+    mem.read_slice(&mut out[start..], GuestAddress(addr))
+        .map_err(|_| {
+            out.truncate(start);
+            RingError::BadAddress(addr)
+        })
 }
 
 /// Copies `data` into guest memory at `addr`.

@@ -59,7 +59,9 @@ pub struct EventIrq {
 
 impl std::fmt::Debug for EventIrq {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("EventIrq").field("msix_count", &self.msix_count).finish()
+        f.debug_struct("EventIrq")
+            .field("msix_count", &self.msix_count)
+            .finish()
     }
 }
 
@@ -92,7 +94,14 @@ impl EventIrq {
     }
 
     /// Applies a SET_IRQS request.
-    pub fn set_irqs(&self, index: u32, flags: u32, start: u32, count: u32, fds: Vec<File>) -> Result<(), IrqError> {
+    pub fn set_irqs(
+        &self,
+        index: u32,
+        flags: u32,
+        start: u32,
+        count: u32,
+        fds: Vec<File>,
+    ) -> Result<(), IrqError> {
         let max = match index {
             VFIO_PCI_INTX_IRQ_INDEX | VFIO_PCI_MSI_IRQ_INDEX => 1,
             VFIO_PCI_MSIX_IRQ_INDEX => self.msix_count,
@@ -147,8 +156,12 @@ impl EventIrq {
                     }
                 }
             }
-            (VFIO_IRQ_SET_ACTION_MASK, _) if index == VFIO_PCI_INTX_IRQ_INDEX => v.intx_masked = true,
-            (VFIO_IRQ_SET_ACTION_UNMASK, _) if index == VFIO_PCI_INTX_IRQ_INDEX => v.intx_masked = false,
+            (VFIO_IRQ_SET_ACTION_MASK, _) if index == VFIO_PCI_INTX_IRQ_INDEX => {
+                v.intx_masked = true
+            }
+            (VFIO_IRQ_SET_ACTION_UNMASK, _) if index == VFIO_PCI_INTX_IRQ_INDEX => {
+                v.intx_masked = false
+            }
             _ => log::debug!("SET_IRQS index {index} flags {flags:#x} ignored"),
         }
         Ok(())
@@ -189,7 +202,10 @@ mod tests {
 
     fn efd() -> (File, EventFd) {
         let e = EventFd::new(libc::EFD_NONBLOCK).unwrap();
-        let f = File::from(std::os::fd::OwnedFd::from(e.try_clone().unwrap()));
+        use std::os::fd::{AsRawFd, BorrowedFd};
+        // SAFETY: the fd belongs to `e`, which is alive for this borrow.
+        let fd = unsafe { BorrowedFd::borrow_raw(e.as_raw_fd()) };
+        let f = File::from(fd.try_clone_to_owned().unwrap());
         (f, e)
     }
 
@@ -203,16 +219,25 @@ mod tests {
         let (f0, e0) = efd();
         let (f1, e1) = efd();
         let trig = VFIO_IRQ_SET_ACTION_TRIGGER | VFIO_IRQ_SET_DATA_EVENTFD;
-        irq.set_irqs(VFIO_PCI_MSIX_IRQ_INDEX, trig, 0, 2, vec![f0, f1]).unwrap();
+        irq.set_irqs(VFIO_PCI_MSIX_IRQ_INDEX, trig, 0, 2, vec![f0, f1])
+            .unwrap();
         irq.msix(1);
         assert!(fired(&e1) && !fired(&e0));
         irq.legacy();
         assert!(fired(&e0), "legacy cause goes to vector 0 under MSI-X");
-        irq.set_irqs(VFIO_PCI_MSIX_IRQ_INDEX, trig, 1, 1, vec![]).unwrap();
+        irq.set_irqs(VFIO_PCI_MSIX_IRQ_INDEX, trig, 1, 1, vec![])
+            .unwrap();
         irq.msix(1);
         assert!(!fired(&e1), "de-assigned");
         irq.msix(99);
-        irq.set_irqs(VFIO_PCI_MSIX_IRQ_INDEX, VFIO_IRQ_SET_ACTION_TRIGGER | VFIO_IRQ_SET_DATA_NONE, 0, 0, vec![]).unwrap();
+        irq.set_irqs(
+            VFIO_PCI_MSIX_IRQ_INDEX,
+            VFIO_IRQ_SET_ACTION_TRIGGER | VFIO_IRQ_SET_DATA_NONE,
+            0,
+            0,
+            vec![],
+        )
+        .unwrap();
         irq.msix(0);
         assert!(!fired(&e0));
     }
@@ -221,12 +246,21 @@ mod tests {
     fn bad_requests_are_errors() {
         let irq = EventIrq::new(10);
         let trig = VFIO_IRQ_SET_ACTION_TRIGGER | VFIO_IRQ_SET_DATA_EVENTFD;
-        assert_eq!(irq.set_irqs(7, trig, 0, 1, vec![]), Err(IrqError::BadIndex(7)));
-        assert!(irq.set_irqs(VFIO_PCI_MSIX_IRQ_INDEX, trig, 8, 5, vec![]).is_err());
-        assert!(irq.set_irqs(VFIO_PCI_MSIX_IRQ_INDEX, trig, u32::MAX, 2, vec![]).is_err());
+        assert_eq!(
+            irq.set_irqs(7, trig, 0, 1, vec![]),
+            Err(IrqError::BadIndex(7))
+        );
+        assert!(irq
+            .set_irqs(VFIO_PCI_MSIX_IRQ_INDEX, trig, 8, 5, vec![])
+            .is_err());
+        assert!(irq
+            .set_irqs(VFIO_PCI_MSIX_IRQ_INDEX, trig, u32::MAX, 2, vec![])
+            .is_err());
         let (f, _e) = efd();
         let (g, _h) = efd();
-        assert!(irq.set_irqs(VFIO_PCI_MSI_IRQ_INDEX, trig, 0, 1, vec![f, g]).is_err());
+        assert!(irq
+            .set_irqs(VFIO_PCI_MSI_IRQ_INDEX, trig, 0, 1, vec![f, g])
+            .is_err());
     }
 
     #[test]
@@ -234,11 +268,13 @@ mod tests {
         let irq = EventIrq::new(10);
         let trig = VFIO_IRQ_SET_ACTION_TRIGGER | VFIO_IRQ_SET_DATA_EVENTFD;
         let (f, e) = efd();
-        irq.set_irqs(VFIO_PCI_INTX_IRQ_INDEX, trig, 0, 1, vec![f]).unwrap();
+        irq.set_irqs(VFIO_PCI_INTX_IRQ_INDEX, trig, 0, 1, vec![f])
+            .unwrap();
         irq.legacy();
         assert!(fired(&e));
         let (g, m) = efd();
-        irq.set_irqs(VFIO_PCI_MSI_IRQ_INDEX, trig, 0, 1, vec![g]).unwrap();
+        irq.set_irqs(VFIO_PCI_MSI_IRQ_INDEX, trig, 0, 1, vec![g])
+            .unwrap();
         irq.legacy();
         assert!(fired(&m) && !fired(&e));
         irq.clear();

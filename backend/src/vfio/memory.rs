@@ -49,7 +49,9 @@ pub struct DmaTable {
 
 impl std::fmt::Debug for DmaTable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DmaTable").field("regions", &self.regions.len()).finish()
+        f.debug_struct("DmaTable")
+            .field("regions", &self.regions.len())
+            .finish()
     }
 }
 
@@ -58,22 +60,33 @@ const MAX_REGION: u64 = 1 << 40;
 
 impl DmaTable {
     /// Maps `size` bytes of `fd` at file `offset` to guest address `addr`.
-    pub fn map(&mut self, addr: u64, size: u64, offset: u64, fd: Option<File>) -> Result<(), DmaError> {
+    pub fn map(
+        &mut self,
+        addr: u64,
+        size: u64,
+        offset: u64,
+        fd: Option<File>,
+    ) -> Result<(), DmaError> {
         let fd = fd.ok_or(DmaError::NoFd(addr))?;
         if size == 0 || size > MAX_REGION {
             return Err(DmaError::BadSize { addr, size });
         }
-        let end = addr.checked_add(size).ok_or(DmaError::Overlap { addr, size })?;
+        let end = addr
+            .checked_add(size)
+            .ok_or(DmaError::Overlap { addr, size })?;
         if self.regions.iter().any(|r| {
             let (s, e) = (r.start_addr().0, r.start_addr().0 + r.len());
             addr < e && s < end
         }) {
             return Err(DmaError::Overlap { addr, size });
         }
-        let mmap = MmapRegion::from_file(FileOffset::new(fd, offset), size as usize).map_err(|e| DmaError::Map {
-            addr,
-            reason: e.to_string(),
-        })?;
+        let mmap =
+            MmapRegion::from_file(FileOffset::new(fd, offset), size as usize).map_err(|e| {
+                DmaError::Map {
+                    addr,
+                    reason: e.to_string(),
+                }
+            })?;
         let region = GuestRegionMmap::new(mmap, GuestAddress(addr)).ok_or(DmaError::Map {
             addr,
             reason: "region does not fit the guest address space".into(),
@@ -138,8 +151,18 @@ mod tests {
     }
 
     fn tempfile() -> File {
-        let p = std::env::temp_dir().join(format!("nicemu-dma-{}-{:?}", std::process::id(), std::thread::current().id()));
-        let f = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&p).unwrap();
+        let p = std::env::temp_dir().join(format!(
+            "nicemu-dma-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&p)
+            .unwrap();
         std::fs::remove_file(&p).unwrap();
         f
     }
@@ -147,17 +170,28 @@ mod tests {
     #[test]
     fn map_access_unmap() {
         let mut t = DmaTable::default();
-        t.map(0x10_0000, 0x1_0000, 0, Some(memfd(0x1_0000))).unwrap();
+        t.map(0x10_0000, 0x1_0000, 0, Some(memfd(0x1_0000)))
+            .unwrap();
         let m = t.memory();
-        m.write_obj(0xdead_beefu32, GuestAddress(0x10_0010)).unwrap();
-        assert_eq!(m.read_obj::<u32>(GuestAddress(0x10_0010)).unwrap(), 0xdead_beef);
+        m.write_obj(0xdead_beefu32, GuestAddress(0x10_0010))
+            .unwrap();
+        assert_eq!(
+            m.read_obj::<u32>(GuestAddress(0x10_0010)).unwrap(),
+            0xdead_beef
+        );
         assert!(m.read_obj::<u32>(GuestAddress(0x20_0000)).is_err());
         assert!(matches!(
             t.map(0x10_8000, 0x1_0000, 0, Some(memfd(0x1_0000))),
             Err(DmaError::Overlap { .. })
         ));
-        assert!(matches!(t.map(0, 0, 0, Some(memfd(1))), Err(DmaError::BadSize { .. })));
-        assert!(matches!(t.map(u64::MAX - 10, 100, 0, Some(memfd(100))), Err(DmaError::Overlap { .. })));
+        assert!(matches!(
+            t.map(0, 0, 0, Some(memfd(1))),
+            Err(DmaError::BadSize { .. })
+        ));
+        assert!(matches!(
+            t.map(u64::MAX - 10, 100, 0, Some(memfd(100))),
+            Err(DmaError::Overlap { .. })
+        ));
         assert!(matches!(t.map(0, 0x1000, 0, None), Err(DmaError::NoFd(0))));
         assert_eq!(t.unmap(0x10_0000, 0x1_0000), 1);
         assert!(t.memory().read_obj::<u32>(GuestAddress(0x10_0010)).is_err());

@@ -127,8 +127,14 @@ impl VfioPort {
         } else {
             lock(&self.dev).reg_name(region as usize, offset)
         };
-        self.tracer
-            .record(&self.id, dir, &Self::region_name(region), offset, &name, data);
+        self.tracer.record(
+            &self.id,
+            dir,
+            &Self::region_name(region),
+            offset,
+            &name,
+            data,
+        );
     }
 
     /// Forgets the client: DMA mappings, interrupts, and resets the device.
@@ -159,7 +165,9 @@ impl VfioPort {
             .name(format!("vfio-{id}"))
             .spawn(move || loop {
                 log::info!("{id}: waiting for a vfio-user client on {}", path.display());
-                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| server.run(&mut self)));
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    server.run(&mut self)
+                }));
                 match r {
                     Ok(Ok(())) => log::info!("{id}: client disconnected"),
                     Ok(Err(e)) => log::warn!("{id}: client connection ended: {e}"),
@@ -176,7 +184,12 @@ impl VfioPort {
 }
 
 impl ServerBackend for VfioPort {
-    fn region_read(&mut self, region: u32, offset: u64, data: &mut [u8]) -> Result<(), std::io::Error> {
+    fn region_read(
+        &mut self,
+        region: u32,
+        offset: u64,
+        data: &mut [u8],
+    ) -> Result<(), std::io::Error> {
         {
             let mut d = lock(&self.dev);
             if region == VFIO_PCI_CONFIG_REGION_INDEX {
@@ -191,14 +204,21 @@ impl ServerBackend for VfioPort {
                     d.bar_read(region as usize, offset, data);
                 }
             } else {
-                return Err(io_err(format!("read of region {region} that does not exist")));
+                return Err(io_err(format!(
+                    "read of region {region} that does not exist"
+                )));
             }
         }
         self.trace(Dir::Read, region, offset, data);
         Ok(())
     }
 
-    fn region_write(&mut self, region: u32, offset: u64, data: &[u8]) -> Result<(), std::io::Error> {
+    fn region_write(
+        &mut self,
+        region: u32,
+        offset: u64,
+        data: &[u8],
+    ) -> Result<(), std::io::Error> {
         self.trace(Dir::Write, region, offset, data);
         let mut d = lock(&self.dev);
         if region == VFIO_PCI_CONFIG_REGION_INDEX {
@@ -212,7 +232,9 @@ impl ServerBackend for VfioPort {
                 d.bar_write(region as usize, offset, data);
             }
         } else {
-            return Err(io_err(format!("write to region {region} that does not exist")));
+            return Err(io_err(format!(
+                "write to region {region} that does not exist"
+            )));
         }
         Ok(())
     }
@@ -228,7 +250,10 @@ impl ServerBackend for VfioPort {
         if fd.is_none() {
             // QEMU also announces ROM/firmware ranges that are not backed by a
             // shareable fd; the device cannot reach them, which is fine for a NIC.
-            log::debug!("{}: DMA region {address:#x}+{size:#x} has no fd; not reachable", self.id);
+            log::debug!(
+                "{}: DMA region {address:#x}+{size:#x} has no fd; not reachable",
+                self.id
+            );
             return Ok(());
         }
         self.dma.map(address, size, offset, fd).map_err(|e| {
@@ -241,9 +266,17 @@ impl ServerBackend for VfioPort {
         Ok(())
     }
 
-    fn dma_unmap(&mut self, _flags: vfio_user::DmaUnmapFlags, address: u64, size: u64) -> Result<(), std::io::Error> {
+    fn dma_unmap(
+        &mut self,
+        _flags: vfio_user::DmaUnmapFlags,
+        address: u64,
+        size: u64,
+    ) -> Result<(), std::io::Error> {
         let n = self.dma.unmap(address, size);
-        log::debug!("{}: DMA unmap {address:#x}+{size:#x} ({n} regions)", self.id);
+        log::debug!(
+            "{}: DMA unmap {address:#x}+{size:#x} ({n} regions)",
+            self.id
+        );
         let mem = self.dma.memory();
         lock(&self.dev).set_memory(mem);
         Ok(())
@@ -255,15 +288,24 @@ impl ServerBackend for VfioPort {
         Ok(())
     }
 
-    fn set_irqs(&mut self, index: u32, flags: u32, start: u32, count: u32, fds: Vec<File>) -> Result<(), std::io::Error> {
+    fn set_irqs(
+        &mut self,
+        index: u32,
+        flags: u32,
+        start: u32,
+        count: u32,
+        fds: Vec<File>,
+    ) -> Result<(), std::io::Error> {
         log::debug!(
             "{}: SET_IRQS index {index} flags {flags:#x} {start}+{count} ({} fds)",
             self.id,
             fds.len()
         );
-        self.irq.set_irqs(index, flags, start, count, fds).map_err(|e| {
-            log::warn!("{}: {e}", self.id);
-            io_err(e)
-        })
+        self.irq
+            .set_irqs(index, flags, start, count, fds)
+            .map_err(|e| {
+                log::warn!("{}: {e}", self.id);
+                io_err(e)
+            })
     }
 }

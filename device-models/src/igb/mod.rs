@@ -222,7 +222,8 @@ impl Igb {
     /// Software/device reset (CTRL.RST, §4.3.1): registers to defaults except
     /// the packet buffer sizes, MAC reloaded from the NVM, PHY reset.
     fn device_reset(&mut self) {
-        self.regs.reset_except(|d| matches!(d.name, "RXPBS" | "TXPBS"));
+        self.regs
+            .reset_except(|d| matches!(d.name, "RXPBS" | "TXPBS"));
         let eecd = self.regs.peek(EECD) | (eeprom::EECD_SIZE_EX << 11);
         self.regs.poke(EECD, eecd);
         // RAL0/RAH0 auto-load from NVM words 0..2 with Address Valid.
@@ -378,7 +379,11 @@ impl Igb {
             Hook::RxHead | Hook::TxHead => {
                 // Heads are owned by hardware while the queue runs; the driver
                 // initialises them with the queue disabled.
-                let base = canon(if hook == Hook::RxHead { RXQ_BASE } else { TXQ_BASE });
+                let base = canon(if hook == Hook::RxHead {
+                    RXQ_BASE
+                } else {
+                    TXQ_BASE
+                });
                 if self.regs.peek(base + q::DCTL) & QUEUE_ENABLE != 0 {
                     self.regs.poke(base + q::H, w.old);
                 }
@@ -515,7 +520,10 @@ impl NicFunction for Igb {
             0 => self.regs.name_at(offset & !3),
             2 => match offset {
                 0 => "IOADDR".into(),
-                4 => format!("IODATA({})", self.regs.name_at(u64::from(self.ioaddr & 0x1fffc))),
+                4 => format!(
+                    "IODATA({})",
+                    self.regs.name_at(u64::from(self.ioaddr & 0x1fffc))
+                ),
                 _ => format!("IO?{offset:#x}"),
             },
             3 => "MSIX".into(),

@@ -2,7 +2,9 @@
 //! BAR0 128 KiB registers, BAR1 flash, BAR2 32-byte I/O window, BAR3 MSI-X with
 //! 10 vectors, capabilities PM → MSI → MSI-X → PCIe).
 
-use crate::pci::{caps, Bar, BarKind, ConfigSpace, ConfigSpaceBuilder, MsiCap, MsixCap, PcieCap, PmCap};
+use crate::pci::{
+    caps, Bar, BarKind, ConfigSpace, ConfigSpaceBuilder, MsiCap, MsixCap, PcieCap, PmCap,
+};
 
 /// Intel's PCI vendor ID.
 pub const VENDOR_INTEL: u16 = 0x8086;

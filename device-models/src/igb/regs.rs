@@ -231,9 +231,15 @@ pub const QUEUE_ENABLE: u32 = 1 << 25;
 /// The register table.
 pub static TABLE: &[RegDef<Hook>] = &[
     // General (§8.2)
-    RegDef::new("CTRL", CTRL).reset(0x0014_0241).mask(0xfdff_fe7f).hook(Hook::Ctrl),
+    RegDef::new("CTRL", CTRL)
+        .reset(0x0014_0241)
+        .mask(0xfdff_fe7f)
+        .hook(Hook::Ctrl),
     RegDef::new("STATUS", STATUS).ro().hook(Hook::Status),
-    RegDef::new("EECD", EECD).reset((1 << 9) | (1 << 8)).mask(0x0000_0047).hook(Hook::Eecd),
+    RegDef::new("EECD", EECD)
+        .reset((1 << 9) | (1 << 8))
+        .mask(0x0000_0047)
+        .hook(Hook::Eecd),
     RegDef::new("EERD", EERD).mask(0x0000_fffd).hook(Hook::Eerd),
     RegDef::new("CTRL_EXT", CTRL_EXT).mask(0xff3f_ffff),
     RegDef::new("FLA", 0x001c),
@@ -254,9 +260,14 @@ pub static TABLE: &[RegDef<Hook>] = &[
     RegDef::new("FCTTV", 0x0170).mask(0x0000_ffff),
     RegDef::new("TXCW", 0x0178),
     RegDef::new("RXCW", 0x0180).ro(),
-    RegDef::new("TCTL", TCTL).reset(0xa004_10f8).mask(0xffff_fffe).hook(Hook::Tctl),
+    RegDef::new("TCTL", TCTL)
+        .reset(0xa004_10f8)
+        .mask(0xffff_fffe)
+        .hook(Hook::Tctl),
     RegDef::new("TCTL_EXT", 0x0404).reset(0x0004_0042),
-    RegDef::new("TIPG", 0x0410).reset(0x0060_2008).mask(0x3fff_ffff),
+    RegDef::new("TIPG", 0x0410)
+        .reset(0x0060_2008)
+        .mask(0x3fff_ffff),
     RegDef::new("AIT", 0x0458),
     RegDef::new("LEDCTL", 0x0e00).reset(0x0789_0401),
     RegDef::new("PBA", 0x1000).reset(0x0000_0040),
@@ -277,7 +288,10 @@ pub static TABLE: &[RegDef<Hook>] = &[
     RegDef::new("EIAC", EIAC).mask(0x01ff_ffff),
     RegDef::new("EIAM", EIAM).mask(0x01ff_ffff),
     RegDef::new("EICR", EICR).w1c().hook(Hook::Eicr),
-    RegDef::new("EITR", 0x1680).array(25, 4).mask(0x7fff_fffc).hook(Hook::Eitr),
+    RegDef::new("EITR", 0x1680)
+        .array(25, 4)
+        .mask(0x7fff_fffc)
+        .hook(Hook::Eitr),
     RegDef::new("IVAR", IVAR0).array(8, 4).mask(0x9f9f_9f9f),
     RegDef::new("IVAR_MISC", IVAR_MISC).mask(0x0000_9f9f),
     // Receive (§8.10)
@@ -292,11 +306,16 @@ pub static TABLE: &[RegDef<Hook>] = &[
     rxq("RDBAL", q::BAL).mask(0xffff_ff80),
     rxq("RDBAH", q::BAH),
     rxq("RDLEN", q::LEN).mask(0x000f_fff0),
-    rxq("SRRCTL", q::SRRCTL).reset(0x0000_0402).mask(0xc000_0f7f),
+    rxq("SRRCTL", q::SRRCTL)
+        .reset(0x0000_0402)
+        .mask(0xc000_0f7f),
     rxq("RDH", q::H).mask(0x0000_ffff).hook(Hook::RxHead),
     rxq("RXCTL", 0x14),
     rxq("RDT", q::T).mask(0x0000_ffff).hook(Hook::Rdt),
-    rxq("RXDCTL", q::DCTL).reset(0x0001_0000).mask(0x0619_1f1f).hook(Hook::Rxdctl),
+    rxq("RXDCTL", q::DCTL)
+        .reset(0x0001_0000)
+        .mask(0x0619_1f1f)
+        .hook(Hook::Rxdctl),
     rxq("RQDPC", q::RQDPC).rc(),
     rxq_legacy("RDBAL", q::BAL).mask(0xffff_ff80),
     rxq_legacy("RDBAH", q::BAH),
@@ -305,8 +324,12 @@ pub static TABLE: &[RegDef<Hook>] = &[
     rxq_legacy("RDH", q::H).mask(0x0000_ffff).hook(Hook::RxHead),
     rxq_legacy("RXCTL", 0x14),
     rxq_legacy("RDT", q::T).mask(0x0000_ffff).hook(Hook::Rdt),
-    rxq_legacy("RXDCTL", q::DCTL).mask(0x0619_1f1f).hook(Hook::Rxdctl),
-    RegDef::new("RXCSUM", RXCSUM).reset(0x0000_0300).mask(0x0000_3bff),
+    rxq_legacy("RXDCTL", q::DCTL)
+        .mask(0x0619_1f1f)
+        .hook(Hook::Rxdctl),
+    RegDef::new("RXCSUM", RXCSUM)
+        .reset(0x0000_0300)
+        .mask(0x0000_3bff),
     RegDef::new("RLPML", 0x5004).reset(0x2600).mask(0x3fff),
     RegDef::new("RFCTL", 0x5008),
     RegDef::new("MTA", MTA).array(128, 4),
@@ -358,7 +381,9 @@ pub static TABLE: &[RegDef<Hook>] = &[
     txq_legacy("TDH", q::H).mask(0x0000_ffff).hook(Hook::TxHead),
     txq_legacy("TXCTL", 0x14),
     txq_legacy("TDT", q::T).mask(0x0000_ffff).hook(Hook::Tdt),
-    txq_legacy("TXDCTL", q::DCTL).mask(0x0639_3f3f).hook(Hook::Txdctl),
+    txq_legacy("TXDCTL", q::DCTL)
+        .mask(0x0639_3f3f)
+        .hook(Hook::Txdctl),
     txq_legacy("TDWBAL", q::WBAL).mask(0xffff_fffd),
     txq_legacy("TDWBAH", q::WBAH),
     // Statistics (§8.19): clear on read.

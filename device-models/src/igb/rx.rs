@@ -62,7 +62,11 @@ impl Igb {
     /// Exact match against the 24 receive address registers with AV set.
     fn rar_match(&self, dst: &[u8]) -> bool {
         (0..24u32).any(|i| {
-            let lo = if i < 16 { RAL + 8 * i } else { RAL2 + 8 * (i - 16) };
+            let lo = if i < 16 {
+                RAL + 8 * i
+            } else {
+                RAL2 + 8 * (i - 16)
+            };
             let rah = self.regs.peek(lo + 4);
             if rah & (1 << 31) == 0 || (rah >> 16) & 3 != 0 {
                 return false;

@@ -27,7 +27,8 @@ impl Igb {
 
     /// Adds to a 64-bit counter split in low/high registers.
     fn stat_add64(&mut self, lo: u32, n: u64) {
-        let v = (u64::from(self.regs.peek(lo + 4)) << 32 | u64::from(self.regs.peek(lo))).wrapping_add(n);
+        let v = (u64::from(self.regs.peek(lo + 4)) << 32 | u64::from(self.regs.peek(lo)))
+            .wrapping_add(n);
         self.regs.poke(lo, v as u32);
         self.regs.poke(lo + 4, (v >> 32) as u32);
     }

@@ -40,7 +40,11 @@ fn phy_read(d: &mut Igb, reg: u32) -> u16 {
 }
 
 fn phy_write(d: &mut Igb, reg: u32, val: u16) {
-    wr(d, MDIC, (reg << 16) | (1 << 21) | (1 << 26) | u32::from(val));
+    wr(
+        d,
+        MDIC,
+        (reg << 16) | (1 << 21) | (1 << 26) | u32::from(val),
+    );
     assert_ne!(rd(d, MDIC) & (1 << 28), 0);
 }
 
@@ -84,7 +88,10 @@ fn probe_sequence_reset_nvm_mac_phy_link() {
     let v = rd(&mut d, CTRL) | ctrl::SLU;
     wr(&mut d, CTRL, v);
     let st = rd(&mut d, STATUS);
-    assert_eq!(st & (status::LU | status::FD | status::SPEED_1000), status::LU | status::FD | status::SPEED_1000);
+    assert_eq!(
+        st & (status::LU | status::FD | status::SPEED_1000),
+        status::LU | status::FD | status::SPEED_1000
+    );
     // MDIC to another PHY address reports an error.
     wr(&mut d, MDIC, (2 << 16) | (3 << 21) | (2 << 26));
     assert_ne!(rd(&mut d, MDIC) & (1 << 30), 0);
@@ -120,7 +127,11 @@ fn register_semantics_of_the_self_test() {
             (0x54e4, 0x83ff_ffff, u32::MAX),
         ] {
             wr(&mut d, off, pat & write);
-            assert_eq!(rd(&mut d, off) & mask, pat & write & mask, "{off:#x} {pat:#x}");
+            assert_eq!(
+                rd(&mut d, off) & mask,
+                pat & write & mask,
+                "{off:#x} {pat:#x}"
+            );
         }
     }
     // RDT sticks while the queue is enabled, without any DMA.
@@ -211,7 +222,11 @@ fn msix_routing_autoclear_automask() {
     assert!(t.irq.take().is_empty(), "masked until re-armed");
     assert_eq!(rd(&mut d, EICR) & 0x6, 0x6, "cause pending");
     wr(&mut d, EIMS, 0x2);
-    assert_eq!(t.irq.take(), vec![Irq::Msix(1)], "re-arm delivers the pending cause");
+    assert_eq!(
+        t.irq.take(),
+        vec![Irq::Msix(1)],
+        "re-arm delivers the pending cause"
+    );
     assert_eq!(intr::ivar_slot(9, intr::Dir::Tx), (1, 24));
     assert_eq!(intr::ivar_slot(3, intr::Dir::Rx), (3, 0));
 }
@@ -238,7 +253,10 @@ fn setup_rings(d: &mut Igb, n: u32) {
     // Post n-1 receive buffers at 0x40000 + i * 2048.
     for i in 0..n {
         d.mem
-            .write_obj(0x40000u64 + u64::from(i) * 2048, GuestAddress(0x20000 + u64::from(i) * 16))
+            .write_obj(
+                0x40000u64 + u64::from(i) * 2048,
+                GuestAddress(0x20000 + u64::from(i) * 16),
+            )
             .unwrap();
     }
     wr(d, 0x2818, n - 1);
@@ -251,7 +269,9 @@ fn send(d: &mut Igb, idx: u32, n: u32, frame: &[u8]) {
     d.mem.write_obj(buf, GuestAddress(desc)).unwrap();
     let cmd = 0x2b30_0000u32 | frame.len() as u32;
     d.mem.write_obj(cmd, GuestAddress(desc + 8)).unwrap();
-    d.mem.write_obj((frame.len() as u32) << 14, GuestAddress(desc + 12)).unwrap();
+    d.mem
+        .write_obj((frame.len() as u32) << 14, GuestAddress(desc + 12))
+        .unwrap();
     wr(d, 0x3818, (idx + 1) % n);
 }
 
@@ -280,10 +300,15 @@ fn phy_loopback_self_test() {
         let mut got = vec![0u8; 256];
         d.mem.read_slice(&mut got, GuestAddress(buf)).unwrap();
         assert_eq!(got, f);
-        let txst: u32 = d.mem.read_obj(GuestAddress(0x10000 + u64::from(i % 16) * 16 + 12)).unwrap();
+        let txst: u32 = d
+            .mem
+            .read_obj(GuestAddress(0x10000 + u64::from(i % 16) * 16 + 12))
+            .unwrap();
         assert_eq!(txst & 1, 1, "TX DD");
         // Driver re-posts the buffer: zero the length, move the tail.
-        d.mem.write_obj(0x40000u64 + u64::from(i % 16) * 2048, GuestAddress(rxd)).unwrap();
+        d.mem
+            .write_obj(0x40000u64 + u64::from(i % 16) * 2048, GuestAddress(rxd))
+            .unwrap();
         d.mem.write_obj(0u64, GuestAddress(rxd + 8)).unwrap();
         wr(&mut d, 0x2818, i % 16);
     }
@@ -328,7 +353,11 @@ fn hostile_rings_do_not_crash_or_hang() {
     wr(&mut d, 0x3828, QUEUE_ENABLE);
     wr(&mut d, 0x3818, 7);
     assert!(d.guest_errors().dma_errors >= 7);
-    assert_eq!(rd(&mut d, 0x3810), 7, "head advanced past the bad descriptors");
+    assert_eq!(
+        rd(&mut d, 0x3810),
+        7,
+        "head advanced past the bad descriptors"
+    );
     // Buffers outside RAM, huge lengths, no EOP: dropped and counted.
     wr(&mut d, 0x3828, 0);
     wr(&mut d, 0x3800, 0x10000);
@@ -338,7 +367,9 @@ fn hostile_rings_do_not_crash_or_hang() {
     wr(&mut d, 0x3828, QUEUE_ENABLE);
     for i in 0..8u64 {
         let desc = 0x10000 + i * 16;
-        d.mem.write_obj(0xffff_0000_0000u64, GuestAddress(desc)).unwrap();
+        d.mem
+            .write_obj(0xffff_0000_0000u64, GuestAddress(desc))
+            .unwrap();
         let cmd = 0x2b30_0000u32 | 0xffff;
         d.mem.write_obj(cmd, GuestAddress(desc + 8)).unwrap();
     }
@@ -359,7 +390,9 @@ fn hostile_rings_do_not_crash_or_hang() {
     wr(&mut d, 0x2810, 0);
     wr(&mut d, 0x2828, QUEUE_ENABLE);
     for i in 0..8u64 {
-        d.mem.write_obj(u64::MAX - 100, GuestAddress(0x20000 + i * 16)).unwrap();
+        d.mem
+            .write_obj(u64::MAX - 100, GuestAddress(0x20000 + i * 16))
+            .unwrap();
     }
     wr(&mut d, 0x2818, 7);
     d.receive(&lbtest_frame());

@@ -5,7 +5,9 @@
 use super::intr::Dir;
 use super::regs::*;
 use super::{ctrl, rctl, tctl, Igb, MAX_TX_FRAME};
-use crate::desc::{parse_tx, TxDesc, TXD_CMD_EOP, TXD_CMD_RS, TXD_CMD_TSE, TXD_CMD_VLE, TXD_STAT_DD};
+use crate::desc::{
+    parse_tx, TxDesc, TXD_CMD_EOP, TXD_CMD_RS, TXD_CMD_TSE, TXD_CMD_VLE, TXD_STAT_DD,
+};
 use crate::offload;
 use crate::ring::{self, Ring};
 
@@ -188,7 +190,9 @@ impl Igb {
                 frame[cso..cso + 2].copy_from_slice(&c.to_be_bytes());
             }
         } else if o.popts & 3 != 0 {
-            if let Err(e) = offload::apply_checksums(frame, &ctx, o.popts & 1 != 0, o.popts & 2 != 0) {
+            if let Err(e) =
+                offload::apply_checksums(frame, &ctx, o.popts & 1 != 0, o.popts & 2 != 0)
+            {
                 self.errors.tx_malformed += 1;
                 log::debug!("igb: tx queue {qi}: checksum offload dropped: {e}");
                 return;

@@ -244,7 +244,12 @@ mod tests {
                 size: 32,
                 kind: BarKind::Io,
             })
-            .capability(0x40, 0x01, &[0x23, 0xc8, 0, 0, 0, 0], &[0, 0, 0x03, 0x81, 0, 0])
+            .capability(
+                0x40,
+                0x01,
+                &[0x23, 0xc8, 0, 0, 0, 0],
+                &[0, 0, 0x03, 0x81, 0, 0],
+            )
             .build()
     }
 
