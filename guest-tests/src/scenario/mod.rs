@@ -7,57 +7,105 @@
 //! - `@@NICEMU <scenario> <key>=<value>` is a key/value result,
 //! - `@@NICEMU-OUT <scenario> <tag> <text>` is one line of a tool's output,
 //! - `@@NICEMU-BOOT`, `@@NICEMU-END` mark userspace start and the end of all scenarios.
+//!
+//! Before the scenarios the `net` setup (see [`setup`]) finds the device under test
+//! (`$IFACE`) and, with a peer, moves the peer port (`$PEER_IFACE`) into network namespace
+//! `peer`, addresses both ends and starts `netserver` there.
 
+pub mod channels;
 pub mod console;
+pub mod cyclictest;
+pub mod netperf;
+pub mod ping;
 pub mod probe;
+pub mod ptp;
+pub mod qdisc;
 pub mod result;
 pub mod selftest;
+pub mod setup;
+pub mod stats;
 
 pub use console::{Console, Section};
 pub use result::{ScenarioResult, Status};
 
-/// What a scenario runs against: one NIC in the guest.
+use crate::params::Params;
+
+/// Address of the device under test inside the guest's emulated network.
+pub const DUT_IP: &str = "192.168.100.1";
+/// Address of the peer (in netns `peer`).
+pub const PEER_IP: &str = "192.168.100.2";
+
+/// What a scenario runs against: one NIC in the guest, maybe with a peer.
 #[derive(Debug, Clone)]
 pub struct Target {
     /// The MAC the device was given (lower case); the guest finds its interface by it.
     pub mac: String,
     /// The Linux driver expected to bind ("igb", "e1000e", "ixgbe").
     pub driver: String,
+    /// MAC of the peer port, if the topology has one.
+    pub peer_mac: Option<String>,
 }
 
 /// One test scenario.
 pub trait Scenario {
     /// Short name used on the command line and in markers.
     fn name(&self) -> &'static str;
-    /// The guest shell snippet (runs in a subshell with `SCEN`, `MAC`, `DRIVER` set).
-    fn script(&self) -> &'static str;
+    /// The guest shell snippet (runs in a subshell with `SCEN`, `MAC`, `DRIVER`, `IFACE`,
+    /// `PEER_IFACE`, `DUT_IP`, `PEER_IP` set).
+    fn script(&self, p: &Params) -> String;
+    /// True if the scenario needs a peer on the network.
+    fn needs_peer(&self) -> bool {
+        false
+    }
+    /// Rough guest seconds the scenario takes under TCG (for the default timeout).
+    fn budget_secs(&self, _p: &Params) -> u64 {
+        30
+    }
     /// Turns this scenario's console section into a result.
     fn parse(&self, section: &Section, target: &Target) -> ScenarioResult;
 }
 
 /// All scenario names, in run order.
-pub const NAMES: &[&str] = &["probe", "selftest"];
+pub const NAMES: &[&str] = &[
+    "probe",
+    "selftest",
+    "ping",
+    "netperf",
+    "cyclictest",
+    "stats",
+    "channels",
+    "qdisc",
+    "ptp",
+];
 
 /// Looks a scenario up by name.
 pub fn by_name(name: &str) -> Option<Box<dyn Scenario>> {
-    match name {
-        "probe" => Some(Box::new(probe::Probe)),
-        "selftest" => Some(Box::new(selftest::Selftest)),
-        _ => None,
-    }
+    Some(match name {
+        "probe" => Box::new(probe::Probe),
+        "selftest" => Box::new(selftest::Selftest),
+        "ping" => Box::new(ping::Ping),
+        "netperf" => Box::new(netperf::Netperf),
+        "cyclictest" => Box::new(cyclictest::Cyclictest),
+        "stats" => Box::new(stats::Stats),
+        "channels" => Box::new(channels::Channels),
+        "qdisc" => Box::new(qdisc::Qdisc),
+        "ptp" => Box::new(ptp::Ptp),
+        _ => return None,
+    })
 }
 
-/// Renders the `/init` body running `scenarios` against `target`.
-pub fn render_body(scenarios: &[Box<dyn Scenario>], target: &Target) -> String {
-    let mut s = String::new();
+/// Renders the `/init` body: the network setup, then `scenarios` against `target`.
+pub fn render_body(scenarios: &[Box<dyn Scenario>], target: &Target, p: &Params) -> String {
+    let mut s = setup::render(target);
     for sc in scenarios {
         let name = sc.name();
+        if sc.needs_peer() && target.peer_mac.is_none() {
+            continue;
+        }
         s.push_str(&format!("echo \"@@NICEMU-BEGIN {name}\"\n"));
         s.push_str(&format!(
-            "(\nSCEN={name}; MAC={}; DRIVER={}\nnicemu_kv t_start \"$(nicemu_uptime)\"\n{}\n)\n",
-            target.mac,
-            target.driver,
-            sc.script()
+            "(\nSCEN={name}\nnicemu_kv t_start \"$(nicemu_uptime)\"\n{}\n)\n",
+            sc.script(p)
         ));
         s.push_str(&format!(
             "nicemu_rc=$?; echo \"@@NICEMU-DONE {name} rc=$nicemu_rc uptime=$(nicemu_uptime)\"\n"
@@ -69,6 +117,9 @@ pub fn render_body(scenarios: &[Box<dyn Scenario>], target: &Target) -> String {
 /// Parses `scenario`'s section of `console`; a missing or unfinished section is a failure.
 pub fn evaluate(scenario: &dyn Scenario, console: &Console, target: &Target) -> ScenarioResult {
     let name = scenario.name();
+    if scenario.needs_peer() && target.peer_mac.is_none() {
+        return ScenarioResult::skip(name, "needs a peer; the topology has none");
+    }
     match console.sections.get(name) {
         None => ScenarioResult::fail(name, "the guest never started this scenario"),
         Some(sec) if sec.done_rc.is_none() => {
@@ -81,7 +132,19 @@ pub fn evaluate(scenario: &dyn Scenario, console: &Console, target: &Target) -> 
             r
         }
         Some(sec) => {
-            let mut r = scenario.parse(sec, target);
+            let mut r = if sec.get("iface") == Some("none") {
+                ScenarioResult::fail(
+                    name,
+                    format!("no interface with MAC {} appeared", target.mac),
+                )
+            } else if scenario.needs_peer() && sec.get("peer") == Some("none") {
+                ScenarioResult::fail(
+                    name,
+                    "the peer is not set up (see the net setup result)".to_owned(),
+                )
+            } else {
+                scenario.parse(sec, target)
+            };
             if let (Some(a), Some(b)) = (sec.uptime("t_start"), sec.done_uptime) {
                 r.metric(
                     "guest_secs",
@@ -91,4 +154,28 @@ pub fn evaluate(scenario: &dyn Scenario, console: &Console, target: &Target) -> 
             r
         }
     }
+}
+
+/// Shell lines every scenario needing the DUT starts with.
+pub const NEED_IFACE: &str =
+    "if [ -z \"$IFACE\" ]; then nicemu_kv iface none; exit 1; fi\nnicemu_kv iface \"$IFACE\"\n";
+
+/// Shell lines every scenario needing the peer starts with (after [`NEED_IFACE`]).
+pub const NEED_PEER: &str = "if [ -z \"$PEER_IFACE\" ] || [ \"$PEER_OK\" != 1 ]; then nicemu_kv peer none; exit 1; fi\n";
+
+/// Parses a number that may carry a unit suffix or thousands separators ("1,234", "12ms").
+pub fn num(s: &str) -> Option<f64> {
+    let t: String = s
+        .trim()
+        .chars()
+        .filter(|c| *c != ',')
+        .take_while(|c| c.is_ascii_digit() || *c == '.' || *c == '-' || *c == 'e' || *c == '+')
+        .collect();
+    t.parse().ok()
+}
+
+/// Rounds to `digits` decimals (for tidy JSON).
+pub fn round(v: f64, digits: i32) -> f64 {
+    let f = 10f64.powi(digits);
+    (v * f).round() / f
 }

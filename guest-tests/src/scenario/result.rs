@@ -36,6 +36,9 @@ pub struct ScenarioResult {
     /// Why it failed or was skipped.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// A short headline for tables ("0% loss, 0.5 ms", "662 Mbit/s").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
     /// Measured values and facts (driver name, sub-test values, timings).
     pub metrics: BTreeMap<String, serde_json::Value>,
 }
@@ -47,6 +50,7 @@ impl ScenarioResult {
             scenario: scenario.into(),
             status: Status::Pass,
             reason: None,
+            summary: None,
             metrics: BTreeMap::new(),
         }
     }
@@ -57,6 +61,22 @@ impl ScenarioResult {
         r.status = Status::Fail;
         r.reason = Some(reason.into());
         r
+    }
+
+    /// A skipped result (the device or kernel lacks what the scenario needs).
+    pub fn skip(scenario: &str, reason: impl Into<String>) -> Self {
+        let mut r = Self::pass(scenario);
+        r.status = Status::Skip;
+        r.reason = Some(reason.into());
+        r
+    }
+
+    /// Marks the result skipped (unless it already failed).
+    pub fn set_skip(&mut self, reason: impl Into<String>) {
+        if self.status != Status::Fail {
+            self.status = Status::Skip;
+            self.reason = Some(reason.into());
+        }
     }
 
     /// Records a metric.
