@@ -16,6 +16,7 @@ pub mod pci;
 pub mod phy;
 pub mod regfile;
 pub mod ring;
+pub mod rss;
 #[doc(hidden)]
 pub mod testutil;
 
