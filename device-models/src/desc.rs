@@ -32,6 +32,10 @@ pub const RXD_STAT_UDPCS: u32 = 1 << 4;
 pub const RXD_STAT_TCPCS: u32 = 1 << 5;
 /// RX status: IPv4 checksum computed.
 pub const RXD_STAT_IPCS: u32 = 1 << 6;
+/// RX error: TCP/UDP checksum error.
+pub const RXD_ERR_L4E: u32 = 1 << 29;
+/// RX error: IPv4 checksum error.
+pub const RXD_ERR_IPE: u32 = 1 << 30;
 
 /// A transmit descriptor as read from the ring.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

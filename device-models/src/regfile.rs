@@ -172,7 +172,11 @@ impl<H: Copy + 'static> RegFile<H> {
         for (d, def) in defs.iter().enumerate() {
             for e in 0..def.count {
                 let off = (def.offset + e * def.stride) as usize;
-                assert!(off.is_multiple_of(4) && off / 4 < dwords, "{} outside BAR", def.name);
+                assert!(
+                    off.is_multiple_of(4) && off / 4 < dwords,
+                    "{} outside BAR",
+                    def.name
+                );
                 assert!(
                     index[off / 4] == NO_REG,
                     "{}[{e}] at {off:#x} overlaps another register",

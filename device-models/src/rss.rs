@@ -142,10 +142,9 @@ pub fn hash(key: &[u8; 40], types: HashTypes, f: &[u8]) -> (u32, RssType) {
         (32, &f[p.l3 + 8..p.l3 + 40])
     };
     input[..addr_len].copy_from_slice(addrs);
-    let ports = p
-        .l4
-        .filter(|l4| f.len() >= l4 + 4)
-        .map(|l4| [f[l4], f[l4 + 1], f[l4 + 2], f[l4 + 3]]);
+    let ports =
+        p.l4.filter(|l4| f.len() >= l4 + 4)
+            .map(|l4| [f[l4], f[l4 + 1], f[l4 + 2], f[l4 + 3]]);
     let (use_ports, ty) = match (p.ipv4, p.proto, ports.is_some()) {
         (true, 6, true) if types.ipv4_tcp => (true, RssType::Ipv4Tcp),
         (true, 17, true) if types.ipv4_udp => (true, RssType::Ipv4Udp),
@@ -197,9 +196,30 @@ mod tests {
             ..Default::default()
         };
         for (src, dst, sp, dp, tcp, ip) in [
-            ([66, 9, 149, 187], [161, 142, 100, 80], 2794, 1766, 0x51cc_c178u32, 0x323e_8fc2u32),
-            ([199, 92, 111, 2], [65, 69, 140, 83], 14230, 4739, 0xc626_b0ea, 0xd718_262a),
-            ([24, 19, 198, 95], [12, 22, 207, 184], 12898, 38024, 0x5c2b_394a, 0xd2d0_a5de),
+            (
+                [66, 9, 149, 187],
+                [161, 142, 100, 80],
+                2794,
+                1766,
+                0x51cc_c178u32,
+                0x323e_8fc2u32,
+            ),
+            (
+                [199, 92, 111, 2],
+                [65, 69, 140, 83],
+                14230,
+                4739,
+                0xc626_b0ea,
+                0xd718_262a,
+            ),
+            (
+                [24, 19, 198, 95],
+                [12, 22, 207, 184],
+                12898,
+                38024,
+                0x5c2b_394a,
+                0xd2d0_a5de,
+            ),
         ] {
             let f = v4(src, dst, sp, dp);
             assert_eq!(hash(&MS_KEY, all, &f), (tcp, RssType::Ipv4Tcp));

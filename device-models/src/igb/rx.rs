@@ -5,8 +5,25 @@
 use super::intr::Dir;
 use super::regs::*;
 use super::{ctrl, rctl, Igb};
-use crate::desc::{rx_writeback, RXD_STAT_DD, RXD_STAT_EOP, RXD_STAT_VP};
+use crate::desc::{
+    rx_writeback, RXD_ERR_IPE, RXD_ERR_L4E, RXD_STAT_DD, RXD_STAT_EOP, RXD_STAT_IPCS,
+    RXD_STAT_TCPCS, RXD_STAT_UDPCS, RXD_STAT_VP,
+};
+use crate::offload;
 use crate::ring::{self, Ring};
+use crate::rss::{self, RssType};
+
+/// RXCSUM: IPv4 checksum offload.
+const RXCSUM_IPOFL: u32 = 1 << 8;
+/// RXCSUM: TCP/UDP checksum offload.
+const RXCSUM_TUOFL: u32 = 1 << 9;
+/// RXCSUM: packet checksum disable (RSS hash in the descriptor instead).
+const RXCSUM_PCSD: u32 = 1 << 13;
+/// Packet type bits of pkt_info (§7.1.5.2).
+const PTYPE_IPV4: u16 = 0x0010;
+const PTYPE_IPV6: u16 = 0x0040;
+const PTYPE_TCP: u16 = 0x0100;
+const PTYPE_UDP: u16 = 0x0200;
 
 /// Largest frame accepted without RCTL.LPE (1518 + VLAN tag, without FCS).
 const MAX_STD_FRAME: usize = 1518 + 4 - 4;
@@ -34,7 +51,71 @@ impl Igb {
         if !self.rx_accept(frame, rctl) {
             return;
         }
-        self.rx_to_queue(0, frame);
+        let (rss, rss_type) = self.rss_hash(frame);
+        let qi = self.rx_queue_for(rss, rss_type);
+        self.rx_to_queue(qi, frame, rss, rss_type);
+    }
+
+    /// RSS hash of a frame when MRQC enables RSS (§7.1.2.8).
+    fn rss_hash(&self, frame: &[u8]) -> (u32, RssType) {
+        let mrqc = self.regs.peek(MRQC);
+        if !matches!(mrqc & 7, 1 | 2 | 5) {
+            return (0, RssType::None);
+        }
+        let mut key = [0u8; 40];
+        for i in 0..10 {
+            key[4 * i..4 * i + 4]
+                .copy_from_slice(&self.regs.peek(RSSRK + 4 * i as u32).to_le_bytes());
+        }
+        rss::hash(&key, rss::HashTypes::from_mrqc(mrqc), frame)
+    }
+
+    /// Queue for a frame: RETA entry `hash[6:0]` when RSS hashed it, else queue 0.
+    fn rx_queue_for(&self, hash: u32, ty: RssType) -> usize {
+        if ty == RssType::None {
+            return 0;
+        }
+        let idx = hash & 0x7f;
+        let reta = self.regs.peek(RETA + 4 * (idx >> 2));
+        let entry = (reta >> (8 * (idx & 3))) & 0xff;
+        (entry & 0xf) as usize
+    }
+
+    /// Status and error bits of RX checksum offload (RXCSUM.IPOFL/TUOFL, §7.1.6)
+    /// and the packet type field.
+    fn rx_csum_bits(&self, frame: &[u8]) -> (u32, u16) {
+        let rxcsum = self.regs.peek(RXCSUM);
+        let mut st = 0;
+        let mut ptype = 0u16;
+        if let Some(p) = rss::parse(frame) {
+            ptype |= if p.ipv4 { PTYPE_IPV4 } else { PTYPE_IPV6 };
+            match p.proto {
+                6 => ptype |= PTYPE_TCP,
+                17 => ptype |= PTYPE_UDP,
+                _ => {}
+            }
+        }
+        if rxcsum & (RXCSUM_IPOFL | RXCSUM_TUOFL) == 0 || ptype == 0 {
+            return (st, ptype);
+        }
+        let c = offload::verify_rx(frame);
+        if rxcsum & RXCSUM_IPOFL != 0 && c.ip_checked {
+            st |= RXD_STAT_IPCS;
+            if !c.ip_ok {
+                st |= RXD_ERR_IPE;
+            }
+        }
+        if rxcsum & RXCSUM_TUOFL != 0 && c.l4_checked {
+            st |= if c.l4_proto == 6 {
+                RXD_STAT_TCPCS
+            } else {
+                RXD_STAT_UDPCS
+            };
+            if !c.l4_ok {
+                st |= RXD_ERR_L4E;
+            }
+        }
+        (st, ptype)
     }
 
     /// Destination and VLAN filtering (§7.1.1).
@@ -90,7 +171,7 @@ impl Igb {
     }
 
     /// Places a frame into receive queue `qi`, spanning descriptors if needed.
-    fn rx_to_queue(&mut self, qi: usize, frame: &[u8]) {
+    fn rx_to_queue(&mut self, qi: usize, frame: &[u8], rss: u32, rss_type: RssType) {
         let base = RXQ_BASE + qi as u32 * QUEUE_STRIDE;
         let miss = |d: &mut Igb| {
             d.stat_add(stat::MPC, 1);
@@ -130,6 +211,14 @@ impl Igb {
             [frame, &[]]
         };
         let total = parts[0].len() + parts[1].len();
+        let (csum_st, ptype) = self.rx_csum_bits(frame);
+        // With RXCSUM.PCSD the first dword after pkt_info carries the RSS hash.
+        let hi = if self.regs.peek(RXCSUM) & RXCSUM_PCSD != 0 {
+            rss
+        } else {
+            0
+        };
+        let pkt_info = ptype | rss_type as u16;
         let srrctl = self.regs.peek(base + q::SRRCTL);
         let bufsize = match (srrctl & 0x7f) as usize * 1024 {
             0 => 2048,
@@ -159,9 +248,9 @@ impl Igb {
             off += chunk;
             let mut st = RXD_STAT_DD | status_vp;
             if off >= total {
-                st |= RXD_STAT_EOP;
+                st |= RXD_STAT_EOP | csum_st;
             }
-            let wb = rx_writeback(0, 0, st, chunk as u16, vlan);
+            let wb = rx_writeback(pkt_info, hi, st, chunk as u16, vlan);
             if ring::write_desc(&self.mem, daddr, &wb).is_err() {
                 self.errors.dma_errors += 1;
                 ok = false;

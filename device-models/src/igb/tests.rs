@@ -10,7 +10,7 @@ const MAC: [u8; 6] = [0x52, 0x54, 0x00, 0x12, 0x34, 0x56];
 fn dev() -> (Igb, TestEnv) {
     let t = TestEnv::new();
     let mut d = Igb::new(IgbConfig { mac: MAC }, t.env.clone());
-    d.set_memory(ram(1 << 20));
+    d.set_memory(ram(4 << 20));
     (d, t)
 }
 
@@ -423,4 +423,94 @@ fn filters_unicast_multicast_broadcast() {
     wr(&mut d, MTA, 1 << 0x10);
     d.receive(&f);
     assert_eq!(rd(&mut d, regs::stat::MPRC), 1);
+}
+
+fn tcp_frame(sport: u16) -> Vec<u8> {
+    let mut f = vec![0u8; 54];
+    f[..6].copy_from_slice(&MAC);
+    f[6..12].copy_from_slice(&[0x52, 0x54, 0, 0, 0, 2]);
+    f[12] = 0x08;
+    f[14] = 0x45;
+    f[16..18].copy_from_slice(&40u16.to_be_bytes());
+    f[22] = 64;
+    f[23] = 6;
+    f[26..30].copy_from_slice(&[192, 168, 100, 2]);
+    f[30..34].copy_from_slice(&[192, 168, 100, 1]);
+    f[34..36].copy_from_slice(&sport.to_be_bytes());
+    f[36..38].copy_from_slice(&5001u16.to_be_bytes());
+    f[46] = 5 << 4;
+    let ctx = crate::desc::TxContext {
+        iplen: 20,
+        maclen: 14,
+        tucmd: 0x6,
+        ..Default::default()
+    };
+    crate::offload::apply_checksums(&mut f, &ctx, true, true).unwrap();
+    f
+}
+
+#[test]
+fn rss_spreads_flows_over_queues_and_reports_hash_and_checksums() {
+    let (mut d, _t) = dev();
+    // Four RX queues of 64 descriptors at 0x100000 + q * 0x1000, buffers after.
+    for q in 0..4u32 {
+        let base = RXQ_BASE + q * QUEUE_STRIDE;
+        let ring = 0x10_0000 + u64::from(q) * 0x1000;
+        wr(&mut d, base + q::BAL, ring as u32);
+        wr(&mut d, base + q::LEN, 64 * 16);
+        wr(&mut d, base + q::SRRCTL, 0x0200_0402);
+        wr(&mut d, base + q::DCTL, QUEUE_ENABLE);
+        for i in 0..64u64 {
+            let buf = 0x20_0000 + u64::from(q) * 0x2_0000 + i * 2048;
+            d.mem.write_obj(buf, GuestAddress(ring + i * 16)).unwrap();
+        }
+        wr(&mut d, base + q::T, 63);
+    }
+    for i in 0..10 {
+        wr(&mut d, RSSRK + 4 * i, 0x6d5a_56da ^ (i * 0x0101_0101));
+    }
+    for i in 0..32 {
+        wr(&mut d, RETA + 4 * i, 0x0302_0100);
+    }
+    wr(&mut d, MRQC, 0x0033_0002); // RSS, IPv4 + TCP/IPv4 (+ IPv6 bits)
+    wr(&mut d, RXCSUM, 0x0000_2300); // IPOFL | TUOFL | PCSD
+    wr(&mut d, RCTL, rctl::EN | rctl::SECRC);
+    for sport in 1000..1040 {
+        d.receive(&tcp_frame(sport));
+    }
+    let heads: Vec<u32> = (0..4)
+        .map(|q| rd(&mut d, RXQ_BASE + q * QUEUE_STRIDE + q::H))
+        .collect();
+    assert_eq!(heads.iter().sum::<u32>(), 40);
+    assert!(
+        heads.iter().all(|h| *h > 0),
+        "every queue gets flows: {heads:?}"
+    );
+    // One flow always lands on the same queue.
+    let before = heads.clone();
+    for _ in 0..10 {
+        d.receive(&tcp_frame(1000));
+    }
+    let after: Vec<u32> = (0..4)
+        .map(|q| rd(&mut d, RXQ_BASE + q * QUEUE_STRIDE + q::H))
+        .collect();
+    let moved: Vec<usize> = (0..4).filter(|q| after[*q] != before[*q]).collect();
+    assert_eq!(moved.len(), 1, "{before:?} -> {after:?}");
+    let q = moved[0] as u64;
+    let wb = 0x10_0000 + q * 0x1000 + u64::from(before[q as usize]) * 16;
+    let pkt_info: u16 = d.mem.read_obj(GuestAddress(wb)).unwrap();
+    assert_eq!(pkt_info & 0xf, 1, "RSS type TCP/IPv4");
+    assert_eq!(pkt_info & 0x0110, 0x0110, "packet type IPv4 + TCP");
+    let hash: u32 = d.mem.read_obj(GuestAddress(wb + 4)).unwrap();
+    assert_eq!((hash & 0x7f) as u64 % 4, q, "RETA[hash] picked the queue");
+    let st: u32 = d.mem.read_obj(GuestAddress(wb + 8)).unwrap();
+    assert_eq!(st & 0x63, 0x63, "DD|EOP|IPCS|TCPCS");
+    assert_eq!(st & 0x6000_0000, 0, "no checksum errors");
+    // A corrupted TCP checksum is flagged.
+    let mut bad = tcp_frame(1000);
+    bad[50] ^= 0xff;
+    d.receive(&bad);
+    let wb = 0x10_0000 + q * 0x1000 + u64::from(after[q as usize]) * 16;
+    let st: u32 = d.mem.read_obj(GuestAddress(wb + 8)).unwrap();
+    assert_ne!(st & (1 << 29), 0, "L4E");
 }
