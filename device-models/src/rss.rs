@@ -63,10 +63,8 @@ pub fn toeplitz(key: &[u8], input: &[u8]) -> u32 {
         return 0;
     }
     let mut window = u32::from_be_bytes([key[0], key[1], key[2], key[3]]);
-    let mut next = 4;
-    for byte in input {
+    for (next, byte) in (4..).zip(input) {
         let kb = key.get(next).copied().unwrap_or(0);
-        next += 1;
         for bit in (0..8).rev() {
             if byte & (1 << bit) != 0 {
                 result ^= window;
