@@ -6,6 +6,7 @@ pub mod error;
 pub mod ports;
 pub mod signals;
 pub mod switch;
+pub mod timer;
 pub mod trace;
 pub mod vfio;
 

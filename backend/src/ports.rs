@@ -11,6 +11,7 @@ use device_models::{DeviceEnv, MonotonicClock};
 use crate::config::{DeviceKind, DeviceSpec};
 use crate::error::Error;
 use crate::switch::Switch;
+use crate::timer::{self, DeviceTimer};
 use crate::trace::Tracer;
 use crate::vfio::{self, irq::EventIrq, SharedDevice, VfioPort};
 
@@ -74,10 +75,12 @@ fn start_one(
     let switch = nets.entry(spec.net.clone()).or_default().clone();
     let (port, rx) = switch.attach();
     let irq = Arc::new(EventIrq::new(igb::MSIX_VECTORS));
+    let timer = Arc::new(DeviceTimer::default());
     let env = DeviceEnv {
         irq: irq.clone(),
         wire: Arc::new(port),
         clock: Arc::new(MonotonicClock),
+        timer: timer.clone(),
     };
     let dev: SharedDevice = Arc::new(Mutex::new(igb::new_function(
         IgbConfig { mac: spec.mac },
@@ -96,6 +99,12 @@ fn start_one(
             path: spec.socket.clone(),
             source: e,
         })?;
+    timer::spawn(&spec.id, timer, dev.clone(), Arc::new(MonotonicClock)).map_err(|e| {
+        Error::Listen {
+            path: spec.socket.clone(),
+            source: e,
+        }
+    })?;
     let port = VfioPort::new(spec.id.clone(), dev.clone(), irq, tracer.clone());
     port.serve(&spec.socket)?;
     log::info!(

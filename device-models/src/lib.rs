@@ -41,6 +41,14 @@ pub trait FrameSink: Send + Sync {
     fn transmit(&self, frame: &[u8]);
 }
 
+/// Where a device asks to be called back at a time (interrupt moderation,
+/// link timers). The transport calls [`NicFunction::on_timer`] at or after the
+/// earliest armed deadline.
+pub trait TimerSink: Send + Sync {
+    /// Requests a call of `on_timer` at `deadline_ns` (on the device's [`Clock`]).
+    fn arm(&self, deadline_ns: u64);
+}
+
 /// A monotonic time source in nanoseconds, shared by all devices of a process.
 pub trait Clock: Send + Sync {
     /// Nanoseconds since an arbitrary fixed point.
@@ -69,6 +77,8 @@ pub struct DeviceEnv {
     pub wire: Arc<dyn FrameSink>,
     /// Time base.
     pub clock: Arc<dyn Clock>,
+    /// Deferred work.
+    pub timer: Arc<dyn TimerSink>,
 }
 
 impl std::fmt::Debug for DeviceEnv {
@@ -103,6 +113,10 @@ pub trait NicFunction: Send {
     fn reg_name(&self, bar: usize, offset: u64) -> String;
     /// Device-wide counters of guest errors (bad DMA addresses, bad rings…).
     fn error_counters(&self) -> Vec<(&'static str, u64)>;
+    /// Called by the transport when a deadline armed through [`TimerSink`] passed.
+    fn on_timer(&mut self, now_ns: u64) {
+        let _ = now_ns;
+    }
 }
 
 /// Reads a little-endian value of 1, 2, 4 or 8 bytes.

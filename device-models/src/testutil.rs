@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use vm_memory::GuestAddress;
 
-use crate::{Clock, DeviceEnv, FrameSink, GuestRam, InterruptSink};
+use crate::{Clock, DeviceEnv, FrameSink, GuestRam, InterruptSink, TimerSink};
 
 /// An interrupt the device signalled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,9 +57,33 @@ impl FrameSink for RecordingWire {
 #[derive(Debug, Default)]
 pub struct FakeClock(pub Mutex<u64>);
 
+impl FakeClock {
+    /// Sets the time.
+    pub fn set(&self, ns: u64) {
+        *self.0.lock().unwrap() = ns;
+    }
+}
+
 impl Clock for FakeClock {
     fn now_ns(&self) -> u64 {
         *self.0.lock().unwrap()
+    }
+}
+
+/// Records armed deadlines.
+#[derive(Debug, Default)]
+pub struct RecordingTimer(pub Mutex<Vec<u64>>);
+
+impl RecordingTimer {
+    /// Takes the armed deadlines.
+    pub fn take(&self) -> Vec<u64> {
+        std::mem::take(&mut self.0.lock().unwrap())
+    }
+}
+
+impl TimerSink for RecordingTimer {
+    fn arm(&self, deadline_ns: u64) {
+        self.0.lock().unwrap().push(deadline_ns);
     }
 }
 
@@ -69,6 +93,10 @@ pub struct TestEnv {
     pub irq: Arc<RecordingIrq>,
     /// Transmitted frames.
     pub wire: Arc<RecordingWire>,
+    /// The clock (set it to move time).
+    pub clock: Arc<FakeClock>,
+    /// Armed timer deadlines.
+    pub timer: Arc<RecordingTimer>,
     /// The environment to hand to a device.
     pub env: DeviceEnv,
 }
@@ -78,12 +106,21 @@ impl TestEnv {
     pub fn new() -> Self {
         let irq = Arc::new(RecordingIrq::default());
         let wire = Arc::new(RecordingWire::default());
+        let clock = Arc::new(FakeClock::default());
+        let timer = Arc::new(RecordingTimer::default());
         let env = DeviceEnv {
             irq: irq.clone(),
             wire: wire.clone(),
-            clock: Arc::new(FakeClock::default()),
+            clock: clock.clone(),
+            timer: timer.clone(),
         };
-        TestEnv { irq, wire, env }
+        TestEnv {
+            irq,
+            wire,
+            clock,
+            timer,
+            env,
+        }
     }
 }
 

@@ -161,6 +161,8 @@ pub struct Igb {
     errors: GuestErrors,
     /// Link state last reported through ICR.LSC.
     link_reported: bool,
+    /// Per MSI-X vector: earliest time (clock ns) of its next interrupt (EITR).
+    eitr_next: [u64; 25],
 }
 
 impl std::fmt::Debug for Igb {
@@ -197,6 +199,7 @@ impl Igb {
             ioaddr: 0,
             errors: GuestErrors::default(),
             link_reported: false,
+            eitr_next: [0; 25],
         };
         d.device_reset();
         d
@@ -243,6 +246,7 @@ impl Igb {
             t.ctx = Default::default();
         }
         self.link_reported = self.phy.link_up();
+        self.eitr_next = [0; 25];
     }
 
     fn nvm_mac(&self) -> [u8; 6] {
@@ -406,7 +410,12 @@ impl Igb {
                     self.tx_doorbell(qi);
                 }
             }
-            Hook::Eitr => {}
+            Hook::Eitr => {
+                // Without CNT_IGNR a write restarts the vector's interval counter.
+                if w.raw & (1 << 31) == 0 {
+                    self.eitr_next[usize::from(w.id.elem)] = 0;
+                }
+            }
         }
     }
 
@@ -529,6 +538,10 @@ impl NicFunction for Igb {
             3 => "MSIX".into(),
             b => format!("BAR{b}?{offset:#x}"),
         }
+    }
+
+    fn on_timer(&mut self, _now_ns: u64) {
+        self.deliver_eicr();
     }
 
     fn error_counters(&self) -> Vec<(&'static str, u64)> {

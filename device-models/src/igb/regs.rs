@@ -102,6 +102,8 @@ pub const EIAC: u32 = 0x152c;
 pub const EIAM: u32 = 0x1530;
 /// Extended interrupt cause read.
 pub const EICR: u32 = 0x1580;
+/// Interrupt throttle of vector 0 (25 registers, 4 bytes apart).
+pub const EITR0: u32 = 0x1680;
 /// Interrupt vector allocation (8 registers).
 pub const IVAR0: u32 = 0x1700;
 /// Interrupt vector allocation for other causes.
@@ -288,7 +290,7 @@ pub static TABLE: &[RegDef<Hook>] = &[
     RegDef::new("EIAC", EIAC).mask(0x01ff_ffff),
     RegDef::new("EIAM", EIAM).mask(0x01ff_ffff),
     RegDef::new("EICR", EICR).w1c().hook(Hook::Eicr),
-    RegDef::new("EITR", 0x1680)
+    RegDef::new("EITR", EITR0)
         .array(25, 4)
         .mask(0x7fff_fffc)
         .hook(Hook::Eitr),
