@@ -125,6 +125,81 @@ impl DeviceSpec {
     }
 }
 
+/// Kind of a wire leaving the process.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WireKind {
+    /// QEMU `-netdev stream` compatible unix socket (nicemu listens).
+    Stream {
+        /// Socket path.
+        path: PathBuf,
+    },
+    /// A Linux tap interface.
+    Tap {
+        /// Interface name.
+        ifname: String,
+    },
+}
+
+/// One `--wire`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WireSpec {
+    /// What the wire is.
+    pub kind: WireKind,
+    /// Network it joins.
+    pub net: String,
+}
+
+impl WireSpec {
+    /// Parses `stream,path=PATH[,net=NET]` or `tap,ifname=NAME[,net=NET]`.
+    pub fn parse(spec: &str) -> Result<WireSpec, Error> {
+        let bad = |reason: String| Error::BadWire {
+            spec: spec.to_string(),
+            reason,
+        };
+        let mut parts = spec.split(',');
+        let kind = parts.next().unwrap_or("");
+        let (mut path, mut ifname, mut net) = (None, None, None);
+        for kv in parts {
+            let Some((k, v)) = kv.split_once('=') else {
+                return Err(bad(format!("'{kv}' is not key=value")));
+            };
+            if v.is_empty() {
+                return Err(bad(format!("{k}= needs a value")));
+            }
+            match k {
+                "path" => path = Some(PathBuf::from(v)),
+                "ifname" => ifname = Some(v.to_string()),
+                "net" => net = Some(v.to_string()),
+                other => {
+                    return Err(bad(format!(
+                        "unknown key '{other}' (known: path, ifname, net)"
+                    )))
+                }
+            }
+        }
+        let kind = match kind {
+            "stream" => WireKind::Stream {
+                path: path.ok_or_else(|| bad("stream needs path=SOCKET".into()))?,
+            },
+            "tap" => {
+                let ifname = ifname.ok_or_else(|| bad("tap needs ifname=NAME".into()))?;
+                if ifname.len() >= 16 {
+                    return Err(bad(format!(
+                        "ifname '{ifname}' is longer than 15 characters"
+                    )));
+                }
+                WireKind::Tap { ifname }
+            }
+            "" => return Err(bad("missing wire kind (stream or tap)".into())),
+            k => return Err(bad(format!("unknown wire kind '{k}' (use stream or tap)"))),
+        };
+        Ok(WireSpec {
+            kind,
+            net: net.unwrap_or_else(|| "lan0".into()),
+        })
+    }
+}
+
 /// Parses all `--device` values and checks ids and sockets are unique and free.
 pub fn parse_devices(specs: &[String]) -> Result<Vec<DeviceSpec>, Error> {
     if specs.is_empty() {
@@ -194,6 +269,34 @@ mod tests {
             ("igb,id=a,socket=/s,queues=2", "virtio-net only"),
         ] {
             let e = DeviceSpec::parse(spec, 0).unwrap_err().to_string();
+            assert!(e.contains(needle), "{spec}: {e}");
+        }
+    }
+
+    #[test]
+    fn wires() {
+        let w = WireSpec::parse("stream,path=/tmp/w.sock,net=lan1").unwrap();
+        assert_eq!(
+            w.kind,
+            WireKind::Stream {
+                path: "/tmp/w.sock".into()
+            }
+        );
+        assert_eq!(w.net, "lan1");
+        let w = WireSpec::parse("tap,ifname=tap7").unwrap();
+        assert_eq!(
+            w.kind,
+            WireKind::Tap {
+                ifname: "tap7".into()
+            }
+        );
+        for (spec, needle) in [
+            ("stream", "needs path"),
+            ("tap,ifname=averyveryverylongname", "longer than 15"),
+            ("vde,path=/x", "unknown wire kind"),
+            ("stream,path=/x,speed=1", "unknown key"),
+        ] {
+            let e = WireSpec::parse(spec).unwrap_err().to_string();
             assert!(e.contains(needle), "{spec}: {e}");
         }
     }

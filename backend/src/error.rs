@@ -13,6 +13,22 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
+    /// A `--wire` value could not be parsed.
+    #[error("bad --wire '{spec}': {reason}")]
+    BadWire {
+        /// The value given.
+        spec: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A wire could not be opened.
+    #[error("cannot open wire {what}: {source}")]
+    Wire {
+        /// Which wire.
+        what: String,
+        /// Why.
+        source: std::io::Error,
+    },
     /// A socket path is already taken.
     #[error("socket path {0} already exists: remove it or choose another path")]
     SocketExists(PathBuf),

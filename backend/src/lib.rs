@@ -9,6 +9,7 @@ pub mod switch;
 pub mod timer;
 pub mod trace;
 pub mod vfio;
+pub mod wire;
 
 use std::path::PathBuf;
 
@@ -31,6 +32,10 @@ pub struct Cli {
     /// (KIND: igb, ixgbe, virtio-net; net defaults to lan0).
     #[arg(long = "device", value_name = "SPEC")]
     pub devices: Vec<String>,
+    /// A wire joining a network to the outside: stream,path=SOCKET[,net=NET]
+    /// (QEMU -netdev stream peer, nicemu listens) or tap,ifname=NAME[,net=NET].
+    #[arg(long = "wire", value_name = "SPEC")]
+    pub wires: Vec<String>,
     /// Trace every register access (time, R/W, offset, register name, value)
     /// to FILE, or to standard error without =FILE.
     #[arg(long = "trace-regs", value_name = "FILE", num_args = 0..=1, require_equals = true, default_missing_value = "-")]
@@ -40,13 +45,18 @@ pub struct Cli {
 /// Runs nicemu until a termination signal; returns the process exit code.
 pub fn run(cli: Cli) -> Result<(), error::Error> {
     let devices = config::parse_devices(&cli.devices)?;
+    let wires = cli
+        .wires
+        .iter()
+        .map(|w| config::WireSpec::parse(w))
+        .collect::<Result<Vec<_>, _>>()?;
     let tracer = match cli.trace_regs.as_deref() {
         None => trace::Tracer::disabled(),
         Some(p) if p.as_os_str() == "-" => trace::Tracer::to(None)?,
         Some(p) => trace::Tracer::to(Some(p))?,
     };
     let signals = signals::Signals::block()?;
-    let running = ports::start(&devices, std::sync::Arc::new(tracer))?;
+    let running = ports::start(&devices, &wires, std::sync::Arc::new(tracer))?;
     let sig = signals.wait();
     log::info!("signal {sig}: shutting down");
     running.remove_sockets();

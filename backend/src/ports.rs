@@ -8,12 +8,13 @@ use std::sync::{Arc, Mutex};
 use device_models::igb::{self, IgbConfig};
 use device_models::{DeviceEnv, MonotonicClock};
 
-use crate::config::{DeviceKind, DeviceSpec};
+use crate::config::{DeviceKind, DeviceSpec, WireSpec};
 use crate::error::Error;
 use crate::switch::Switch;
 use crate::timer::{self, DeviceTimer};
 use crate::trace::Tracer;
 use crate::vfio::{self, irq::EventIrq, SharedDevice, VfioPort};
+use crate::wire;
 
 /// The running ports.
 pub struct Running {
@@ -42,7 +43,11 @@ impl Running {
 }
 
 /// Starts every device; on error, sockets already created are removed.
-pub fn start(specs: &[DeviceSpec], tracer: Arc<Tracer>) -> Result<Running, Error> {
+pub fn start(
+    specs: &[DeviceSpec],
+    wires: &[WireSpec],
+    tracer: Arc<Tracer>,
+) -> Result<Running, Error> {
     let mut running = Running {
         sockets: Vec::new(),
         devices: HashMap::new(),
@@ -53,6 +58,18 @@ pub fn start(specs: &[DeviceSpec], tracer: Arc<Tracer>) -> Result<Running, Error
             running.remove_sockets();
             return Err(e);
         }
+    }
+    for w in wires {
+        let switch = nets.entry(w.net.clone()).or_default().clone();
+        match wire::start(w, &switch) {
+            Ok(Some(path)) => running.sockets.push(path),
+            Ok(None) => {}
+            Err(e) => {
+                running.remove_sockets();
+                return Err(e);
+            }
+        }
+        log::info!("wire {:?} on net {}", w.kind, w.net);
     }
     Ok(running)
 }
@@ -91,8 +108,9 @@ fn start_one(
     std::thread::Builder::new()
         .name(format!("rx-{}", spec.id))
         .spawn(move || {
-            while let Ok(frame) = rx.recv() {
+            while let Some(frame) = rx.recv() {
                 vfio::lock(&rx_dev).receive(&frame);
+                rx.recycle(frame);
             }
         })
         .map_err(|e| Error::Listen {

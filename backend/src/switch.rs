@@ -12,6 +12,57 @@ use device_models::FrameSink;
 /// Frames a port's receive queue holds before it drops.
 pub const PORT_QUEUE: usize = 1024;
 
+/// Buffers the pool keeps for reuse.
+const POOL_KEEP: usize = 4096;
+
+/// Recycled frame buffers, so forwarding does not allocate per frame once warm.
+#[derive(Debug, Default)]
+pub struct FramePool {
+    free: Mutex<Vec<Vec<u8>>>,
+}
+
+impl FramePool {
+    /// A buffer holding a copy of `frame`.
+    pub fn copy_of(&self, frame: &[u8]) -> Vec<u8> {
+        let mut b = self
+            .free
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pop()
+            .unwrap_or_default();
+        b.clear();
+        b.extend_from_slice(frame);
+        b
+    }
+
+    /// Returns a buffer for reuse.
+    pub fn recycle(&self, buf: Vec<u8>) {
+        let mut f = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        if f.len() < POOL_KEEP {
+            f.push(buf);
+        }
+    }
+}
+
+/// The receiving end of a port: frames the switch delivered to it.
+#[derive(Debug)]
+pub struct PortRx {
+    rx: Receiver<Vec<u8>>,
+    pool: Arc<FramePool>,
+}
+
+impl PortRx {
+    /// Waits for the next frame; `None` when the switch is gone.
+    pub fn recv(&self) -> Option<Vec<u8>> {
+        self.rx.recv().ok()
+    }
+
+    /// Returns a frame's buffer after use.
+    pub fn recycle(&self, buf: Vec<u8>) {
+        self.pool.recycle(buf);
+    }
+}
+
 /// Per-port counters kept by the switch.
 #[derive(Debug, Default)]
 pub struct PortCounters {
@@ -33,6 +84,7 @@ struct Port {
 pub struct Switch {
     ports: RwLock<Vec<Port>>,
     fdb: Mutex<HashMap<[u8; 6], usize>>,
+    pool: Arc<FramePool>,
 }
 
 impl std::fmt::Debug for Switch {
@@ -59,7 +111,7 @@ impl std::fmt::Debug for PortHandle {
 
 impl Switch {
     /// Adds a port; returns its transmit handle and the receiver of frames for it.
-    pub fn attach(self: &Arc<Self>) -> (PortHandle, Receiver<Vec<u8>>) {
+    pub fn attach(self: &Arc<Self>) -> (PortHandle, PortRx) {
         let (tx, rx) = sync_channel(PORT_QUEUE);
         let counters = Arc::new(PortCounters::default());
         let mut ports = self.ports.write().unwrap_or_else(|e| e.into_inner());
@@ -73,17 +125,21 @@ impl Switch {
                 index: ports.len() - 1,
                 counters,
             },
-            rx,
+            PortRx {
+                rx,
+                pool: self.pool.clone(),
+            },
         )
     }
 
     fn deliver(&self, to: &Port, frame: &[u8]) {
-        match to.queue.try_send(frame.to_vec()) {
+        match to.queue.try_send(self.pool.copy_of(frame)) {
             Ok(()) => {
                 to.counters.rx_frames.fetch_add(1, Ordering::Relaxed);
             }
-            Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {
+            Err(TrySendError::Full(b)) | Err(TrySendError::Disconnected(b)) => {
                 to.counters.rx_drops.fetch_add(1, Ordering::Relaxed);
+                self.pool.recycle(b);
             }
         }
     }
@@ -153,12 +209,17 @@ mod tests {
         let ma = [2, 0, 0, 0, 0, 0xa];
         let mb = [2, 0, 0, 0, 0, 0xb];
         a.transmit(&frame(mb, ma));
-        assert!(rb.try_recv().is_ok());
-        assert!(rc.try_recv().is_ok(), "unknown destination floods");
+        assert!(rb.rx.try_recv().is_ok());
+        assert!(rc.rx.try_recv().is_ok(), "unknown destination floods");
         b.transmit(&frame(ma, mb));
-        assert!(ra.try_recv().is_ok());
-        assert!(rc.try_recv().is_err(), "learned destination is not flooded");
-        assert!(ra.try_recv().is_err(), "no echo to the sender");
+        let got = ra.recv().unwrap();
+        assert_eq!(got, frame(ma, mb));
+        ra.recycle(got);
+        assert!(
+            rc.rx.try_recv().is_err(),
+            "learned destination is not flooded"
+        );
+        assert!(ra.rx.try_recv().is_err(), "no echo to the sender");
     }
 
     #[test]

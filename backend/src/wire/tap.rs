@@ -1,0 +1,91 @@
+//! The tap wire: a Linux tap interface (`/dev/net/tun`, IFF_TAP | IFF_NO_PI)
+//! joined to a switch, so the host or other programs see the emulated network.
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
+use std::os::fd::AsRawFd;
+use std::sync::Arc;
+
+use device_models::FrameSink;
+
+use crate::error::Error;
+use crate::switch::Switch;
+
+const TUNSETIFF: libc::c_ulong = 0x4004_54ca;
+const IFF_TAP: libc::c_short = 0x0002;
+const IFF_NO_PI: libc::c_short = 0x1000;
+
+#[repr(C)]
+struct IfReq {
+    name: [libc::c_char; libc::IFNAMSIZ],
+    flags: libc::c_short,
+    _pad: [u8; 22],
+}
+
+/// Opens (or creates) tap interface `ifname`.
+pub fn open(ifname: &str) -> std::io::Result<File> {
+    let f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/net/tun")?;
+    let mut req = IfReq {
+        name: [0; libc::IFNAMSIZ],
+        flags: IFF_TAP | IFF_NO_PI,
+        _pad: [0; 22],
+    };
+    for (d, s) in req
+        .name
+        .iter_mut()
+        .zip(ifname.bytes().take(libc::IFNAMSIZ - 1))
+    {
+        *d = s as libc::c_char;
+    }
+    // SAFETY: TUNSETIFF reads and writes a `struct ifreq`; `IfReq` has its
+    // layout (16-byte name, flags, padding to 40 bytes) and lives across the call.
+    let rc = unsafe { libc::ioctl(f.as_raw_fd(), TUNSETIFF, &mut req as *mut IfReq) };
+    if rc < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(f)
+}
+
+/// Opens the tap and starts its forwarding threads.
+pub fn start(ifname: &str, switch: &Arc<Switch>) -> Result<(), Error> {
+    let err = |source| Error::Wire {
+        what: format!("tap {ifname}"),
+        source,
+    };
+    let tap = open(ifname).map_err(err)?;
+    let mut tap_w = tap.try_clone().map_err(err)?;
+    let (port, rx) = switch.attach();
+    std::thread::Builder::new()
+        .name(format!("tap-tx-{ifname}"))
+        .spawn(move || {
+            while let Some(frame) = rx.recv() {
+                if let Err(e) = tap_w.write_all(&frame) {
+                    log::debug!("tap write: {e}");
+                }
+                rx.recycle(frame);
+            }
+        })
+        .map_err(err)?;
+    let name = ifname.to_string();
+    let mut tap_r = tap;
+    std::thread::Builder::new()
+        .name(format!("tap-rx-{ifname}"))
+        .spawn(move || {
+            let mut buf = vec![0u8; 65536];
+            loop {
+                match tap_r.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => port.transmit(&buf[..n]),
+                    Err(e) => {
+                        log::warn!("tap {name}: {e}; wire stopped");
+                        break;
+                    }
+                }
+            }
+        })
+        .map_err(err)?;
+    Ok(())
+}
