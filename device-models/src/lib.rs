@@ -10,6 +10,7 @@
 
 pub mod desc;
 pub mod igb;
+pub mod ixgbe;
 pub mod nvm;
 pub mod offload;
 pub mod pci;

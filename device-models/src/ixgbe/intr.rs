@@ -1,0 +1,217 @@
+//! Interrupt causes, masks and MSI-X routing of the 82599 (datasheet §7.3).
+//!
+//! EICR bits 31:16 are the "other" causes (LSC, flow director, ECC, SDPs…),
+//! enabled by EIMS bits 31:16. In MSI-X mode (GPIE.Multiple_MSIX) queue causes
+//! set the per-vector cause bit named by their IVAR entry (EICR_EX, 64
+//! vectors, EICR bits 15:0 mirror vectors 0..15); a vector fires while its
+//! EIMS_EX bit is set, then is auto-cleared (EIAC for vectors 0..15, always for
+//! the rest) and, with GPIE.EIAME, auto-masked by EIAM_EX. Enabled "other"
+//! causes fire the vector named by IVAR_MISC. Without MSI-X every cause is
+//! reported through EICR on the function's single interrupt: queue causes set
+//! EICR bit `IVAR entry & 15`, reading EICR clears it and auto-masks EIAM bits.
+
+use super::regs::*;
+use super::Ixgbe;
+
+/// EICR: link status change.
+pub const EICR_LSC: u32 = 1 << 20;
+/// EICR: any enabled cause active (legacy interrupts).
+pub const EICR_OTHER: u32 = 1 << 31;
+/// EICR queue cause bits.
+pub const EICR_RTX_QUEUE: u32 = 0xffff;
+
+/// GPIE: multiple MSI-X vectors.
+pub const GPIE_MSIX_MODE: u32 = 1 << 4;
+/// GPIE: other causes are not cleared by reading EICR.
+pub const GPIE_OCD: u32 = 1 << 5;
+/// GPIE: extended interrupt auto-mask enable.
+pub const GPIE_EIAME: u32 = 1 << 30;
+
+const IVAR_VALID: u32 = 0x80;
+
+/// Direction of a queue cause.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dir {
+    /// Receive.
+    Rx,
+    /// Transmit.
+    Tx,
+}
+
+/// IVAR register and bit shift of a queue's entry on the 82599
+/// (`ixgbe_set_ivar`: queue `2n` in bytes 0 (RX) / 1 (TX) of IVAR[n], queue
+/// `2n + 1` in bytes 2 / 3).
+pub fn ivar_slot(queue: usize, dir: Dir) -> (u32, u32) {
+    let q = (queue as u32) & 0x7f;
+    let shift = 16 * (q & 1) + if dir == Dir::Tx { 8 } else { 0 };
+    (q >> 1, shift)
+}
+
+impl Ixgbe {
+    pub(super) fn msix_mode(&self) -> bool {
+        self.regs.peek(GPIE) & GPIE_MSIX_MODE != 0
+    }
+
+    /// EICR as read: other causes plus the queue causes.
+    pub(super) fn eicr_value(&self) -> u32 {
+        let e = self.regs.peek(EICR);
+        if self.msix_mode() {
+            (e & 0xffff_0000) | (self.vec_cause as u32 & EICR_RTX_QUEUE)
+        } else {
+            e
+        }
+    }
+
+    /// Guest read of EICR (§8.2.3.5.1): clear on read; in MSI-X mode with
+    /// GPIE.OCD only the queue bits clear.
+    pub(super) fn eicr_read(&mut self) -> u32 {
+        let v = self.eicr_value();
+        if self.msix_mode() {
+            self.vec_cause &= !u64::from(EICR_RTX_QUEUE);
+            if self.regs.peek(GPIE) & GPIE_OCD == 0 {
+                self.regs.poke(EICR, 0);
+            }
+        } else {
+            self.regs.poke(EICR, 0);
+            let eiam = self.regs.peek(EIAM);
+            self.regs.clear_bits(EIMS, eiam);
+        }
+        v
+    }
+
+    /// Guest write of EICR: write 1 to clear (the generic W1C already cleared
+    /// the stored bits; queue bits also clear their vectors).
+    pub(super) fn eicr_write(&mut self, v: u32) {
+        if self.msix_mode() {
+            self.vec_cause &= !u64::from(v & EICR_RTX_QUEUE);
+        }
+    }
+
+    /// Guest write of EICS: sets causes as if the events happened.
+    pub(super) fn eics_write(&mut self, v: u32) {
+        self.regs.poke(EICS, 0);
+        let other = v & 0x7fff_0000;
+        if other != 0 {
+            self.raise_other(other);
+        }
+        let queues = v & EICR_RTX_QUEUE;
+        if queues != 0 {
+            if self.msix_mode() {
+                self.raise_vectors(u64::from(queues));
+            } else {
+                self.regs.set_bits(EICR, queues);
+                self.legacy_update();
+            }
+        }
+    }
+
+    /// Guest write of EIMS: enables causes; pending enabled causes fire.
+    pub(super) fn eims_write(&mut self, old: u32, v: u32) {
+        self.regs.poke(EIMS, (old | v) & 0xffff_0000);
+        if self.msix_mode() {
+            self.vec_mask |= u64::from(v & EICR_RTX_QUEUE);
+            self.deliver_vectors();
+            self.other_update();
+        } else {
+            self.regs.set_bits(EIMS, v & EICR_RTX_QUEUE);
+            self.legacy_update();
+        }
+    }
+
+    /// Guest write of EIMC: disables causes.
+    pub(super) fn eimc_write(&mut self, v: u32) {
+        self.regs.clear_bits(EIMS, v);
+        if self.msix_mode() {
+            self.vec_mask &= !u64::from(v & EICR_RTX_QUEUE);
+        }
+    }
+
+    /// Raises "other" causes (bits 30:16).
+    pub(super) fn raise_other(&mut self, causes: u32) {
+        self.regs.set_bits(EICR, causes & 0x7fff_0000);
+        if self.msix_mode() {
+            self.other_update();
+        } else {
+            self.legacy_update();
+        }
+    }
+
+    /// MSI-X: fires the IVAR_MISC vector while enabled other causes are pending.
+    fn other_update(&mut self) {
+        let pending = self.regs.peek(EICR) & self.regs.peek(EIMS) & 0x7fff_0000;
+        if pending == 0 {
+            return;
+        }
+        let misc = (self.regs.peek(IVAR_MISC) >> 8) & 0xff;
+        if misc & IVAR_VALID == 0 {
+            return;
+        }
+        if self.regs.peek(GPIE) & GPIE_EIAME != 0 {
+            let eiam = self.regs.peek(EIAM);
+            self.regs.clear_bits(EIMS, pending & eiam);
+        }
+        self.env.irq.msix((misc & 0x3f) as u16);
+    }
+
+    /// Legacy / MSI: asserts the single interrupt while enabled causes are pending.
+    fn legacy_update(&mut self) {
+        let e = self.regs.peek(EICR);
+        // One message per assertion: further causes wait for the EICR read.
+        if e & self.regs.peek(EIMS) & 0x7fff_ffff != 0 && e & EICR_OTHER == 0 {
+            self.regs.set_bits(EICR, EICR_OTHER);
+            self.env.irq.legacy();
+        }
+    }
+
+    /// MSI-X: adds vector causes and delivers the unmasked ones.
+    pub(super) fn raise_vectors(&mut self, bits: u64) {
+        if !self.msix_mode() {
+            if bits != 0 {
+                self.regs.set_bits(EICR, bits as u32 & EICR_RTX_QUEUE);
+                self.legacy_update();
+            }
+            return;
+        }
+        self.vec_cause |= bits;
+        self.deliver_vectors();
+    }
+
+    /// Fires every vector whose cause is set and mask is open (§7.3.4).
+    pub(super) fn deliver_vectors(&mut self) {
+        if !self.msix_mode() {
+            return;
+        }
+        let fire = self.vec_cause & self.vec_mask;
+        if fire == 0 {
+            return;
+        }
+        let eiac = u64::from(self.regs.peek(EIAC) & EICR_RTX_QUEUE) | !0xffffu64;
+        self.vec_cause &= !(fire & eiac);
+        if self.regs.peek(GPIE) & GPIE_EIAME != 0 {
+            let eiam =
+                u64::from(self.regs.peek(EIAM_EX)) | (u64::from(self.regs.peek(EIAM_EX + 4)) << 32);
+            self.vec_mask &= !(fire & eiam);
+        }
+        let mut f = fire;
+        while f != 0 {
+            let v = f.trailing_zeros();
+            f &= f - 1;
+            self.env.irq.msix(v as u16);
+        }
+    }
+
+    /// Signals a queue event through the queue's IVAR entry.
+    pub(super) fn queue_interrupt(&mut self, queue: usize, dir: Dir) {
+        let (reg, shift) = ivar_slot(queue, dir);
+        let entry = (self.regs.peek(IVAR0 + 4 * reg) >> shift) & 0xff;
+        if entry & IVAR_VALID == 0 {
+            return;
+        }
+        if self.msix_mode() {
+            self.raise_vectors(1u64 << (entry & 0x3f));
+        } else {
+            self.regs.set_bits(EICR, 1 << (entry & 0xf));
+            self.legacy_update();
+        }
+    }
+}

@@ -1,0 +1,278 @@
+//! The 82599 receive engine (datasheet §7.1): L2 filtering (FCTRL, the 128
+//! receive address registers, MTA, VLAN filter), RSS queue selection (MRQC,
+//! RSSRK, RETA), descriptor write-back in the advanced one-buffer format with
+//! packet type, RSS hash and checksum status (§7.1.6), per-queue VLAN
+//! stripping (RXDCTL.VME), drop accounting and the RX interrupt cause.
+
+use super::intr::Dir;
+use super::regs::*;
+use super::{fctrl, hlreg0, Ixgbe};
+use crate::desc::{rx_writeback, RXD_STAT_DD, RXD_STAT_EOP, RXD_STAT_IPCS, RXD_STAT_VP};
+use crate::offload;
+use crate::ring::{self, Ring};
+use crate::rss::{self, RssType};
+
+/// RXCTRL: receive enable.
+const RXCTRL_RXEN: u32 = 1 << 0;
+/// VLNCTRL: VLAN filter enable.
+const VLNCTRL_VFE: u32 = 1 << 30;
+/// MCSTCTRL: multicast filter enable.
+const MCSTCTRL_MFE: u32 = 1 << 2;
+/// RX status: L4 (TCP/UDP) checksum computed (`IXGBE_RXD_STAT_L4CS`).
+const RXD_STAT_L4CS: u32 = 1 << 5;
+/// RX error: TCP/UDP checksum error (`IXGBE_RXDADV_ERR_TCPE`).
+const RXD_ERR_TCPE: u32 = 1 << 30;
+/// RX error: IPv4 header checksum error (`IXGBE_RXDADV_ERR_IPE`).
+const RXD_ERR_IPE: u32 = 1 << 31;
+/// Packet type bits of the write-back (§7.1.6.2).
+const PTYPE_IPV4: u16 = 0x0010;
+const PTYPE_IPV6: u16 = 0x0040;
+const PTYPE_TCP: u16 = 0x0100;
+const PTYPE_UDP: u16 = 0x0200;
+/// Standard maximum frame with FCS.
+const MAX_STD_FRAME: usize = 1518;
+const FCS: usize = 4;
+
+impl Ixgbe {
+    /// Delivers a frame (without FCS) from the wire or the MAC loopback.
+    pub(super) fn rx_frame(&mut self, frame: &[u8]) {
+        if self.regs.peek(RXCTRL) & RXCTRL_RXEN == 0 {
+            return;
+        }
+        if frame.len() < 14 {
+            self.stat_add(stat::RUC, 1);
+            return;
+        }
+        let vet = self.regs.peek(VLNCTRL) as u16;
+        let tagged = frame.len() >= 18 && u16::from_be_bytes([frame[12], frame[13]]) == vet;
+        let mut max = if self.regs.peek(HLREG0) & hlreg0::JUMBOEN != 0 {
+            (self.regs.peek(MAXFRS) >> 16) as usize
+        } else {
+            MAX_STD_FRAME
+        };
+        if tagged {
+            max += 4;
+        }
+        if frame.len() + FCS > max.max(64) {
+            self.stat_add(stat::ROC, 1);
+            return;
+        }
+        if !self.rx_accept(frame, tagged) {
+            return;
+        }
+        let (hash, ty) = self.rss_hash(frame);
+        let qi = self.rx_queue_for(hash, ty);
+        self.rx_to_queue(qi, frame, hash, ty, tagged);
+    }
+
+    /// RSS hash when MRQC.MRQE selects RSS (§7.1.2.8).
+    fn rss_hash(&self, frame: &[u8]) -> (u32, RssType) {
+        let mrqc = self.regs.peek(MRQC);
+        if !matches!(mrqc & 0xf, 1..=5) {
+            return (0, RssType::None);
+        }
+        let mut key = [0u8; 40];
+        for i in 0..10 {
+            key[4 * i..4 * i + 4]
+                .copy_from_slice(&self.regs.peek(RSSRK + 4 * i as u32).to_le_bytes());
+        }
+        rss::hash(&key, rss::HashTypes::from_mrqc(mrqc), frame)
+    }
+
+    /// Queue for a frame: RETA entry `hash[6:0]` (4-bit queue index) when RSS
+    /// hashed it, else queue 0.
+    fn rx_queue_for(&self, hash: u32, ty: RssType) -> usize {
+        if ty == RssType::None {
+            return 0;
+        }
+        let idx = hash & 0x7f;
+        let reta = self.regs.peek(RETA + 4 * (idx >> 2));
+        ((reta >> (8 * (idx & 3))) & 0xf) as usize
+    }
+
+    /// Destination and VLAN filtering (§7.1.1, §7.1.2).
+    fn rx_accept(&self, f: &[u8], tagged: bool) -> bool {
+        let fc = self.regs.peek(FCTRL);
+        if tagged && self.regs.peek(VLNCTRL) & VLNCTRL_VFE != 0 {
+            let vid = u32::from(u16::from_be_bytes([f[14], f[15]]) & 0xfff);
+            if self.regs.peek(VFTA + 4 * (vid >> 5)) & (1 << (vid & 31)) == 0 {
+                return false;
+            }
+        }
+        let dst = &f[0..6];
+        if dst == [0xff; 6] {
+            return fc & (fctrl::BAM | fctrl::MPE | fctrl::UPE) != 0;
+        }
+        if fc & fctrl::UPE != 0 || self.rar_match(dst) {
+            return true;
+        }
+        if dst[0] & 1 != 0 {
+            return fc & fctrl::MPE != 0 || self.mta_match(dst);
+        }
+        false
+    }
+
+    /// Exact match against the 128 receive address registers with AV set.
+    fn rar_match(&self, dst: &[u8]) -> bool {
+        (0..128u32).any(|i| {
+            let rah = self.regs.peek(RAL + 8 * i + 4);
+            if rah & (1 << 31) == 0 {
+                return false;
+            }
+            let ral = self.regs.peek(RAL + 8 * i).to_le_bytes();
+            let rah = (rah as u16).to_le_bytes();
+            dst == [ral[0], ral[1], ral[2], ral[3], rah[0], rah[1]]
+        })
+    }
+
+    /// Multicast table lookup: 12 address bits selected by MCSTCTRL.MO.
+    fn mta_match(&self, dst: &[u8]) -> bool {
+        let mc = self.regs.peek(MCSTCTRL);
+        if mc & MCSTCTRL_MFE == 0 {
+            return false;
+        }
+        let (b4, b5) = (u32::from(dst[4]), u32::from(dst[5]));
+        let hash = match mc & 3 {
+            0 => (b4 >> 4) | (b5 << 4),
+            1 => (b4 >> 3) | (b5 << 5),
+            2 => (b4 >> 2) | (b5 << 6),
+            _ => b4 | (b5 << 8),
+        } & 0xfff;
+        self.regs.peek(MTA + 4 * (hash >> 5)) & (1 << (hash & 31)) != 0
+    }
+
+    /// Checksum status / error bits and the packet type of a frame.
+    fn rx_csum_bits(&self, frame: &[u8]) -> (u32, u16) {
+        let mut st = 0;
+        let mut ptype = 0u16;
+        let Some(p) = rss::parse(frame) else {
+            return (0, 0);
+        };
+        ptype |= if p.ipv4 { PTYPE_IPV4 } else { PTYPE_IPV6 };
+        match p.proto {
+            6 => ptype |= PTYPE_TCP,
+            17 => ptype |= PTYPE_UDP,
+            _ => {}
+        }
+        let c = offload::verify_rx(frame);
+        if c.ip_checked {
+            st |= RXD_STAT_IPCS;
+            if !c.ip_ok {
+                st |= RXD_ERR_IPE;
+            }
+        }
+        if c.l4_checked {
+            st |= RXD_STAT_L4CS;
+            if !c.l4_ok {
+                st |= RXD_ERR_TCPE;
+            }
+        }
+        (st, ptype)
+    }
+
+    /// Places a frame into receive queue `qi`, spanning descriptors if needed.
+    fn rx_to_queue(&mut self, qi: usize, frame: &[u8], hash: u32, ty: RssType, tagged: bool) {
+        let base = rxq_base(qi as u32);
+        if self.regs.peek(base + q::DCTL) & QUEUE_ENABLE == 0 {
+            self.count_rx_drop(qi);
+            return;
+        }
+        let mut r = match Ring::new(
+            self.regs.peek(base + q::BAL),
+            self.regs.peek(base + q::BAH),
+            self.regs.peek(base + q::LEN),
+            self.regs.peek(base + q::H),
+            self.regs.peek(base + q::T),
+        ) {
+            Ok(r) => r,
+            Err(e) => {
+                self.errors.ring_errors += 1;
+                log::debug!("ixgbe: rx queue {qi}: {e}");
+                self.count_rx_drop(qi);
+                return;
+            }
+        };
+        let strip = tagged && self.regs.peek(base + q::DCTL) & RXDCTL_VME != 0;
+        let (vlan, status_vp) = if strip {
+            (u16::from_be_bytes([frame[14], frame[15]]), RXD_STAT_VP)
+        } else {
+            (0, 0)
+        };
+        let parts: [&[u8]; 2] = if strip {
+            [&frame[..12], &frame[16..]]
+        } else {
+            [frame, &[]]
+        };
+        let total = parts[0].len() + parts[1].len();
+        let srrctl = self.regs.peek(base + q::SRRCTL);
+        let bufsize = match (srrctl & 0x1f) as usize * 1024 {
+            0 => 2048,
+            n => n,
+        };
+        let needed = total.div_ceil(bufsize) as u32;
+        if r.pending() < needed {
+            self.count_rx_drop(qi);
+            return;
+        }
+        let (csum_st, ptype) = self.rx_csum_bits(frame);
+        let pkt_info = (ptype & 0xfff0) | ty as u16;
+        let mut off = 0usize;
+        let mut ok = true;
+        while off < total {
+            let chunk = (total - off).min(bufsize);
+            let daddr = r.desc_addr(r.head);
+            let Ok(d) = ring::read_desc(&self.mem, daddr) else {
+                self.errors.dma_errors += 1;
+                ok = false;
+                break;
+            };
+            let pkt = u64::from_le_bytes(d[0..8].try_into().unwrap_or([0; 8]));
+            if write_parts(&self.mem, pkt, &parts, off, chunk).is_err() {
+                self.errors.dma_errors += 1;
+                ok = false;
+                break;
+            }
+            off += chunk;
+            let mut st = RXD_STAT_DD | status_vp;
+            if off >= total {
+                st |= RXD_STAT_EOP | csum_st;
+            }
+            let wb = rx_writeback(pkt_info, hash, st, chunk as u16, vlan);
+            if ring::write_desc(&self.mem, daddr, &wb).is_err() {
+                self.errors.dma_errors += 1;
+                ok = false;
+                break;
+            }
+            r.advance();
+        }
+        self.regs.poke(base + q::H, r.head);
+        if ok {
+            self.count_rx(qi, frame);
+        }
+        self.queue_interrupt(qi, Dir::Rx);
+    }
+}
+
+/// Writes bytes `off..off + len` of the concatenation of `parts` at `addr`.
+fn write_parts(
+    mem: &crate::GuestRam,
+    addr: u64,
+    parts: &[&[u8]; 2],
+    off: usize,
+    len: usize,
+) -> Result<(), ring::RingError> {
+    let mut done = 0;
+    let mut pos = 0;
+    for p in parts {
+        let (ps, pe) = (pos, pos + p.len());
+        pos = pe;
+        let s = (off + done).max(ps);
+        let e = (off + len).min(pe);
+        if s >= e {
+            continue;
+        }
+        ring::write_buf(mem, addr + done as u64, &p[s - ps..e - ps])?;
+        done += e - s;
+    }
+    Ok(())
+}

@@ -1,0 +1,671 @@
+//! Unit tests that drive the 82599 model the way the ixgbe driver does.
+
+use vm_memory::{Bytes, GuestAddress};
+
+use super::intr::{self, Dir};
+use super::*;
+use crate::testutil::{ram, Irq, TestEnv};
+
+const MAC: [u8; 6] = [0x52, 0x54, 0x00, 0x12, 0x34, 0x56];
+
+fn dev_with(sfp: SfpKind) -> (Ixgbe, TestEnv) {
+    let t = TestEnv::new();
+    let mut d = Ixgbe::new(IxgbeConfig { mac: MAC, sfp }, t.env.clone());
+    d.set_memory(ram(1 << 20));
+    (d, t)
+}
+
+fn dev() -> (Ixgbe, TestEnv) {
+    dev_with(SfpKind::DirectAttach)
+}
+
+fn rd(d: &mut Ixgbe, off: u32) -> u32 {
+    let mut b = [0u8; 4];
+    d.bar_read(0, u64::from(off), &mut b);
+    u32::from_le_bytes(b)
+}
+
+fn wr(d: &mut Ixgbe, off: u32, v: u32) {
+    d.bar_write(0, u64::from(off), &v.to_le_bytes());
+}
+
+fn nvm_read(d: &mut Ixgbe, word: u32) -> u16 {
+    wr(d, EERD, (word << 2) | 1);
+    let v = rd(d, EERD);
+    assert_ne!(v & 2, 0, "EERD done");
+    (v >> 16) as u16
+}
+
+/// `ixgbe_calc_eeprom_checksum_generic` through EERD.
+fn driver_checksum(d: &mut Ixgbe) -> u16 {
+    let mut sum = 0u16;
+    for w in 0..0x3f {
+        sum = sum.wrapping_add(nvm_read(d, w));
+    }
+    for p in 0x03..0x0f {
+        let ptr = nvm_read(d, p);
+        if ptr == 0 || ptr == 0xffff {
+            continue;
+        }
+        let len = nvm_read(d, u32::from(ptr));
+        if len == 0 || len == 0xffff {
+            continue;
+        }
+        for w in u32::from(ptr) + 1..=u32::from(ptr) + u32::from(len) {
+            sum = sum.wrapping_add(nvm_read(d, w));
+        }
+    }
+    0xbabau16.wrapping_sub(sum)
+}
+
+/// The I2C master of `ixgbe_read_i2c_byte_generic`, through I2CCTL.
+struct I2c<'a>(&'a mut Ixgbe);
+
+impl I2c<'_> {
+    const CLK_OUT: u32 = 2;
+    const DATA_IN: u32 = 4;
+    const DATA_OUT: u32 = 8;
+    fn set(&mut self, clk: bool, data: bool) {
+        let v = if clk { Self::CLK_OUT } else { 0 } | if data { Self::DATA_OUT } else { 0 };
+        wr(self.0, I2CCTL, v);
+    }
+    fn cur(&mut self) -> (bool, bool) {
+        let v = rd(self.0, I2CCTL);
+        (v & Self::CLK_OUT != 0, v & Self::DATA_OUT != 0)
+    }
+    fn data_in(&mut self) -> bool {
+        rd(self.0, I2CCTL) & Self::DATA_IN != 0
+    }
+    fn start(&mut self) {
+        let (clk, _) = self.cur();
+        self.set(clk, true);
+        self.set(true, true);
+        self.set(true, false);
+        self.set(false, false);
+    }
+    fn stop(&mut self) {
+        self.set(false, false);
+        self.set(true, false);
+        self.set(true, true);
+    }
+    fn out_bit(&mut self, b: bool) {
+        self.set(false, b);
+        if b {
+            assert!(self.data_in(), "data line verifies high");
+        }
+        self.set(true, b);
+        self.set(false, b);
+    }
+    fn in_bit(&mut self) -> bool {
+        self.set(true, true);
+        let v = self.data_in();
+        self.set(false, true);
+        v
+    }
+    fn out_byte(&mut self, v: u8) -> bool {
+        for i in (0..8).rev() {
+            self.out_bit(v & (1 << i) != 0);
+        }
+        self.set(false, true);
+        !self.in_bit()
+    }
+    fn read(&mut self, dev: u8, off: u8) -> Option<u8> {
+        self.start();
+        if !self.out_byte(dev) || !self.out_byte(off) {
+            self.stop();
+            return None;
+        }
+        self.start();
+        if !self.out_byte(dev | 1) {
+            self.stop();
+            return None;
+        }
+        let v = (0..8).fold(0u8, |acc, _| (acc << 1) | u8::from(self.in_bit()));
+        self.out_bit(true);
+        self.stop();
+        Some(v)
+    }
+}
+
+#[test]
+fn probe_sequence_reset_nvm_mac_sfp_link() {
+    let (mut d, _t) = dev();
+    // ixgbe_disable_pcie_master: GIO_DIS, then STATUS.GIO must clear.
+    wr(&mut d, CTRL, ctrl::GIO_DIS);
+    assert_eq!(rd(&mut d, STATUS) & status::GIO, 0);
+    // ixgbe_reset_hw_82599: LNK_RST (link down) or RST, polled until clear.
+    let v = rd(&mut d, CTRL) | ctrl::LNK_RST;
+    wr(&mut d, CTRL, v);
+    assert_eq!(
+        rd(&mut d, CTRL) & (ctrl::RST | ctrl::LNK_RST),
+        0,
+        "self-clears"
+    );
+    assert_ne!(rd(&mut d, STATUS) & status::GIO, 0);
+    wr(&mut d, CTRL, ctrl::RST);
+    assert_eq!(rd(&mut d, CTRL) & ctrl::RST, 0);
+    // orig_autoc: 10G serial link mode, non-zero (the loopback test needs it).
+    let autoc = rd(&mut d, AUTOC);
+    assert_ne!(autoc, 0);
+    assert_eq!(autoc & (7 << 13), 3 << 13);
+    assert_eq!(rd(&mut d, AUTOC2) & (3 << 16), 2 << 16, "SFI");
+    // ixgbe_init_eeprom_params_generic.
+    let eec = rd(&mut d, EEC);
+    assert_ne!(eec & (1 << 8), 0, "PRES");
+    assert_ne!(eec & (1 << 9), 0, "ARD");
+    assert_eq!(1usize << (((eec >> 11) & 0xf) + 6), NVM_WORDS);
+    // ixgbe_validate_eeprom_checksum_generic.
+    let c = driver_checksum(&mut d);
+    assert_eq!(c, nvm_read(&mut d, 0x3f));
+    // verify_fw_version_82599: fw ptr → +4 → +7 > 5.
+    let fw = nvm_read(&mut d, 0x0f);
+    let pt = nvm_read(&mut d, u32::from(fw) + 4);
+    assert!(nvm_read(&mut d, u32::from(pt) + 7) > 5);
+    assert_eq!(nvm_read(&mut d, u32::from(fw) + 2), 0xffff, "no LESM");
+    // Permanent MAC from RAR0 (legacy 0x5400 and 82599 0xA200 locations).
+    let ral = rd(&mut d, RAL_LEGACY).to_le_bytes();
+    let rah = rd(&mut d, RAL_LEGACY + 4);
+    assert_eq!(&ral[..], &MAC[..4]);
+    assert_eq!((rah as u16).to_le_bytes(), [MAC[4], MAC[5]]);
+    assert_ne!(rah & (1 << 31), 0, "AV");
+    assert_eq!(rd(&mut d, RAL + 4), rah);
+    // ixgbe_identify_phy_generic: MDIO commands complete, nobody answers.
+    wr(&mut d, MSCA, (1 << 16) | (3 << 26) | (1 << 30));
+    assert_eq!(rd(&mut d, MSCA) & (1 << 30), 0);
+    assert_eq!(rd(&mut d, MSRWD) >> 16, 0xffff);
+    // ixgbe_identify_sfp_module_generic over the bit-banged I2C bus.
+    let mut i2c = I2c(&mut d);
+    assert_eq!(i2c.read(0xa0, 0), Some(0x03), "SFP identifier");
+    assert_eq!(i2c.read(0xa0, 6), Some(0));
+    assert_eq!(i2c.read(0xa0, 3), Some(0));
+    assert_eq!(i2c.read(0xa0, 8), Some(0x04), "passive DA");
+    assert_eq!(i2c.read(0xa0, 0x25), Some(0x52));
+    // SFP init sequence for da_cu_core0 in the NVM.
+    let list = nvm_read(&mut d, 0x2b);
+    assert!(list != 0 && list != 0xffff);
+    assert_eq!(nvm_read(&mut d, u32::from(list) + 1), 3);
+    // prot_autoc_write / reset_pipeline: AN restart self-clears, AN state != 0.
+    wr(&mut d, AUTOC, autoc ^ (4 << 13) | (1 << 12));
+    assert_eq!(rd(&mut d, AUTOC) & (1 << 12), 0);
+    assert_ne!(rd(&mut d, 0x42b0) & 0x000f_0000, 0, "ANLP1 AN state");
+    wr(&mut d, AUTOC, autoc);
+    // ixgbe_check_mac_link_generic: 10G link up, SFP cage full (SDP2).
+    let links = rd(&mut d, LINKS);
+    assert_ne!(links & links::UP, 0);
+    assert_eq!(links & (3 << 28), links::SPEED_10G);
+    assert_ne!(rd(&mut d, ESDP) & 4, 0);
+    // FDIR init and command completion.
+    wr(&mut d, FDIRCTRL, 0x0000_0002);
+    assert_ne!(rd(&mut d, FDIRCTRL) & 8, 0);
+    d.bar_write(
+        0,
+        u64::from(FDIRCMD - 4),
+        &0x0000_0001_1234_5678u64.to_le_bytes(),
+    );
+    assert_eq!(rd(&mut d, FDIRCMD) & 3, 0);
+    // MSI-X table size as the driver reads it at config 0x72.
+    let mut b = [0u8; 2];
+    d.config_read(0x72, &mut b);
+    assert_eq!((u16::from_le_bytes(b) & 0x7ff) + 1, 64);
+    d.config_read(0xb2, &mut b);
+    assert_eq!(u16::from_le_bytes(b) & 0x3ff, 0x82, "5 GT/s x8");
+}
+
+#[test]
+fn empty_cage_has_no_link_and_no_i2c_answer() {
+    let (mut d, _t) = dev_with(SfpKind::None);
+    assert_eq!(I2c(&mut d).read(0xa0, 0), None);
+    assert_eq!(rd(&mut d, LINKS) & links::UP, 0);
+    assert_eq!(rd(&mut d, ESDP) & 4, 0);
+}
+
+#[test]
+fn semaphores() {
+    let (mut d, _t) = dev();
+    assert_eq!(rd(&mut d, SWSM) & 1, 0, "first read acquires SMBI");
+    assert_eq!(rd(&mut d, SWSM) & 1, 1, "taken");
+    let v = rd(&mut d, SWSM) | 2;
+    wr(&mut d, SWSM, v);
+    assert_eq!(rd(&mut d, SWSM) & 2, 2, "SWESMBI");
+    wr(&mut d, GSSR, 0xffff_ffff);
+    assert_eq!(rd(&mut d, GSSR), 0x41f, "firmware bits stay clear");
+    wr(&mut d, GSSR, 0);
+    wr(&mut d, SWSM, 0);
+    assert_eq!(rd(&mut d, SWSM) & 1, 0);
+    wr(&mut d, EEC, 1 << 6);
+    assert_ne!(rd(&mut d, EEC) & (1 << 7), 0, "grant follows request");
+}
+
+#[test]
+fn register_self_test_table() {
+    let (mut d, _t) = dev();
+    // STATUS toggle test.
+    let before = rd(&mut d, STATUS) & 0x7fff_f30f;
+    wr(&mut d, STATUS, 0x7fff_f30f);
+    assert_eq!(rd(&mut d, STATUS) & 0x7fff_f30f, before);
+    let pattern = |d: &mut Ixgbe, reg: u32, mask: u32, write: u32| {
+        for pat in [0x5a5a_5a5au32, 0xa5a5_a5a5, 0, u32::MAX] {
+            let before = rd(d, reg);
+            wr(d, reg, pat & write);
+            assert_eq!(rd(d, reg), pat & write & mask, "reg {reg:#x} pat {pat:#x}");
+            wr(d, reg, before);
+        }
+    };
+    pattern(&mut d, 0x3220, 0x8007_fff0, 0x8007_fff0);
+    pattern(&mut d, 0x3260, 0x8007_fff0, 0x8007_fff0);
+    pattern(&mut d, 0x3008, u32::MAX, u32::MAX);
+    pattern(&mut d, VLNCTRL, 0, 0);
+    for i in 0..4 {
+        pattern(&mut d, 0x1000 + 0x40 * i, 0xffff_ff80, 0xffff_ff80);
+        pattern(&mut d, 0x1004 + 0x40 * i, u32::MAX, u32::MAX);
+        pattern(&mut d, 0x1008 + 0x40 * i, 0x000f_ff80, 0x000f_ffff);
+    }
+    for i in 0..4 {
+        wr(&mut d, 0x1028 + 0x40 * i, QUEUE_ENABLE);
+    }
+    for i in 0..4 {
+        pattern(&mut d, 0x1018 + 0x40 * i, 0xffff, 0xffff);
+    }
+    for i in 0..4 {
+        wr(&mut d, 0x1028 + 0x40 * i, 0);
+    }
+    pattern(&mut d, 0x3200, u32::MAX, u32::MAX);
+    for i in 0..4 {
+        pattern(&mut d, 0x6000 + 0x40 * i, 0xffff_ff80, u32::MAX);
+        pattern(&mut d, 0x6004 + 0x40 * i, u32::MAX, u32::MAX);
+        pattern(&mut d, 0x6008 + 0x40 * i, 0x000f_ff80, 0x000f_ff80);
+    }
+    wr(&mut d, RXCTRL, 1);
+    assert_eq!(rd(&mut d, RXCTRL) & 1, 1);
+    wr(&mut d, RXCTRL, 0);
+    for i in 0..16 {
+        pattern(&mut d, RAL_LEGACY + 8 * i, u32::MAX, u32::MAX);
+        pattern(&mut d, RAL_LEGACY + 4 + 8 * i, 0x8001_ffff, 0x800c_ffff);
+    }
+    for i in 0..128 {
+        pattern(&mut d, MTA + 4 * i, u32::MAX, u32::MAX);
+    }
+    // SRRCTL 0..15 are the same registers at 0x2100 and in the queue blocks.
+    wr(&mut d, 0x2100 + 4 * 3, 0x0200_0003);
+    assert_eq!(rd(&mut d, rxq_base(3) + q::SRRCTL), 0x0200_0003);
+    // Queue enable bits read back at once (the driver polls them); flush self-clears.
+    wr(
+        &mut d,
+        txq_base(5) + q::DCTL,
+        QUEUE_ENABLE | QUEUE_SWFLSH | 0x20,
+    );
+    assert_eq!(rd(&mut d, txq_base(5) + q::DCTL), QUEUE_ENABLE | 0x20);
+    wr(&mut d, rxq_base(70) + q::DCTL, QUEUE_ENABLE);
+    assert_eq!(rd(&mut d, 0xd000 + 6 * 0x40 + q::DCTL), QUEUE_ENABLE);
+    // Statistics clear on read; the octet counters are 36 bits.
+    d.stat_add(stat::GPRC, 3);
+    assert_eq!(rd(&mut d, stat::GPRC), 3);
+    assert_eq!(rd(&mut d, stat::GPRC), 0);
+    // Unknown, misaligned and out-of-range offsets.
+    assert_eq!(rd(&mut d, 0x0004), 0);
+    wr(&mut d, 0x1ff00, 5);
+    let mut b = [0xffu8; 4];
+    d.bar_read(0, 1 << 40, &mut b);
+    assert_eq!(b, [0; 4]);
+    d.bar_read(0, 0x7fffc, &mut b);
+    assert_eq!(b, [0; 4]);
+    d.bar_write(0, u64::MAX - 3, &[1, 2, 3, 4]);
+    assert!(d.guest_errors().unknown_regs >= 2);
+}
+
+#[test]
+fn msix_routing_autoclear_automask_and_other_causes() {
+    let (mut d, t) = dev();
+    // ixgbe_setup_gpie + ixgbe_configure_msix for 2 queue vectors + other.
+    wr(&mut d, GPIE, 0x10 | 0x20 | (1 << 30) | (1 << 31));
+    wr(&mut d, EIAM_EX, u32::MAX);
+    wr(&mut d, EIAM_EX + 4, u32::MAX);
+    wr(&mut d, IVAR0, 0x8080); // queue 0: rx -> 0, tx -> 0
+    wr(&mut d, IVAR0 + 4 * 20, 0x8181_0000); // queue 41 -> vector 1
+    wr(&mut d, IVAR_MISC, 0x8200);
+    wr(&mut d, EIAC, 0x4000_ffff);
+    // ixgbe_irq_enable: other causes in EIMS, queues in EIMS_EX.
+    wr(&mut d, EIMS, intr::EICR_LSC | (1 << 31));
+    wr(&mut d, EIMS_EX, u32::MAX);
+    wr(&mut d, EIMS_EX + 4, u32::MAX);
+    assert!(t.irq.take().is_empty());
+    d.queue_interrupt(0, Dir::Rx);
+    d.queue_interrupt(41, Dir::Tx);
+    assert_eq!(t.irq.take(), vec![Irq::Msix(0), Irq::Msix(1)]);
+    d.queue_interrupt(0, Dir::Rx);
+    assert!(t.irq.take().is_empty(), "auto-masked until re-enabled");
+    wr(&mut d, EIMS_EX, 1);
+    assert_eq!(
+        t.irq.take(),
+        vec![Irq::Msix(0)],
+        "pending cause fires on unmask"
+    );
+    assert_eq!(rd(&mut d, EIMS_EX) & 3, 0, "both auto-masked again");
+    // Watchdog: EICS_EX rearms queue vectors.
+    wr(&mut d, EIMS_EX, 3);
+    wr(&mut d, EICS_EX, 3);
+    assert_eq!(t.irq.take(), vec![Irq::Msix(0), Irq::Msix(1)]);
+    // Link change: the other vector fires; ixgbe_msix_other reads EICS, clears EICR.
+    d.set_link(false);
+    assert_eq!(t.irq.take(), vec![Irq::Msix(2)]);
+    assert_eq!(rd(&mut d, LINKS) & links::UP, 0);
+    let eicr = rd(&mut d, EICS) & 0xffff_0000;
+    assert_ne!(eicr & intr::EICR_LSC, 0);
+    wr(&mut d, EICR, eicr);
+    assert_eq!(rd(&mut d, EICS) & intr::EICR_LSC, 0);
+    d.set_link(true);
+    assert_eq!(t.irq.take(), vec![Irq::Msix(2)]);
+    wr(&mut d, EIMC, intr::EICR_LSC);
+    wr(&mut d, EICR, u32::MAX);
+    d.set_link(false);
+    assert!(t.irq.take().is_empty(), "LSC masked");
+    assert_eq!(intr::ivar_slot(41, Dir::Tx), (20, 24));
+    assert_eq!(intr::ivar_slot(2, Dir::Rx), (1, 0));
+}
+
+#[test]
+fn legacy_interrupt_self_test() {
+    // ixgbe_intr_test with MSI: EIMS/EICS bits 0..9.
+    let (mut d, t) = dev();
+    wr(&mut d, EIMC, u32::MAX);
+    for i in 0..10 {
+        let mask = 1u32 << i;
+        wr(&mut d, EIMC, !mask & 0x7fff);
+        wr(&mut d, EICS, !mask & 0x7fff);
+        assert!(t.irq.take().is_empty(), "masked bits do not fire");
+        wr(&mut d, EIMS, mask);
+        wr(&mut d, EICS, mask);
+        assert_eq!(t.irq.take(), vec![Irq::Legacy]);
+        assert_ne!(rd(&mut d, EICR) & mask, 0, "handler sees the cause");
+        assert_eq!(rd(&mut d, EICR) & 0x7fff, 0, "cleared by the read");
+        wr(&mut d, EIMC, !mask & 0x7fff);
+        wr(&mut d, EICS, !mask & 0x7fff);
+        assert!(t.irq.take().is_empty());
+    }
+}
+
+const TX_RING: u64 = 0x10000;
+const RX_RING: u64 = 0x20000;
+const RX_BUFS: u64 = 0x40000;
+const TX_BUFS: u64 = 0x80000;
+
+/// Sets up TX and RX queue 0 as `ixgbe_setup_desc_rings` does.
+fn setup_rings(d: &mut Ixgbe, n: u32) {
+    let v = rd(d, DMATXCTL) | 1;
+    wr(d, DMATXCTL, v);
+    let tb = txq_base(0);
+    wr(d, tb + q::DCTL, 0);
+    wr(d, tb + q::BAL, TX_RING as u32);
+    wr(d, tb + q::BAH, 0);
+    wr(d, tb + q::LEN, n * 16);
+    wr(d, tb + q::H, 0);
+    wr(d, tb + q::T, 0);
+    wr(d, tb + q::DCTL, QUEUE_ENABLE | (1 << 16) | (1 << 8) | 32);
+    assert_ne!(rd(d, tb + q::DCTL) & QUEUE_ENABLE, 0);
+    wr(d, RXCTRL, 0);
+    let rb = rxq_base(0);
+    wr(d, rb + q::DCTL, 0);
+    assert_eq!(rd(d, rb + q::DCTL) & QUEUE_ENABLE, 0);
+    wr(d, rb + q::BAL, RX_RING as u32);
+    wr(d, rb + q::BAH, 0);
+    wr(d, rb + q::LEN, n * 16);
+    wr(d, rb + q::H, 0);
+    wr(d, rb + q::T, 0);
+    wr(d, 0x2100, 0x0200_0002); // SRRCTL: adv one buffer, 2 KiB
+    wr(d, rb + q::DCTL, QUEUE_ENABLE);
+    assert_ne!(rd(d, rb + q::DCTL) & QUEUE_ENABLE, 0);
+    for i in 0..n {
+        post_rx(d, i);
+    }
+    wr(d, rb + q::T, n - 1);
+    wr(d, RXCTRL, 1 | 2);
+}
+
+fn post_rx(d: &mut Ixgbe, i: u32) {
+    let desc = RX_RING + u64::from(i) * 16;
+    d.mem
+        .write_obj(RX_BUFS + u64::from(i) * 2048, GuestAddress(desc))
+        .unwrap();
+    d.mem.write_obj(0u64, GuestAddress(desc + 8)).unwrap();
+}
+
+fn send(d: &mut Ixgbe, idx: u32, n: u32, frame: &[u8]) {
+    let buf = TX_BUFS + u64::from(idx) * 2048;
+    d.mem.write_slice(frame, GuestAddress(buf)).unwrap();
+    let desc = TX_RING + u64::from(idx) * 16;
+    d.mem.write_obj(buf, GuestAddress(desc)).unwrap();
+    // DEXT | RS | IFCS | EOP | DTYP data, PAYLEN.
+    let cmd = 0x2b30_0000u32 | frame.len() as u32;
+    d.mem.write_obj(cmd, GuestAddress(desc + 8)).unwrap();
+    d.mem
+        .write_obj((frame.len() as u32) << 14, GuestAddress(desc + 12))
+        .unwrap();
+    wr(d, txq_base(0) + q::T, (idx + 1) % n);
+}
+
+/// `ixgbe_create_lbtest_frame` with 1024 bytes.
+fn lbtest_frame() -> Vec<u8> {
+    let mut f = vec![0xffu8; 1024];
+    f[512..512 + 255].fill(0xaa);
+    f[512 + 10] = 0xbe;
+    f[512 + 12] = 0xaf;
+    f
+}
+
+#[test]
+fn mac_loopback_self_test() {
+    let (mut d, t) = dev();
+    let n = 64;
+    setup_rings(&mut d, n);
+    // ixgbe_setup_loopback_test.
+    let v = rd(&mut d, HLREG0) | hlreg0::LPBK;
+    wr(&mut d, HLREG0, v);
+    let v = rd(&mut d, FCTRL) | fctrl::BAM | fctrl::SBP | fctrl::MPE;
+    wr(&mut d, FCTRL, v);
+    wr(&mut d, AUTOC, regs::AUTOC_RESET | 1);
+    let f = lbtest_frame();
+    for i in 0..200u32 {
+        let slot = i % n;
+        send(&mut d, slot, n, &f);
+        let rxd = RX_RING + u64::from(slot) * 16;
+        let st: u32 = d.mem.read_obj(GuestAddress(rxd + 8)).unwrap();
+        assert_eq!(st & 3, 3, "frame {i}: DD|EOP");
+        let len: u16 = d.mem.read_obj(GuestAddress(rxd + 12)).unwrap();
+        assert_eq!(len, 1024);
+        let mut got = vec![0u8; 1024];
+        d.mem
+            .read_slice(&mut got, GuestAddress(RX_BUFS + u64::from(slot) * 2048))
+            .unwrap();
+        assert_eq!(got[3], 0xff);
+        assert_eq!(got[512 + 10], 0xbe);
+        assert_eq!(got[512 + 12], 0xaf);
+        let txst: u32 = d
+            .mem
+            .read_obj(GuestAddress(TX_RING + u64::from(slot) * 16 + 12))
+            .unwrap();
+        assert_eq!(txst & 1, 1, "TX DD");
+        post_rx(&mut d, slot);
+        wr(&mut d, rxq_base(0) + q::T, slot);
+    }
+    assert!(t.wire.take().is_empty(), "loopback frames stay inside");
+    assert_eq!(rd(&mut d, stat::GPRC), 200);
+    assert_eq!(rd(&mut d, stat::BPRC), 200);
+    assert_eq!(rd(&mut d, stat::GPTC), 200);
+    assert_eq!(rd(&mut d, stat::GORCL), 200 * 1028);
+    assert_eq!(rd(&mut d, stat::GORCL + 4), 0);
+    assert_eq!(rd(&mut d, stat::PRC64 + 4 * 5), 200, "PRC1522 bucket");
+    assert_eq!(rd(&mut d, stat::QPRC), 200);
+    assert_eq!(rd(&mut d, stat::QPTC), 200);
+    assert_eq!(rd(&mut d, stat::QBTC_L), 200 * 1028);
+    // Without loopback the frame goes to the wire.
+    let v = rd(&mut d, HLREG0) & !hlreg0::LPBK;
+    wr(&mut d, HLREG0, v);
+    send(&mut d, 200 % n, n, &f);
+    assert_eq!(t.wire.take().len(), 1);
+}
+
+#[test]
+fn full_rx_ring_counts_missed_packets() {
+    let (mut d, _t) = dev();
+    setup_rings(&mut d, 8);
+    wr(&mut d, FCTRL, fctrl::BAM);
+    for _ in 0..10 {
+        d.receive(&lbtest_frame());
+    }
+    // The driver computes gprc = GPRC - MPC.
+    let gprc = rd(&mut d, stat::GPRC);
+    let mpc = rd(&mut d, stat::MPC);
+    assert_eq!((gprc - mpc, mpc), (7, 3), "seven buffers posted");
+    assert_eq!(rd(&mut d, stat::RNBC), 3);
+    assert_eq!(rd(&mut d, stat::QPRDC), 3);
+}
+
+#[test]
+fn filters_rss_and_checksum_status() {
+    let (mut d, _t) = dev();
+    setup_rings(&mut d, 16);
+    wr(&mut d, FCTRL, 0);
+    let mut f = vec![0u8; 60];
+    f[..6].copy_from_slice(&[0xff; 6]);
+    d.receive(&f);
+    assert_eq!(rd(&mut d, stat::GPRC), 0, "broadcast needs BAM");
+    f[..6].copy_from_slice(&MAC);
+    d.receive(&f);
+    f[..6].copy_from_slice(&[0x52, 0x54, 0, 0, 0, 1]);
+    d.receive(&f);
+    assert_eq!(rd(&mut d, stat::GPRC), 1, "own MAC only");
+    // Multicast 01:00:5e:00:00:01, MO = 0: hash 0x10, needs MCSTCTRL.MFE.
+    f[..6].copy_from_slice(&[0x01, 0x00, 0x5e, 0x00, 0x00, 0x01]);
+    wr(&mut d, MTA, 1 << 0x10);
+    d.receive(&f);
+    assert_eq!(rd(&mut d, stat::MPRC), 0);
+    wr(&mut d, MCSTCTRL, 1 << 2);
+    d.receive(&f);
+    assert_eq!(rd(&mut d, stat::MPRC), 1);
+    // A UDP/IPv4 frame with a good checksum, RSS over 4 queues (all to queue 0 here).
+    let mut u = vec![0u8; 14 + 20 + 8 + 4];
+    u[..6].copy_from_slice(&MAC);
+    u[12] = 0x08;
+    u[14] = 0x45;
+    u[16..18].copy_from_slice(&(20u16 + 8 + 4).to_be_bytes());
+    u[22] = 64;
+    u[23] = 17;
+    u[26..30].copy_from_slice(&[10, 0, 0, 1]);
+    u[30..34].copy_from_slice(&[10, 0, 0, 2]);
+    u[34..36].copy_from_slice(&1000u16.to_be_bytes());
+    u[36..38].copy_from_slice(&2000u16.to_be_bytes());
+    u[38..40].copy_from_slice(&12u16.to_be_bytes());
+    crate::offload::ipv4_header_csum(&mut u, 14).unwrap();
+    crate::offload::l4_csum(&mut u, 14, 34, true, 17).unwrap();
+    wr(&mut d, MRQC, 1 | (1 << 17) | (1 << 22));
+    for i in 0..10 {
+        wr(&mut d, RSSRK + 4 * i, 0x6d5a_56da ^ i);
+    }
+    let head = rd(&mut d, rxq_base(0) + q::H);
+    d.receive(&u);
+    let rxd = RX_RING + u64::from(head) * 16;
+    let st: u32 = d.mem.read_obj(GuestAddress(rxd + 8)).unwrap();
+    assert_eq!(st & 0x63, 0x63, "DD|EOP|L4CS|IPCS");
+    assert_eq!(st & 0xc000_0000, 0, "no checksum errors");
+    let info: u32 = d.mem.read_obj(GuestAddress(rxd)).unwrap();
+    assert_eq!(info & 0xf, 7, "RSS type UDP/IPv4");
+    assert_eq!(info & 0x210, 0x210, "packet type IPv4 UDP");
+    let hash: u32 = d.mem.read_obj(GuestAddress(rxd + 4)).unwrap();
+    assert_ne!(hash, 0);
+}
+
+#[test]
+fn hostile_rings_do_not_crash_or_hang() {
+    let (mut d, _t) = dev();
+    setup_rings(&mut d, 8);
+    let tb = txq_base(0);
+    // Tail beyond the ring.
+    wr(&mut d, tb + q::T, 200);
+    assert!(d.guest_errors().ring_errors >= 1);
+    // Descriptor ring outside guest memory.
+    wr(&mut d, tb + q::DCTL, 0);
+    wr(&mut d, tb + q::BAL, 0xffff_ff80);
+    wr(&mut d, tb + q::BAH, 0xffff_ffff);
+    wr(&mut d, tb + q::H, 0);
+    wr(&mut d, tb + q::DCTL, QUEUE_ENABLE);
+    wr(&mut d, tb + q::T, 7);
+    assert!(d.guest_errors().dma_errors >= 7);
+    assert_eq!(
+        rd(&mut d, tb + q::H),
+        7,
+        "head advanced past the bad descriptors"
+    );
+    // Buffers outside RAM, huge lengths, no EOP: dropped and counted.
+    wr(&mut d, tb + q::DCTL, 0);
+    wr(&mut d, tb + q::BAL, TX_RING as u32);
+    wr(&mut d, tb + q::BAH, 0);
+    wr(&mut d, tb + q::H, 0);
+    wr(&mut d, tb + q::T, 0);
+    wr(&mut d, tb + q::DCTL, QUEUE_ENABLE);
+    for i in 0..8u64 {
+        let desc = TX_RING + i * 16;
+        d.mem
+            .write_obj(0xffff_0000_0000u64, GuestAddress(desc))
+            .unwrap();
+        let cmd = 0x2b30_0000u32 | 0xffff;
+        d.mem.write_obj(cmd, GuestAddress(desc + 8)).unwrap();
+    }
+    wr(&mut d, tb + q::T, 7);
+    assert!(d.guest_errors().tx_malformed >= 1);
+    // TSO with a hostile context: MSS 0, header lengths beyond the frame.
+    let mut ctx = [0u8; 16];
+    ctx[0..4].copy_from_slice(&((127u32 << 9) | 511).to_le_bytes());
+    ctx[8..12].copy_from_slice(&(0x2020_0000u32 | (0x6 << 9)).to_le_bytes());
+    d.mem.write_slice(&ctx, GuestAddress(TX_RING)).unwrap();
+    let desc = TX_RING + 16;
+    d.mem.write_obj(TX_BUFS, GuestAddress(desc)).unwrap();
+    d.mem
+        .write_obj(0xab30_0000u32 | 100, GuestAddress(desc + 8))
+        .unwrap();
+    d.mem
+        .write_obj(100u32 << 14, GuestAddress(desc + 12))
+        .unwrap();
+    wr(&mut d, tb + q::DCTL, 0);
+    wr(&mut d, tb + q::H, 0);
+    wr(&mut d, tb + q::T, 0);
+    wr(&mut d, tb + q::DCTL, QUEUE_ENABLE);
+    wr(&mut d, tb + q::T, 2);
+    // A one-descriptor ring (16 bytes) with tail 0 does nothing.
+    wr(&mut d, tb + q::DCTL, 0);
+    wr(&mut d, tb + q::LEN, 16);
+    wr(&mut d, tb + q::H, 0);
+    wr(&mut d, tb + q::DCTL, QUEUE_ENABLE);
+    wr(&mut d, tb + q::T, 0);
+    // RX with a zero-length ring and buffers outside RAM.
+    let rb = rxq_base(0);
+    wr(&mut d, FCTRL, fctrl::BAM);
+    wr(&mut d, rb + q::LEN, 0);
+    d.receive(&lbtest_frame());
+    wr(&mut d, rb + q::DCTL, 0);
+    wr(&mut d, rb + q::LEN, 128);
+    wr(&mut d, rb + q::BAL, RX_RING as u32);
+    wr(&mut d, rb + q::H, 0);
+    wr(&mut d, rb + q::DCTL, QUEUE_ENABLE);
+    for i in 0..8u64 {
+        d.mem
+            .write_obj(u64::MAX - 100, GuestAddress(RX_RING + i * 16))
+            .unwrap();
+    }
+    wr(&mut d, rb + q::T, 7);
+    d.receive(&lbtest_frame());
+    d.receive(&[0u8; 3]);
+    d.receive(&vec![0xffu8; 20000]);
+    assert!(d.guest_errors().dma_errors >= 8);
+    // Queue registers of every queue and I/O window extremes.
+    for qi in [63u32, 64, 127] {
+        wr(&mut d, rxq_base(qi) + q::DCTL, QUEUE_ENABLE);
+        wr(&mut d, txq_base(qi) + q::DCTL, QUEUE_ENABLE);
+        wr(&mut d, txq_base(qi) + q::T, 5);
+    }
+    d.bar_write(2, 0, &u32::MAX.to_le_bytes());
+    d.bar_write(2, 4, &u32::MAX.to_le_bytes());
+    let mut b = [0u8; 4];
+    d.bar_read(2, 4, &mut b);
+    // The device still answers.
+    assert_ne!(rd(&mut d, LINKS) & links::UP, 0);
+}
