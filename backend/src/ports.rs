@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use device_models::igb::{self, IgbConfig};
+use device_models::ixgbe::{self, IxgbeConfig, SfpKind};
 use device_models::{DeviceEnv, MonotonicClock};
 
 use crate::config::{DeviceKind, DeviceSpec, WireSpec};
@@ -84,14 +85,14 @@ fn start_one(
         spec: spec.id.clone(),
         reason: format!("{what} is not available in this build yet; use igb"),
     };
-    match spec.kind {
-        DeviceKind::Igb => {}
-        DeviceKind::Ixgbe => return Err(unsupported("ixgbe")),
+    let (vectors, what) = match spec.kind {
+        DeviceKind::Igb => (igb::MSIX_VECTORS, "igb (82576)"),
+        DeviceKind::Ixgbe => (ixgbe::MSIX_VECTORS, "ixgbe (82599 SFP+)"),
         DeviceKind::VirtioNet => return Err(unsupported("virtio-net")),
-    }
+    };
     let switch = nets.entry(spec.net.clone()).or_default().clone();
     let (port, rx) = switch.attach();
-    let irq = Arc::new(EventIrq::new(igb::MSIX_VECTORS));
+    let irq = Arc::new(EventIrq::new(vectors));
     let timer = Arc::new(DeviceTimer::default());
     let env = DeviceEnv {
         irq: irq.clone(),
@@ -99,10 +100,16 @@ fn start_one(
         clock: Arc::new(MonotonicClock),
         timer: timer.clone(),
     };
-    let dev: SharedDevice = Arc::new(Mutex::new(igb::new_function(
-        IgbConfig { mac: spec.mac },
-        env,
-    )));
+    let dev: SharedDevice = Arc::new(Mutex::new(match spec.kind {
+        DeviceKind::Ixgbe => ixgbe::new_function(
+            IxgbeConfig {
+                mac: spec.mac,
+                sfp: SfpKind::DirectAttach,
+            },
+            env,
+        ),
+        _ => igb::new_function(IgbConfig { mac: spec.mac }, env),
+    }));
     // Receive thread: frames from the switch into the device.
     let rx_dev = dev.clone();
     std::thread::Builder::new()
@@ -126,7 +133,7 @@ fn start_one(
     let port = VfioPort::new(spec.id.clone(), dev.clone(), irq, tracer.clone());
     port.serve(&spec.socket)?;
     log::info!(
-        "{}: igb (82576) on {} net {} mac {}",
+        "{}: {what} on {} net {} mac {}",
         spec.id,
         spec.socket.display(),
         spec.net,
