@@ -609,7 +609,8 @@ pub static TABLE: &[RegDef<Hook>] = &[
     RegDef::new("EEMNGCTL", 0x10110).reset(1 << 18).ro(),
     RegDef::new("GRC", 0x10200),
     RegDef::new("SWSM", SWSM).mask(0x3).hook(Hook::Swsm),
-    RegDef::new("FWSM", 0x10148).ro(),
+    // FW_VAL (bit 15) set, no external error, no pass-through mode (`ixgbe_check_fw_error`).
+    RegDef::new("FWSM", 0x10148).reset(0x8000).ro(),
     RegDef::new("FACTPS", 0x10150).ro(),
     RegDef::new("GSSR", GSSR).mask(0x0000_041f),
     RegDef::new("GCR", 0x11000),
