@@ -5,9 +5,10 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 use crate::vm::accel::Accel;
+use crate::vm::device::Topology;
 
-/// Guest test harness for nicemu: provisions QEMU + a guest kernel, boots guests on
-/// emulated NICs, runs scenarios and reports.
+/// Guest test harness for nicemu: provisions QEMU + guest kernels, boots guests on
+/// emulated NICs, runs driver scenarios and reports (Markdown, JSON, HTML, JUnit).
 #[derive(Debug, Parser)]
 #[command(name = "nicemu-guest", version)]
 pub struct Cli {
@@ -19,34 +20,78 @@ pub struct Cli {
 /// Subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Provision QEMU, the sid root, the guest kernel and tools (cached, idempotent).
-    Provision,
-    /// Boot one guest per device, run the scenarios, print a results table.
-    Run(RunArgs),
-    /// List devices and scenarios.
+    /// Provision QEMU, the sid root, guest kernels and tools (cached, idempotent).
+    Provision(ProvisionArgs),
+    /// Run a matrix (kernels × devices, scenarios in each guest) and print the table.
+    Run(Box<RunArgs>),
+    /// Merge results JSON files (e.g. shards) into one report.
+    Merge(MergeArgs),
+    /// Print two runs side by side with deltas (A/B).
+    Compare(CompareArgs),
+    /// Re-render a results JSON as Markdown, HTML and/or JUnit.
+    Report(ReportArgs),
+    /// List devices, kernels, scenarios and scenario parameters.
     List,
+}
+
+/// Options of `provision`.
+#[derive(Debug, Args)]
+pub struct ProvisionArgs {
+    /// Also fetch these named kernels (trixie, trixie-rt).
+    #[arg(long = "kernel", value_delimiter = ',')]
+    pub kernels: Vec<String>,
+}
+
+/// Where to write the renderings (in addition to the run directory).
+#[derive(Debug, Args, Default, Clone)]
+pub struct Outputs {
+    /// Write the results JSON here.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Write the HTML report here.
+    #[arg(long)]
+    pub html: Option<PathBuf>,
+    /// Write JUnit XML here.
+    #[arg(long)]
+    pub junit: Option<PathBuf>,
 }
 
 /// Options of `run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// Device under test: qemu-igb, qemu-e1000e, nicemu-igb, nicemu-ixgbe (repeatable,
-    /// comma-separated lists allowed). One guest is booted per device, in order.
-    #[arg(long = "device", required = true, value_delimiter = ',')]
+    /// Matrix TOML file (kernels, devices, scenarios, topology, [params]); flags override
+    /// it. Without it and without --device the shipped matrix/default.toml is used.
+    #[arg(long)]
+    pub matrix: Option<PathBuf>,
+    /// Devices under test: qemu-igb, qemu-e1000e, nicemu-igb, nicemu-ixgbe (repeatable,
+    /// comma-separated lists allowed). One guest is booted per kernel and device.
+    #[arg(long = "device", value_delimiter = ',')]
     pub devices: Vec<String>,
-    /// Scenarios to run in each guest (comma-separated): probe, selftest.
-    #[arg(
-        long = "scenario",
-        value_delimiter = ',',
-        default_value = "probe,selftest"
-    )]
+    /// Scenarios to run in each guest (comma-separated; see `list`).
+    #[arg(long = "scenario", value_delimiter = ',')]
     pub scenarios: Vec<String>,
-    /// Guest kernel: "sid" (the sid root's) or a bzImage path (with --modules).
-    #[arg(long, default_value = "sid")]
-    pub kernel: String,
-    /// Modules directory (lib/modules/KVER) for --kernel PATH.
+    /// Guest kernels: sid, trixie, trixie-rt, or a bzImage path (with --modules);
+    /// repeatable / comma-separated.
+    #[arg(long = "kernel", value_delimiter = ',')]
+    pub kernels: Vec<String>,
+    /// Modules directory (lib/modules/KVER) for a bzImage --kernel.
     #[arg(long)]
     pub modules: Option<PathBuf>,
+    /// A/B run: kernel A (with --kernel-b); prints the comparison at the end.
+    #[arg(long, requires = "kernel_b", conflicts_with = "kernels")]
+    pub kernel_a: Option<String>,
+    /// A/B run: kernel B.
+    #[arg(long, requires = "kernel_a")]
+    pub kernel_b: Option<String>,
+    /// Scenario parameter KEY=VALUE (repeatable; see `list`).
+    #[arg(long = "param")]
+    pub params: Vec<String>,
+    /// Peer placement: netns (a second port in a network namespace) or single (no peer).
+    #[arg(long, value_enum)]
+    pub topology: Option<Topology>,
+    /// Run only shard K of N (cells round robin), e.g. --shard 2/4.
+    #[arg(long)]
+    pub shard: Option<String>,
     /// Acceleration: auto tries a short KVM boot and falls back to TCG.
     #[arg(long, value_enum, default_value = "auto")]
     pub accel: Accel,
@@ -56,17 +101,45 @@ pub struct RunArgs {
     /// Guest RAM in MiB.
     #[arg(long, default_value_t = 1024)]
     pub mem: u32,
-    /// Per-guest timeout in seconds (boot + all scenarios).
-    #[arg(long, default_value_t = 300)]
-    pub timeout: u64,
-    /// Also write the JSON results here (they always go to the run directory).
+    /// Per-guest timeout in seconds (boot + all scenarios); default from the scenarios.
     #[arg(long)]
-    pub json: Option<PathBuf>,
-    /// Keep the kernel and initramfs copies in the run directory (removed by default;
-    /// logs and results are always kept).
+    pub timeout: Option<u64>,
+    /// Renderings to write besides the run directory's results.json/report.html/junit.xml.
+    #[command(flatten)]
+    pub out: Outputs,
+    /// Keep the kernel and initramfs copies in the run directory.
     #[arg(long)]
     pub keep_images: bool,
     /// nicemu binary (default: next to nicemu-guest, else on PATH).
     #[arg(long)]
     pub nicemu: Option<PathBuf>,
+}
+
+/// Options of `merge`.
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// Results JSON files.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Outputs (the merged JSON with --json).
+    #[command(flatten)]
+    pub out: Outputs,
+}
+
+/// Options of `compare`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Results of A, then of B; or one file holding exactly two kernels.
+    #[arg(required = true, num_args = 1..=2)]
+    pub files: Vec<PathBuf>,
+}
+
+/// Options of `report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A results JSON file.
+    pub file: PathBuf,
+    /// Outputs.
+    #[command(flatten)]
+    pub out: Outputs,
 }

@@ -4,6 +4,8 @@ mod cli;
 mod cmd;
 mod error;
 mod image;
+mod matrix;
+mod params;
 mod provision;
 mod report;
 mod run;
@@ -12,47 +14,105 @@ mod vm;
 
 use clap::Parser;
 
+use crate::error::{Error, Result};
+
 fn main() {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     vm::signals::install();
     let cli = cli::Cli::parse();
-    let code = match cli.command {
-        cli::Command::Provision => match provision::provision() {
-            Ok(p) => {
-                println!("provision: cache {}", p.cache.display());
-                println!("provision: sid root {}", p.sid_root.display());
-                match &p.qemu {
-                    provision::QemuLauncher::Host(q) => println!("provision: QEMU {}", q.display()),
-                    provision::QemuLauncher::Chroot(r) => {
-                        println!("provision: QEMU via chroot {}", r.display())
-                    }
+    let code = match dispatch(cli.command) {
+        Ok(code) => code,
+        Err(e) => fail(&e),
+    };
+    std::process::exit(code);
+}
+
+fn dispatch(cmd: cli::Command) -> Result<i32> {
+    match cmd {
+        cli::Command::Provision(args) => {
+            let p = provision::provision()?;
+            println!("provision: cache {}", p.cache.display());
+            println!("provision: sid root {}", p.sid_root.display());
+            match &p.qemu {
+                provision::QemuLauncher::Host(q) => println!("provision: QEMU {}", q.display()),
+                provision::QemuLauncher::Chroot(r) => {
+                    println!("provision: QEMU via chroot {}", r.display())
                 }
-                0
             }
-            Err(e) => fail(&e),
-        },
+            for k in &args.kernels {
+                let spec = image::kernel::KernelSpec::from_args(k, None)?;
+                let g = image::kernel::resolve(&spec, &p.sid_root)?;
+                println!("provision: kernel {}: {}", g.name, g.image.display());
+            }
+            Ok(0)
+        }
         cli::Command::List => {
             let devs: Vec<&str> = vm::device::DeviceKind::ALL
                 .iter()
                 .map(|d| d.name())
                 .collect();
             println!("devices:   {}", devs.join(", "));
+            println!(
+                "kernels:   {} (or --kernel BZIMAGE --modules DIR)",
+                image::kernel::NAMES.join(", ")
+            );
             println!("scenarios: {}", scenario::NAMES.join(", "));
-            0
+            println!("topology:  netns (default), single");
+            println!("parameters (--param KEY=VALUE or [params] in a matrix file):");
+            for (k, d, m) in params::KNOWN {
+                println!("  {k:<26} {:<34} {m}", format!("[{d}]"));
+            }
+            Ok(0)
         }
-        cli::Command::Run(args) => match run::run(&args) {
-            Ok(r) if r.passed() => 0,
-            Ok(_) => 1,
-            Err(e) => fail(&e),
-        },
-    };
-    std::process::exit(code);
+        cli::Command::Run(args) => {
+            let r = run::run(&args)?;
+            Ok(if r.passed() { 0 } else { 1 })
+        }
+        cli::Command::Merge(args) => {
+            let reports = args
+                .files
+                .iter()
+                .map(|f| report::json::read(f))
+                .collect::<Result<Vec<_>>>()?;
+            let m = report::merge::merge(&reports)?;
+            run::write_outputs(&m, None, &args.out)?;
+            println!("{}", report::markdown::render(&m));
+            Ok(if m.passed() { 0 } else { 1 })
+        }
+        cli::Command::Compare(args) => {
+            let (a, b) = match args.files.as_slice() {
+                [one] => {
+                    let r = report::json::read(one)?;
+                    let k = r.kernels();
+                    if k.len() != 2 {
+                        return Err(Error::Usage(format!(
+                            "{} holds {} kernel(s) ({}); give two files or a file with exactly two kernels",
+                            one.display(),
+                            k.len(),
+                            k.join(", ")
+                        )));
+                    }
+                    (r.only_kernel(&k[0]), r.only_kernel(&k[1]))
+                }
+                [a, b] => (report::json::read(a)?, report::json::read(b)?),
+                _ => return Err(Error::Usage("compare takes one or two files".into())),
+            };
+            println!("{}", report::compare::render(&a, &b));
+            Ok(0)
+        }
+        cli::Command::Report(args) => {
+            let r = report::json::read(&args.file)?;
+            run::write_outputs(&r, None, &args.out)?;
+            println!("{}", report::markdown::render(&r));
+            Ok(0)
+        }
+    }
 }
 
-fn fail(e: &error::Error) -> i32 {
+fn fail(e: &Error) -> i32 {
     eprintln!("nicemu-guest: error: {e}");
     match e {
-        error::Error::Interrupted => 130,
+        Error::Interrupted => 130,
         _ => 2,
     }
 }

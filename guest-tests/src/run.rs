@@ -1,56 +1,90 @@
-//! The `run` command: provision, build images, boot one guest per device, evaluate
-//! scenarios, report.
+//! The `run` command: build the matrix, provision, build one image per kernel, boot one
+//! guest per (kernel, device) cell, evaluate the scenarios, report.
 
-use std::path::PathBuf;
-use std::time::Duration;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use crate::cli::RunArgs;
 use crate::error::{Error, Result};
 use crate::image::{self, init_script, kernel, modules};
+use crate::matrix::{Cell, Matrix, MatrixFile, Overrides, Shard};
+use crate::params::Params;
 use crate::provision::{self, mounts::BindMounts, QemuLauncher};
-use crate::report::{self, DeviceRun, RunReport};
-use crate::scenario::{self, Console, Scenario, ScenarioResult, Target};
+use crate::report::{self, CellRun, RunReport};
+use crate::scenario::{self, setup, Console, Scenario, ScenarioResult, Target};
 use crate::vm::accel::{self, Accel};
-use crate::vm::device::{DeviceKind, TEST_MAC};
+use crate::vm::device::{DeviceKind, Topology, TEST_MAC};
 use crate::vm::launch::{self, BootSpec, Exit};
 use crate::vm::nicemu_proc::{self, NicemuProcess};
 use crate::vm::run_dir::{self, RunDir};
 
-/// Kernel command line for test boots.
-const APPEND: &str = "console=ttyS0 quiet panic=-1";
+/// Kernel command line for test boots (no IPv6: no stray frames disturb the counters).
+const APPEND: &str = "console=ttyS0 quiet panic=-1 ipv6.disable=1";
+
+/// Host seconds allowed for a boot to reach userspace before the scenarios' own budgets.
+const BOOT_BUDGET: u64 = 120;
+
+/// Builds the matrix `args` describe.
+pub fn matrix_from_args(args: &RunArgs) -> Result<Matrix> {
+    let file = args.matrix.as_deref().map(MatrixFile::read).transpose()?;
+    let kernels = match (&args.kernel_a, &args.kernel_b) {
+        (Some(a), Some(b)) => vec![a.clone(), b.clone()],
+        _ => args.kernels.clone(),
+    };
+    let o = Overrides {
+        kernels,
+        modules: args.modules.clone(),
+        devices: args.devices.clone(),
+        scenarios: args.scenarios.clone(),
+        topology: args.topology,
+        params: args.params.clone(),
+    };
+    Matrix::build(file, &o)
+}
+
+/// Default per-guest timeout for `scenarios` with `params`.
+pub fn default_timeout(scenarios: &[Box<dyn Scenario>], params: &Params) -> u64 {
+    let guest: u64 = scenarios.iter().map(|s| s.budget_secs(params)).sum();
+    BOOT_BUDGET + 2 * (guest + 20)
+}
 
 /// Runs everything `args` asks for; returns the report (its `passed()` decides the exit code).
 pub fn run(args: &RunArgs) -> Result<RunReport> {
-    let devices = args
-        .devices
-        .iter()
-        .map(|d| DeviceKind::parse(d.trim()))
-        .collect::<Result<Vec<_>>>()?;
-    let scenarios = args
+    let started = Instant::now();
+    let matrix = matrix_from_args(args)?;
+    let all = matrix.cells();
+    let shard = args.shard.as_deref().map(Shard::parse).transpose()?;
+    let cells = match shard {
+        Some(s) => s.select(&all),
+        None => all.clone(),
+    };
+    let scenarios: Vec<Box<dyn Scenario>> = matrix
         .scenarios
         .iter()
-        .map(|s| {
-            scenario::by_name(s.trim()).ok_or_else(|| {
-                Error::Usage(format!(
-                    "unknown scenario {s:?} (known: {})",
-                    scenario::NAMES.join(", ")
-                ))
-            })
-        })
-        .collect::<Result<Vec<_>>>()?;
-    let kspec = kernel::KernelSpec::from_args(&args.kernel, args.modules.as_deref())?;
-    let nicemu_bin = if devices.iter().any(|d| d.nicemu_kind().is_some()) {
+        .filter_map(|s| scenario::by_name(s))
+        .collect();
+    let timeout = args
+        .timeout
+        .unwrap_or_else(|| default_timeout(&scenarios, &matrix.params));
+    println!(
+        "matrix: {} kernel(s) × {} device(s) = {} cell(s){}; scenarios {}; peer {}; timeout {} s per guest",
+        matrix.kernels.len(),
+        matrix.devices.len(),
+        all.len(),
+        shard
+            .map(|s| format!(", shard {s} runs {}", cells.len()))
+            .unwrap_or_default(),
+        matrix.scenarios.join(","),
+        matrix.topology.name(),
+        timeout
+    );
+    let nicemu_bin = if cells.iter().any(|c| c.device.nicemu_kind().is_some()) {
         Some(nicemu_proc::find_binary(args.nicemu.as_deref())?)
     } else {
         None
     };
 
     let prov = provision::provision()?;
-    let kern = kernel::resolve(&kspec, &prov.sid_root)?;
-    println!("kernel: {}", kern.label);
-    let mods = modules::collect(&kern.modules_dir, modules::DRIVERS)?;
-    let mod_names: Vec<String> = mods.iter().map(|m| m.name.clone()).collect();
-
     let chroot = match &prov.qemu {
         QemuLauncher::Chroot(root) => Some(root.clone()),
         QemuLauncher::Host(_) => None,
@@ -63,151 +97,277 @@ pub fn run(args: &RunArgs) -> Result<RunReport> {
     let dir = RunDir::create(&prov.cache, chroot.as_deref(), &id)?;
     println!("run {id}: {}", dir.host.display());
 
-    let (kernel_host, kernel_guest) = dir.file("vmlinuz");
-    std::fs::copy(&kern.image, &kernel_host).map_err(|e| Error::io(&kernel_host, e))?;
-    println!("image: packing busybox, tools and {} modules", mods.len());
-    let base = image::base_archive(&prov.sid_root, &mods)?;
-
-    let spec_for = |accel: Accel, initrd: String, dev_dir: &RunDir| BootSpec {
-        launcher: prov.qemu.clone(),
-        accel,
-        smp: args.smp,
-        mem_mb: args.mem,
-        kernel: kernel_guest.clone(),
-        initrd,
-        append: APPEND.to_owned(),
-        extra: Vec::new(),
-        timeout: Duration::from_secs(args.timeout),
-        serial_log: dev_dir.host.join("serial.log"),
-        qemu_log: dev_dir.host.join("qemu.log"),
-        done_marker: init_script::END_MARKER,
-    };
-
-    let accel = accel::resolve(args.accel, || {
-        let pdir = dir.sub("kvm-probe")?;
-        let (host, guest) = pdir.file("initrd.cpio");
-        let init = init_script::render(&mod_names, "");
-        image::write_initrd(&base, &init, &host)?;
-        let mut spec = spec_for(Accel::Kvm, guest, &pdir);
-        spec.append = format!("{APPEND} {}", init_script::PROBE_ARG);
-        spec.timeout = accel::PROBE_TIMEOUT;
-        spec.done_marker = init_script::PROBE_MARKER;
-        let out = launch::boot(&spec)?;
-        Ok(Console::parse(&out.console).probe_ok)
-    })?;
-
     let mut report = RunReport {
+        schema: report::SCHEMA,
         run_id: id.clone(),
         run_dir: dir.host.to_string_lossy().into_owned(),
-        kernel: kern.label.clone(),
-        kernel_release: kern.release.clone(),
-        accel: accel.qemu_name().to_owned(),
-        devices: Vec::new(),
+        accel: String::new(),
+        topology: matrix.topology.name().to_owned(),
+        smp: args.smp,
+        mem_mb: args.mem,
+        scenarios: matrix.scenarios.clone(),
+        params: matrix.params.clone(),
+        shard: shard.map(|s| s.to_string()),
+        wall_secs: 0.0,
+        runs: Vec::new(),
     };
-    for (i, dev) in devices.iter().enumerate() {
-        let ddir = dir.sub(&format!("{}-{}", i + 1, dev.name()))?;
-        println!(
-            "[{}/{}] {dev}: booting ({}, timeout {} s)",
-            i + 1,
-            devices.len(),
-            accel.qemu_name(),
-            args.timeout
-        );
-        let target = Target {
-            mac: TEST_MAC.to_owned(),
-            driver: dev.driver().to_owned(),
-        };
-        let init = init_script::render(&mod_names, &scenario::render_body(&scenarios, &target));
-        let (initrd_host, initrd_guest) = ddir.file("initrd.cpio");
-        image::write_initrd(&base, &init, &initrd_host)?;
-        let mut spec = spec_for(accel, initrd_guest, &ddir);
-        let run = boot_device(
-            *dev,
-            &mut spec,
-            &ddir,
-            nicemu_bin.as_ref(),
-            &scenarios,
-            &target,
-        );
-        let run = match run {
+    let mut accel: Option<Accel> = None;
+    let ctx = Ctx {
+        args,
+        prov: &prov,
+        matrix: &matrix,
+        scenarios: &scenarios,
+        nicemu_bin: nicemu_bin.as_deref(),
+        timeout: Duration::from_secs(timeout),
+    };
+    let total = cells.len();
+    let mut done = 0;
+    for (ki, kspec) in matrix.kernels.iter().enumerate() {
+        let kcells: Vec<&Cell> = cells.iter().filter(|c| c.kernel == ki).collect();
+        if kcells.is_empty() {
+            continue;
+        }
+        let prepared = prepare_kernel(kspec, &prov.sid_root, &dir);
+        let (kern, base, kdir, kernel_guest, mod_names) = match prepared {
+            Ok(p) => p,
             Err(Error::Interrupted) => return Err(Error::Interrupted),
-            Err(e) => DeviceRun {
-                device: dev.name().into(),
-                boot: "not booted".into(),
-                error: Some(e.to_string()),
-                secs_to_userspace: None,
-                secs_to_result: None,
-                scenarios: scenarios
-                    .iter()
-                    .map(|s| ScenarioResult::fail(s.name(), "not run (guest not booted)"))
-                    .collect(),
-                console_tail: Vec::new(),
-                dir: ddir.host.to_string_lossy().into_owned(),
-            },
-            Ok(r) => r,
+            Err(e) => {
+                println!("kernel {}: {e}", kspec.name());
+                for c in kcells {
+                    done += 1;
+                    report.runs.push(not_booted(
+                        c,
+                        &kspec.name(),
+                        &e.to_string(),
+                        &scenarios,
+                        &dir,
+                    ));
+                }
+                continue;
+            }
         };
-        for r in run.scenarios.iter().filter(|_| run.error.is_none()) {
+        let a = match accel {
+            Some(a) => a,
+            None => {
+                let a = accel::resolve(args.accel, || {
+                    kvm_probe(&ctx, &base, &mod_names, &kdir, &kernel_guest)
+                })?;
+                report.accel = a.qemu_name().to_owned();
+                accel = Some(a);
+                a
+            }
+        };
+        for c in kcells {
+            done += 1;
+            let cdir = dir.sub(&format!(
+                "{}-{}-{}",
+                c.index + 1,
+                kern.name,
+                c.device.name()
+            ))?;
             println!(
-                "[{}/{}] {dev}: {} {}{}",
-                i + 1,
-                devices.len(),
-                r.scenario,
-                r.status,
-                r.reason
-                    .as_ref()
-                    .map(|x| format!(" ({x})"))
-                    .unwrap_or_default()
+                "[{done}/{total}] {} / {}: booting ({}, timeout {timeout} s)",
+                kern.name,
+                c.device,
+                a.qemu_name()
             );
+            let t0 = Instant::now();
+            let r = run_cell(&ctx, c, a, &base, &mod_names, &kernel_guest, &cdir);
+            let mut r = match r {
+                Err(Error::Interrupted) => return Err(Error::Interrupted),
+                Err(e) => not_booted(c, &kern.name, &e.to_string(), &scenarios, &cdir),
+                Ok(r) => r,
+            };
+            r.kernel = kern.name.clone();
+            r.kernel_label = kern.label.clone();
+            r.kernel_release = kern.release.clone();
+            r.wall_secs = (t0.elapsed().as_secs_f64() * 10.0).round() / 10.0;
+            print_cell(done, total, &r);
+            report.runs.push(r);
         }
-        if let Some(e) = &run.error {
-            println!("[{}/{}] {dev}: {e}", i + 1, devices.len());
-        }
-        report.devices.push(run);
     }
     if !args.keep_images {
         remove_images(&dir.host);
     }
-    let json_path = dir.host.join("results.json");
-    report::json::write(&report, &json_path)?;
-    if let Some(p) = &args.json {
-        report::json::write(&report, p)?;
+    report.wall_secs = (started.elapsed().as_secs_f64() * 10.0).round() / 10.0;
+    write_outputs(&report, Some(&dir.host), &args.out)?;
+    println!("\n{}", report::markdown::render(&report));
+    if let (Some(a), Some(b)) = (&args.kernel_a, &args.kernel_b) {
+        let ka = matrix
+            .kernels
+            .first()
+            .map(|k| k.name())
+            .unwrap_or_else(|| a.clone());
+        let kb = matrix
+            .kernels
+            .get(1)
+            .map(|k| k.name())
+            .unwrap_or_else(|| b.clone());
+        println!(
+            "{}",
+            report::compare::render(&report.only_kernel(&ka), &report.only_kernel(&kb))
+        );
     }
-    let names: Vec<&str> = scenarios.iter().map(|s| s.name()).collect();
-    println!("\n{}", report::markdown::render(&report, &names));
-    println!("results: {}", json_path.display());
+    println!("results: {}", dir.host.join("results.json").display());
     Ok(report)
 }
 
-/// Boots one guest for `dev` and evaluates the scenarios from its console.
-fn boot_device(
-    dev: DeviceKind,
-    spec: &mut BootSpec,
-    ddir: &RunDir,
-    nicemu_bin: Option<&PathBuf>,
+/// Writes results.json / report.html / junit.xml into `dir` (if given) and wherever
+/// `out` asks.
+pub fn write_outputs(
+    report: &RunReport,
+    dir: Option<&Path>,
+    out: &crate::cli::Outputs,
+) -> Result<()> {
+    if let Some(d) = dir {
+        report::json::write(report, &d.join("results.json"))?;
+        report::html::write(report, &d.join("report.html"))?;
+        report::junit::write(report, &d.join("junit.xml"))?;
+    }
+    if let Some(p) = &out.json {
+        report::json::write(report, p)?;
+    }
+    if let Some(p) = &out.html {
+        report::html::write(report, p)?;
+    }
+    if let Some(p) = &out.junit {
+        report::junit::write(report, p)?;
+    }
+    Ok(())
+}
+
+struct Ctx<'a> {
+    args: &'a RunArgs,
+    prov: &'a provision::Provisioned,
+    matrix: &'a Matrix,
+    scenarios: &'a [Box<dyn Scenario>],
+    nicemu_bin: Option<&'a Path>,
+    timeout: Duration,
+}
+
+type Prepared = (kernel::GuestKernel, Vec<u8>, RunDir, String, Vec<String>);
+
+/// Resolves a kernel, packs its modules with the tools, copies the bzImage where QEMU sees it.
+fn prepare_kernel(spec: &kernel::KernelSpec, sid_root: &Path, dir: &RunDir) -> Result<Prepared> {
+    let kern = kernel::resolve(spec, sid_root)?;
+    println!("kernel {}: {}", kern.name, kern.label);
+    let mods = modules::collect(&kern.modules_dir, modules::DRIVERS)?;
+    let names: Vec<String> = mods.iter().map(|m| m.name.clone()).collect();
+    let kdir = dir.sub(&format!("kernel-{}", kern.name))?;
+    let (host, guest) = kdir.file("vmlinuz");
+    std::fs::copy(&kern.image, &host).map_err(|e| Error::io(&host, e))?;
+    println!("image: packing busybox, tools and {} modules", mods.len());
+    let base = image::base_archive(sid_root, &mods)?;
+    Ok((kern, base, kdir, guest, names))
+}
+
+fn spec(ctx: &Ctx, accel: Accel, kernel: &str, initrd: String, d: &RunDir) -> BootSpec {
+    BootSpec {
+        launcher: ctx.prov.qemu.clone(),
+        accel,
+        smp: ctx.args.smp,
+        mem_mb: ctx.args.mem,
+        kernel: kernel.to_owned(),
+        initrd,
+        append: APPEND.to_owned(),
+        extra: Vec::new(),
+        timeout: ctx.timeout,
+        serial_log: d.host.join("serial.log"),
+        qemu_log: d.host.join("qemu.log"),
+        done_marker: init_script::END_MARKER,
+    }
+}
+
+fn kvm_probe(ctx: &Ctx, base: &[u8], mods: &[String], kdir: &RunDir, kernel: &str) -> Result<bool> {
+    let pdir = kdir.sub("kvm-probe")?;
+    let (host, guest) = pdir.file("initrd.cpio");
+    image::write_initrd(base, &init_script::render(mods, ""), &host)?;
+    let mut s = spec(ctx, Accel::Kvm, kernel, guest, &pdir);
+    s.append = format!("{APPEND} {}", init_script::PROBE_ARG);
+    s.timeout = accel::PROBE_TIMEOUT;
+    s.done_marker = init_script::PROBE_MARKER;
+    let out = launch::boot(&s)?;
+    Ok(Console::parse(&out.console).probe_ok)
+}
+
+fn target(topology: Topology, dev: DeviceKind) -> Target {
+    Target {
+        mac: TEST_MAC.to_owned(),
+        driver: dev.driver().to_owned(),
+        peer_mac: topology.macs().get(1).map(|m| m.to_string()),
+    }
+}
+
+fn not_booted(
+    c: &Cell,
+    kernel: &str,
+    why: &str,
     scenarios: &[Box<dyn Scenario>],
-    target: &Target,
-) -> Result<DeviceRun> {
-    let guest_dir = ddir.guest.to_string_lossy().into_owned();
+    d: &RunDir,
+) -> CellRun {
+    CellRun {
+        kernel: kernel.to_owned(),
+        kernel_label: kernel.to_owned(),
+        kernel_release: String::new(),
+        device: c.device.name().into(),
+        cell: c.index,
+        boot: "not booted".into(),
+        secs_to_userspace: None,
+        secs_to_result: None,
+        wall_secs: 0.0,
+        error: Some(why.to_owned()),
+        setup: None,
+        scenarios: scenarios
+            .iter()
+            .map(|s| ScenarioResult::fail(s.name(), "not run (guest not booted)"))
+            .collect(),
+        console_tail: Vec::new(),
+        dir: d.host.to_string_lossy().into_owned(),
+    }
+}
+
+/// Boots one guest for `cell` (starting nicemu for its ports) and evaluates the scenarios.
+fn run_cell(
+    ctx: &Ctx,
+    cell: &Cell,
+    accel: Accel,
+    base: &[u8],
+    mods: &[String],
+    kernel_guest: &str,
+    d: &RunDir,
+) -> Result<CellRun> {
+    let dev = cell.device;
+    let topo = ctx.matrix.topology;
+    let t = target(topo, dev);
+    let body = scenario::render_body(ctx.scenarios, &t, &ctx.matrix.params);
+    let (initrd_host, initrd_guest) = d.file("initrd.cpio");
+    image::write_initrd(base, &init_script::render(mods, &body), &initrd_host)?;
+    let mut s = spec(ctx, accel, kernel_guest, initrd_guest, d);
+    let macs = topo.macs();
     let mut nicemu = None;
-    let socket = match (dev.nicemu_kind(), nicemu_bin) {
-        (Some(kind), Some(bin)) => {
-            let (sock_host, sock_guest) = ddir.file(&format!("{kind}0.sock"));
-            let spec_arg = format!(
-                "{kind},id={kind}0,socket={},mac={TEST_MAC}",
-                sock_host.display()
-            );
-            let log = ddir.host.join("nicemu.log");
-            println!(
-                "  starting nicemu --device {spec_arg} (log {})",
-                log.display()
-            );
-            nicemu = Some(NicemuProcess::start(bin, &spec_arg, &sock_host, &log)?);
-            Some(sock_guest)
+    let mut sockets = Vec::new();
+    if let (Some(kind), Some(bin)) = (dev.nicemu_kind(), ctx.nicemu_bin) {
+        let mut specs = Vec::new();
+        let mut hosts = Vec::new();
+        for (i, mac) in macs.iter().enumerate() {
+            let (host, guest) = d.file(&format!("{kind}{i}.sock"));
+            specs.push(format!(
+                "{kind},id={kind}{i},socket={},mac={mac},net=lan0",
+                host.display()
+            ));
+            hosts.push(host);
+            sockets.push(guest);
         }
-        _ => None,
-    };
-    spec.extra = dev.qemu_args(&guest_dir, socket.as_deref());
-    let out = launch::boot(spec)?;
+        let log = d.host.join("nicemu.log");
+        println!(
+            "  nicemu --device {} (log {})",
+            specs.join(" --device "),
+            log.display()
+        );
+        nicemu = Some(NicemuProcess::start(bin, &specs, &hosts, &log)?);
+    }
+    s.extra = dev.qemu_args(&d.guest.to_string_lossy(), &sockets, macs);
+    let out = launch::boot(&s)?;
     let mut nicemu_note = None;
     if let Some(n) = nicemu.as_mut() {
         if let Some(st) = n.exited() {
@@ -216,13 +376,15 @@ fn boot_device(
         n.stop();
     }
     let console = Console::parse(&out.console);
-    let results: Vec<ScenarioResult> = scenarios
+    let setup_result = setup::parse(console.sections.get(setup::NAME), &t);
+    let results: Vec<ScenarioResult> = ctx
+        .scenarios
         .iter()
-        .map(|s| scenario::evaluate(s.as_ref(), &console, target))
+        .map(|sc| scenario::evaluate(sc.as_ref(), &console, &t))
         .collect();
     let boot = match (&out.exit, out.to_done) {
         (_, Some(_)) => "ok".to_owned(),
-        (Exit::TimedOut, None) => format!("timeout after {} s", spec.timeout.as_secs()),
+        (Exit::TimedOut, None) => format!("timeout after {} s", s.timeout.as_secs()),
         (Exit::Exited(code), None) => format!(
             "qemu exited ({}) before the end marker",
             code.map(|c| c.to_string())
@@ -233,27 +395,57 @@ fn boot_device(
     let failed = out.to_done.is_none();
     let mut tail = if failed { out.tail(15) } else { Vec::new() };
     if failed && console.boot_uptime.is_none() {
-        let qlog = std::fs::read_to_string(&spec.qemu_log).unwrap_or_default();
-        tail.extend(
-            qlog.lines()
-                .rev()
-                .take(5)
-                .map(|l| format!("qemu: {l}"))
-                .collect::<Vec<_>>()
-                .into_iter()
-                .rev(),
-        );
+        let qlog = std::fs::read_to_string(&s.qemu_log).unwrap_or_default();
+        let last: Vec<String> = qlog
+            .lines()
+            .rev()
+            .take(5)
+            .map(|l| format!("qemu: {l}"))
+            .collect();
+        tail.extend(last.into_iter().rev());
     }
-    Ok(DeviceRun {
+    Ok(CellRun {
+        kernel: String::new(),
+        kernel_label: String::new(),
+        kernel_release: String::new(),
         device: dev.name().into(),
+        cell: cell.index,
         boot,
-        error: nicemu_note,
         secs_to_userspace: out.to_userspace.map(round),
         secs_to_result: out.to_done.map(round),
+        wall_secs: 0.0,
+        error: nicemu_note,
+        setup: Some(setup_result),
         scenarios: results,
         console_tail: tail,
-        dir: ddir.host.to_string_lossy().into_owned(),
+        dir: d.host.to_string_lossy().into_owned(),
     })
+}
+
+fn print_cell(done: usize, total: usize, r: &CellRun) {
+    let who = format!("[{done}/{total}] {} / {}", r.kernel, r.device);
+    if let Some(s) = r
+        .setup
+        .as_ref()
+        .filter(|s| s.status == scenario::Status::Fail)
+    {
+        println!(
+            "{who}: network setup FAIL ({})",
+            s.reason.as_deref().unwrap_or("")
+        );
+    }
+    for sr in &r.scenarios {
+        let extra = match (&sr.reason, &sr.summary) {
+            (Some(x), _) => format!(" ({x})"),
+            (None, Some(s)) => format!(" — {s}"),
+            _ => String::new(),
+        };
+        println!("{who}: {} {}{extra}", sr.scenario, sr.status);
+    }
+    if let Some(e) = &r.error {
+        println!("{who}: {e}");
+    }
+    println!("{who}: {} in {:.0} s", r.boot, r.wall_secs);
 }
 
 fn round(d: Duration) -> f64 {
@@ -261,12 +453,12 @@ fn round(d: Duration) -> f64 {
 }
 
 /// Removes the large per-run copies (kernel, initramfs) and leftover sockets, keeping logs.
-fn remove_images(dir: &std::path::Path) {
+fn remove_images(dir: &Path) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
     for e in entries.flatten() {
-        let p = e.path();
+        let p: PathBuf = e.path();
         let name = e.file_name().to_string_lossy().into_owned();
         let Ok(ft) = e.file_type() else { continue };
         if ft.is_dir() {

@@ -44,6 +44,7 @@ mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev 2>/dev/null
 mount -t tmpfs tmpfs /run
 mount -t tmpfs tmpfs /tmp
+mkdir -p /dev/shm && mount -t tmpfs tmpfs /dev/shm
 echo 1 > /proc/sys/kernel/printk
 nicemu_uptime() { cut -d' ' -f1 /proc/uptime; }
 echo "@@NICEMU-BOOT uptime=$(nicemu_uptime)"
@@ -54,6 +55,7 @@ const HELPERS: &str = r#"
 nicemu_kv() { echo "@@NICEMU $SCEN $1=$2"; }
 # nicemu_out TAG CMD...: runs CMD, prints each output line tagged, then TAG_rc=STATUS.
 nicemu_out() {
+    local tag out rc
     tag=$1; shift
     out=$("$@" 2>&1); rc=$?
     [ -n "$out" ] && echo "$out" | sed "s/^/@@NICEMU-OUT $SCEN $tag /"
@@ -62,7 +64,7 @@ nicemu_out() {
 }
 # nicemu_iface MAC TENTHS: prints the interface with that MAC, waiting up to TENTHS/10 s.
 nicemu_iface() {
-    n=0
+    local n=0 d
     while [ $n -lt $2 ]; do
         for d in /sys/class/net/*; do
             if [ "$(cat $d/address 2>/dev/null)" = "$1" ]; then echo ${d##*/}; return 0; fi
@@ -71,6 +73,17 @@ nicemu_iface() {
     done
     return 1
 }
+# nicemu_carrier IFACE TENTHS: waits up to TENTHS/10 s for carrier on IFACE.
+nicemu_carrier() {
+    local n=0
+    while [ $n -lt $2 ]; do
+        [ "$(cat /sys/class/net/$1/carrier 2>/dev/null)" = 1 ] && return 0
+        sleep 0.1; n=$((n+1))
+    done
+    return 1
+}
+# nicemu_peer CMD...: runs CMD in the peer's network namespace.
+nicemu_peer() { /usr/bin/ip netns exec peer "$@"; }
 "#;
 
 #[cfg(test)]

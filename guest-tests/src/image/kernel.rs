@@ -3,12 +3,18 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
+use crate::provision::debian_kernel;
 
-/// How the user named the guest kernel.
+/// Kernel names accepted besides a path.
+pub const NAMES: &[&str] = &["sid", "trixie", "trixie-rt"];
+
+/// How the user named a guest kernel.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum KernelSpec {
-    /// Debian sid's kernel from the sid root (`--kernel sid`, the default).
+    /// Debian sid's kernel from the sid root (`sid`, the default).
     Sid,
+    /// A Debian kernel fetched by name (`trixie`, `trixie-rt`).
+    Debian(String),
     /// A user's own bzImage plus its `lib/modules/KVER` directory.
     Custom {
         /// The bzImage.
@@ -19,20 +25,37 @@ pub enum KernelSpec {
 }
 
 impl KernelSpec {
-    /// Builds a spec from `--kernel` and `--modules`.
+    /// Builds a spec from a `--kernel` value and `--modules` (used by paths only).
     pub fn from_args(kernel: &str, modules: Option<&Path>) -> Result<Self> {
-        match (kernel, modules) {
-            ("sid", None) => Ok(KernelSpec::Sid),
-            ("sid", Some(_)) => Err(Error::Usage(
-                "--modules is only used with --kernel PATH".into(),
-            )),
-            (k, Some(m)) => Ok(KernelSpec::Custom {
-                kernel: PathBuf::from(k),
-                modules: m.to_path_buf(),
-            }),
-            (k, None) => Err(Error::Usage(format!(
-                "--kernel {k} needs --modules DIR (the lib/modules/KVER directory)"
+        match kernel {
+            "sid" => Ok(KernelSpec::Sid),
+            k if debian_kernel::flavour(k).is_some() => Ok(KernelSpec::Debian(k.to_owned())),
+            k if !k.contains('/') && !Path::new(k).exists() => Err(Error::Usage(format!(
+                "unknown kernel {k:?} (names: {}; or a bzImage path with --modules DIR)",
+                NAMES.join(", ")
             ))),
+            k => match modules {
+                Some(m) => Ok(KernelSpec::Custom {
+                    kernel: PathBuf::from(k),
+                    modules: m.to_path_buf(),
+                }),
+                None => Err(Error::Usage(format!(
+                    "--kernel {k} needs --modules DIR (the lib/modules/KVER directory of \
+                     `make modules_install INSTALL_MOD_PATH=DIR`)"
+                ))),
+            },
+        }
+    }
+
+    /// Short name for reports and matching ("sid", "trixie", "bzImage").
+    pub fn name(&self) -> String {
+        match self {
+            KernelSpec::Sid => "sid".into(),
+            KernelSpec::Debian(n) => n.clone(),
+            KernelSpec::Custom { kernel, .. } => kernel
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| kernel.display().to_string()),
         }
     }
 }
@@ -40,7 +63,9 @@ impl KernelSpec {
 /// A resolved guest kernel.
 #[derive(Debug, Clone)]
 pub struct GuestKernel {
-    /// Short name for reports ("sid 7.2.13+deb14-amd64").
+    /// Short name ("sid", "trixie-rt", or the bzImage file name).
+    pub name: String,
+    /// Label for reports ("sid 7.2.13+deb14-amd64").
     pub label: String,
     /// Host path of the bzImage.
     pub image: PathBuf,
@@ -50,7 +75,7 @@ pub struct GuestKernel {
     pub release: String,
 }
 
-/// Resolves `spec` to files on the host.
+/// Resolves `spec` to files on the host (fetching named Debian kernels when needed).
 pub fn resolve(spec: &KernelSpec, sid_root: &Path) -> Result<GuestKernel> {
     match spec {
         KernelSpec::Sid => {
@@ -67,10 +92,24 @@ pub fn resolve(spec: &KernelSpec, sid_root: &Path) -> Result<GuestKernel> {
             let modules_dir = sid_root.join("lib/modules").join(&release);
             check_modules_dir(&modules_dir)?;
             Ok(GuestKernel {
+                name: spec.name(),
                 label: format!("sid {release}"),
                 image,
                 modules_dir,
                 release,
+            })
+        }
+        KernelSpec::Debian(name) => {
+            let f = debian_kernel::flavour(name)
+                .ok_or_else(|| Error::Usage(format!("unknown kernel {name:?}")))?;
+            let u = debian_kernel::ensure(sid_root, f)?;
+            check_modules_dir(&u.modules_dir)?;
+            Ok(GuestKernel {
+                name: spec.name(),
+                label: format!("{name} {}", u.release),
+                image: u.image,
+                modules_dir: u.modules_dir,
+                release: u.release,
             })
         }
         KernelSpec::Custom { kernel, modules } => {
@@ -83,6 +122,7 @@ pub fn resolve(spec: &KernelSpec, sid_root: &Path) -> Result<GuestKernel> {
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
             Ok(GuestKernel {
+                name: spec.name(),
                 label: format!("{} ({release})", kernel.display()),
                 image: kernel.clone(),
                 modules_dir: modules.clone(),
@@ -100,5 +140,23 @@ fn check_modules_dir(dir: &Path) -> Result<()> {
             "{} has no modules.dep (run depmod for that kernel)",
             dir.display()
         )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_paths() {
+        assert_eq!(KernelSpec::from_args("sid", None).unwrap(), KernelSpec::Sid);
+        assert_eq!(
+            KernelSpec::from_args("trixie-rt", None).unwrap().name(),
+            "trixie-rt"
+        );
+        assert!(KernelSpec::from_args("bookworm", None).is_err());
+        assert!(KernelSpec::from_args("/boot/bzImage", None).is_err());
+        let k = KernelSpec::from_args("/x/bzImage", Some(Path::new("/m/7.0"))).unwrap();
+        assert_eq!(k.name(), "bzImage");
     }
 }

@@ -8,7 +8,15 @@ use std::process::Command;
 use crate::error::{Error, Result};
 
 /// Modules every guest loads (drivers for the devices under test and their deps).
-pub const DRIVERS: &[&str] = &["igb", "ixgbe", "e1000e"];
+/// Also the qdiscs of the `qdisc` scenario (built in on some kernels: then skipped).
+pub const DRIVERS: &[&str] = &[
+    "igb",
+    "ixgbe",
+    "e1000e",
+    "sch_prio",
+    "sch_tbf",
+    "sch_fq_codel",
+];
 
 /// A module ready to put in the initramfs.
 #[derive(Debug, Clone)]

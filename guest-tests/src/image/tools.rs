@@ -15,6 +15,8 @@ pub const REQUIRED: &[&str] = &[
     "/usr/bin/netserver",
     "/usr/bin/cyclictest",
     "/usr/bin/taskset",
+    "/usr/bin/ping",
+    "/usr/sbin/tc",
 ];
 
 /// Tools copied when present.

@@ -2,6 +2,7 @@
 //! root that supplies the guest kernel, its modules and the guest tools.
 
 pub mod cache;
+pub mod debian_kernel;
 pub mod host_qemu;
 pub mod mounts;
 pub mod sid_root;

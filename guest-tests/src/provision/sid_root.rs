@@ -23,6 +23,7 @@ pub const PACKAGES: &[&str] = &[
     "kmod",
     "util-linux",
     "procps",
+    "iputils-ping",
 ];
 
 /// Name of the root directory inside the cache.
@@ -225,7 +226,13 @@ fn install_extra(root: &Path, missing: &[&str]) -> Result<()> {
     output_ok(
         Command::new("chroot")
             .arg(root)
-            .args(["apt-get", "update"])
+            // A mirror snapshot older than the machine's clock has an expired Release.
+            .args([
+                "apt-get",
+                "-o",
+                "Acquire::Check-Valid-Until=false",
+                "update",
+            ])
             .env("DEBIAN_FRONTEND", "noninteractive"),
     )?;
     output_ok(

@@ -1,36 +1,53 @@
-//! Markdown results table: device × scenario plus key metrics, then failure details.
+//! Markdown results table: one row per (kernel, device), one column per scenario with its
+//! status and headline, then the problems (failures, skips, broken boots) in detail.
 
 use super::RunReport;
-use crate::scenario::Status;
+use crate::scenario::{ScenarioResult, Status};
 
-/// Renders the results table and failure details.
-pub fn render(report: &RunReport, scenarios: &[&str]) -> String {
+/// The table cell for one result: status plus headline.
+pub fn cell(r: Option<&ScenarioResult>) -> String {
+    let Some(r) = r else {
+        return "—".into();
+    };
+    let st = match r.status {
+        Status::Pass => "PASS".to_owned(),
+        st => format!("**{st}**"),
+    };
+    match (&r.summary, r.status) {
+        (Some(s), Status::Pass) if !s.is_empty() => format!("{st} {}", s.replace('|', "/")),
+        _ => st,
+    }
+}
+
+/// Renders the results table and details.
+pub fn render(report: &RunReport) -> String {
+    let (pass, fail, skip) = report.counts();
     let mut s = format!(
-        "## nicemu-guest results (run {}, kernel {}, accel {})\n\n",
-        report.run_id, report.kernel, report.accel
+        "## nicemu-guest results (run {}, accel {}, {} vCPU, {} MiB, peer {}{})\n\n",
+        report.run_id,
+        report.accel,
+        report.smp,
+        report.mem_mb,
+        report.topology,
+        report
+            .shard
+            .as_ref()
+            .map(|x| format!(", shard {x}"))
+            .unwrap_or_default()
     );
-    s.push_str("| device |");
-    for sc in scenarios {
+    s.push_str("| kernel | device |");
+    for sc in &report.scenarios {
         s.push_str(&format!(" {sc} |"));
     }
-    s.push_str(" boot→userspace | boot→result |\n|---|");
-    for _ in scenarios {
+    s.push_str(" boot→userspace | boot→result |\n|---|---|");
+    for _ in &report.scenarios {
         s.push_str("---|");
     }
     s.push_str("---|---|\n");
-    for d in &report.devices {
-        s.push_str(&format!("| {} |", d.device));
-        for sc in scenarios {
-            let cell = d
-                .scenarios
-                .iter()
-                .find(|r| r.scenario == *sc)
-                .map(|r| match r.status {
-                    Status::Pass => "PASS".to_owned(),
-                    st => format!("**{st}**"),
-                })
-                .unwrap_or_else(|| "—".into());
-            s.push_str(&format!(" {cell} |"));
+    for d in &report.runs {
+        s.push_str(&format!("| {} | {} |", d.kernel_label, d.device));
+        for sc in &report.scenarios {
+            s.push_str(&format!(" {} |", cell(d.result(sc))));
         }
         s.push_str(&format!(
             " {} | {} |\n",
@@ -41,16 +58,26 @@ pub fn render(report: &RunReport, scenarios: &[&str]) -> String {
             }
         ));
     }
+    s.push_str(&format!(
+        "\n{pass} passed, {fail} failed, {skip} skipped; wall time {:.0} s\n",
+        report.wall_secs
+    ));
     let mut details = String::new();
-    for d in &report.devices {
+    for d in &report.runs {
+        let who = format!("{} / {}", d.kernel, d.device);
         if let Some(e) = &d.error {
-            details.push_str(&format!("- {}: {e}\n", d.device));
+            details.push_str(&format!("- {who}: {e}\n"));
+        }
+        if let Some(setup) = d.setup.as_ref().filter(|r| r.status == Status::Fail) {
+            details.push_str(&format!(
+                "- {who} / network setup: FAIL — {}\n",
+                setup.reason.as_deref().unwrap_or("")
+            ));
         }
         for r in &d.scenarios {
             if r.status != Status::Pass {
                 details.push_str(&format!(
-                    "- {} / {}: {} — {}\n",
-                    d.device,
+                    "- {who} / {}: {} — {}\n",
                     r.scenario,
                     r.status,
                     r.reason.as_deref().unwrap_or("")
@@ -59,8 +86,8 @@ pub fn render(report: &RunReport, scenarios: &[&str]) -> String {
         }
         if !d.console_tail.is_empty() {
             details.push_str(&format!(
-                "- {} console ended with ({}, logs in {}):\n",
-                d.device, d.boot, d.dir
+                "- {who} console ended with ({}, logs in {}):\n",
+                d.boot, d.dir
             ));
             for l in &d.console_tail {
                 details.push_str(&format!("    {l}\n"));
@@ -76,4 +103,29 @@ pub fn render(report: &RunReport, scenarios: &[&str]) -> String {
 
 fn secs(v: Option<f64>) -> String {
     v.map(|x| format!("{x:.1} s")).unwrap_or_else(|| "—".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::testdata::{cell as tcell, report};
+
+    #[test]
+    fn rows_per_kernel_and_device_with_headlines_and_problems() {
+        let r = report(
+            "r1",
+            vec![
+                tcell("sid", "qemu-igb", 0.5, 600.0, false),
+                tcell("trixie", "qemu-igb", 0.6, 500.0, true),
+            ],
+        );
+        let md = render(&r);
+        assert!(
+            md.contains("| sid 1.0 | qemu-igb | PASS 0% loss, 0.5 ms |"),
+            "{md}"
+        );
+        assert!(md.contains("| trixie 1.0 | qemu-igb | PASS 0% loss, 0.6 ms | **FAIL** |"));
+        assert!(md.contains("- trixie / qemu-igb / netperf: FAIL — TCP_RR: no result"));
+        assert!(md.contains("5 passed, 1 failed, 0 skipped"));
+    }
 }

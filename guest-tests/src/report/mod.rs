@@ -1,58 +1,200 @@
-//! Run results and their renderings (Markdown table, JSON).
+//! Run results and their renderings: JSON (the record), Markdown table, self-contained
+//! HTML with SVG plots, JUnit XML; merging shard results and comparing two runs.
 
+pub mod compare;
+pub mod html;
 pub mod json;
+pub mod junit;
 pub mod markdown;
+pub mod merge;
+pub mod svg;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
+use crate::params::Params;
 use crate::scenario::{ScenarioResult, Status};
 
-/// Results of one `run` invocation.
-#[derive(Debug, Clone, Serialize)]
+/// Version of the JSON layout.
+pub const SCHEMA: u32 = 2;
+
+/// Results of one `run` invocation (or several merged).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunReport {
-    /// Run id (also the run directory name).
+    /// JSON layout version.
+    pub schema: u32,
+    /// Run id (also the run directory name); merged ids are joined with `+`.
     pub run_id: String,
     /// Host path of the run directory.
     pub run_dir: String,
-    /// Guest kernel label.
-    pub kernel: String,
-    /// Guest kernel release (KVER).
-    pub kernel_release: String,
     /// Acceleration actually used.
     pub accel: String,
-    /// One entry per device booted.
-    pub devices: Vec<DeviceRun>,
+    /// Peer placement.
+    pub topology: String,
+    /// Guest vCPUs.
+    pub smp: u32,
+    /// Guest RAM (MiB).
+    pub mem_mb: u32,
+    /// Scenario names in matrix order.
+    pub scenarios: Vec<String>,
+    /// Scenario parameters (overrides of the defaults).
+    pub params: Params,
+    /// `K/N` when only one shard ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<String>,
+    /// Host wall time of the whole run (s).
+    pub wall_secs: f64,
+    /// One entry per (kernel, device) cell booted.
+    pub runs: Vec<CellRun>,
 }
 
-/// Results of booting one guest with one device under test.
-#[derive(Debug, Clone, Serialize)]
-pub struct DeviceRun {
+/// Results of booting one guest: one kernel, one device under test (plus its peer).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CellRun {
+    /// Kernel short name ("sid", "trixie-rt").
+    pub kernel: String,
+    /// Kernel label ("sid 7.2.13+deb14-amd64").
+    pub kernel_label: String,
+    /// Kernel release (KVER).
+    pub kernel_release: String,
     /// Device kind name ("qemu-igb").
     pub device: String,
-    /// How the boot went: "ok", "timeout after N s", "qemu exited with N", or an error.
+    /// Position in the full matrix.
+    pub cell: usize,
+    /// How the boot went: "ok", "timeout after N s", "qemu exited …", "not booted".
     pub boot: String,
     /// Host seconds from QEMU start to `/init` running.
     pub secs_to_userspace: Option<f64>,
     /// Host seconds from QEMU start to the end marker (all results printed).
     pub secs_to_result: Option<f64>,
-    /// Why the guest could not be booted at all (e.g. nicemu did not start).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Host wall seconds for this cell (image, nicemu, QEMU).
+    pub wall_secs: f64,
+    /// Why the guest could not be booted at all, or nicemu's early exit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The network setup before the scenarios (peer namespace, addresses, netserver).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setup: Option<ScenarioResult>,
     /// Per-scenario results.
     pub scenarios: Vec<ScenarioResult>,
     /// Last console lines when something went wrong.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub console_tail: Vec<String>,
-    /// Host path of this device's run directory (serial.log, qemu.log, nicemu.log).
+    /// Host path of this cell's run directory (serial.log, qemu.log, nicemu.log).
     pub dir: String,
+}
+
+impl CellRun {
+    /// The result of `scenario`, if it was part of this run.
+    pub fn result(&self, scenario: &str) -> Option<&ScenarioResult> {
+        self.scenarios.iter().find(|r| r.scenario == scenario)
+    }
 }
 
 impl RunReport {
     /// True if no scenario failed (skips are fine).
     pub fn passed(&self) -> bool {
-        self.devices
+        self.runs
             .iter()
             .flat_map(|d| &d.scenarios)
             .all(|s| s.status != Status::Fail)
+    }
+
+    /// Counts of (pass, fail, skip).
+    pub fn counts(&self) -> (usize, usize, usize) {
+        let all = self.runs.iter().flat_map(|d| &d.scenarios);
+        let mut c = (0, 0, 0);
+        for s in all {
+            match s.status {
+                Status::Pass => c.0 += 1,
+                Status::Fail => c.1 += 1,
+                Status::Skip => c.2 += 1,
+            }
+        }
+        c
+    }
+
+    /// Distinct kernel names in order of appearance.
+    pub fn kernels(&self) -> Vec<String> {
+        let mut v: Vec<String> = Vec::new();
+        for r in &self.runs {
+            if !v.contains(&r.kernel) {
+                v.push(r.kernel.clone());
+            }
+        }
+        v
+    }
+
+    /// The runs of one kernel, as a report of their own (for A/B comparisons).
+    pub fn only_kernel(&self, kernel: &str) -> RunReport {
+        let mut r = self.clone();
+        r.runs.retain(|c| c.kernel == kernel);
+        r
+    }
+}
+
+#[cfg(test)]
+pub mod testdata {
+    //! Small reports for tests of the renderers.
+    use super::*;
+    use serde_json::json;
+
+    /// A cell with ping and netperf results.
+    pub fn cell(kernel: &str, device: &str, rtt: f64, mbps: f64, fail: bool) -> CellRun {
+        let mut ping = ScenarioResult::pass("ping");
+        ping.metric("loss_pct", json!(0.0));
+        ping.metric("rtt_avg_ms", json!(rtt));
+        ping.summary = Some(format!("0% loss, {rtt} ms"));
+        let mut np = ScenarioResult::pass("netperf");
+        np.metric(
+            "tests",
+            json!({"TCP_STREAM": {"throughput": mbps, "units": "10^6bits/s"}}),
+        );
+        if fail {
+            np.add_failure("TCP_RR: no result");
+        }
+        let mut cyc = ScenarioResult::pass("cyclictest");
+        cyc.metric(
+            "threads",
+            json!([{"thread": 0, "min": 5, "avg": 20, "max": 300}, {"thread": 1, "min": 6, "avg": 25, "max": 400}]),
+        );
+        cyc.metric(
+            "histogram",
+            json!({"0": [[5, 10], [20, 100]], "1": [[6, 3], [400, 1]]}),
+        );
+        cyc.metric("max_us", json!(400));
+        CellRun {
+            kernel: kernel.into(),
+            kernel_label: format!("{kernel} 1.0"),
+            kernel_release: "1.0".into(),
+            device: device.into(),
+            cell: 0,
+            boot: "ok".into(),
+            secs_to_userspace: Some(5.0),
+            secs_to_result: Some(60.0),
+            wall_secs: 62.0,
+            error: None,
+            setup: None,
+            scenarios: vec![ping, np, cyc],
+            console_tail: Vec::new(),
+            dir: "/tmp/x".into(),
+        }
+    }
+
+    /// A report holding `runs`.
+    pub fn report(id: &str, runs: Vec<CellRun>) -> RunReport {
+        RunReport {
+            schema: SCHEMA,
+            run_id: id.into(),
+            run_dir: "/tmp".into(),
+            accel: "tcg".into(),
+            topology: "netns".into(),
+            smp: 2,
+            mem_mb: 1024,
+            scenarios: vec!["ping".into(), "netperf".into(), "cyclictest".into()],
+            params: Params::default(),
+            shard: None,
+            wall_secs: 100.0,
+            runs,
+        }
     }
 }

@@ -44,10 +44,11 @@ impl Section {
     }
 
     /// Output lines with `tag`.
-    pub fn lines<'a>(&'a self, tag: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+    pub fn lines<'a>(&'a self, tag: &str) -> impl Iterator<Item = &'a str> + 'a {
+        let tag = tag.to_owned();
         self.out
             .iter()
-            .filter(move |(t, _)| t == tag)
+            .filter(move |(t, _)| *t == tag)
             .map(|(_, l)| l.as_str())
     }
 }

@@ -161,7 +161,8 @@ pub const NEED_IFACE: &str =
     "if [ -z \"$IFACE\" ]; then nicemu_kv iface none; exit 1; fi\nnicemu_kv iface \"$IFACE\"\n";
 
 /// Shell lines every scenario needing the peer starts with (after [`NEED_IFACE`]).
-pub const NEED_PEER: &str = "if [ -z \"$PEER_IFACE\" ] || [ \"$PEER_OK\" != 1 ]; then nicemu_kv peer none; exit 1; fi\n";
+pub const NEED_PEER: &str =
+    "if [ -z \"$PEER_IFACE\" ] || [ \"$PEER_OK\" != 1 ]; then nicemu_kv peer none; exit 1; fi\n";
 
 /// Parses a number that may carry a unit suffix or thousands separators ("1,234", "12ms").
 pub fn num(s: &str) -> Option<f64> {
@@ -172,6 +173,17 @@ pub fn num(s: &str) -> Option<f64> {
         .take_while(|c| c.is_ascii_digit() || *c == '.' || *c == '-' || *c == 'e' || *c == '+')
         .collect();
     t.parse().ok()
+}
+
+/// Explains a tool's exit status printed by `nicemu_out` (`TAG_rc`): 124/143 mean the
+/// guest-side `timeout` stopped it.
+pub fn describe_rc(rc: Option<&str>) -> String {
+    match rc {
+        Some("124") | Some("143") => "timed out".into(),
+        Some("127") => "tool not found in the guest".into(),
+        Some(rc) => format!("exit {rc}"),
+        None => "not run".into(),
+    }
 }
 
 /// Rounds to `digits` decimals (for tidy JSON).

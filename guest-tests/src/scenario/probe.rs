@@ -3,6 +3,8 @@
 
 use serde_json::json;
 
+use crate::params::Params;
+
 use super::{Scenario, ScenarioResult, Section, Target};
 
 /// Probe/bind/link scenario.
@@ -21,8 +23,7 @@ const ERROR_WORDS: &[&str] = &[
     "warning:",
 ];
 
-const SCRIPT: &str = r#"IFACE=$(nicemu_iface $MAC 100)
-if [ -z "$IFACE" ]; then nicemu_kv iface none; exit 1; fi
+const SCRIPT: &str = r#"if [ -z "$IFACE" ]; then nicemu_kv iface none; exit 1; fi
 nicemu_kv iface "$IFACE"
 nicemu_out ethtool_i /usr/sbin/ethtool -i "$IFACE"
 /usr/bin/ip link set "$IFACE" up
@@ -41,8 +42,8 @@ impl Scenario for Probe {
         "probe"
     }
 
-    fn script(&self) -> &'static str {
-        SCRIPT
+    fn script(&self, _p: &Params) -> String {
+        SCRIPT.to_owned()
     }
 
     fn parse(&self, s: &Section, target: &Target) -> ScenarioResult {
@@ -94,6 +95,19 @@ impl Scenario for Probe {
             r.metric("carrier_wait_ms", json!(ms));
         }
         collect_dmesg(s, &mut r);
+        if r.status == super::Status::Pass {
+            r.summary = Some(format!(
+                "{} {}",
+                r.metrics
+                    .get("driver")
+                    .and_then(|v| v.as_str())
+                    .unwrap_or(""),
+                r.metrics
+                    .get("firmware_version")
+                    .and_then(|v| v.as_str())
+                    .unwrap_or("")
+            ));
+        }
         r
     }
 }
@@ -127,6 +141,7 @@ mod tests {
         Target {
             mac: "52:54:00:12:34:56".into(),
             driver: driver.into(),
+            peer_mac: None,
         }
     }
 

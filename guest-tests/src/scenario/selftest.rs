@@ -4,25 +4,32 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 
+use crate::params::Params;
+
 use super::{Scenario, ScenarioResult, Section, Status, Target};
 
 /// Offline ethtool self-test scenario.
 #[derive(Debug)]
 pub struct Selftest;
 
-const SCRIPT: &str = r#"IFACE=$(nicemu_iface $MAC 100)
-if [ -z "$IFACE" ]; then nicemu_kv iface none; exit 1; fi
+const SCRIPT: &str = r#"if [ -z "$IFACE" ]; then nicemu_kv iface none; exit 1; fi
 nicemu_kv iface "$IFACE"
 /usr/bin/ip link set "$IFACE" up
-nicemu_out test /usr/sbin/ethtool -t "$IFACE" offline"#;
+nicemu_out test /usr/sbin/ethtool -t "$IFACE" offline
+nicemu_carrier "$IFACE" 100
+true"#;
 
 impl Scenario for Selftest {
     fn name(&self) -> &'static str {
         "selftest"
     }
 
-    fn script(&self) -> &'static str {
-        SCRIPT
+    fn script(&self, _p: &Params) -> String {
+        SCRIPT.to_owned()
+    }
+
+    fn budget_secs(&self, _p: &Params) -> u64 {
+        25
     }
 
     fn parse(&self, s: &Section, target: &Target) -> ScenarioResult {
@@ -79,6 +86,9 @@ impl Scenario for Selftest {
         if subtests.is_empty() && r.status == Status::Pass {
             r.add_failure("no sub-test results printed");
         }
+        if r.status == Status::Pass {
+            r.summary = Some(format!("{} sub-tests", subtests.len()));
+        }
         r
     }
 }
@@ -94,6 +104,7 @@ mod tests {
         Target {
             mac: "52:54:00:12:34:56".into(),
             driver: "igb".into(),
+            peer_mac: None,
         }
     }
 

@@ -6,9 +6,41 @@ use crate::error::{Error, Result};
 
 /// MAC given to the device under test (the guest finds its interface by it).
 pub const TEST_MAC: &str = "52:54:00:12:34:56";
+/// MAC given to the peer port.
+pub const PEER_MAC: &str = "52:54:00:12:34:57";
+
+/// Where the peer sits.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Topology {
+    /// A second port of the same kind in the same guest, moved into netns `peer`.
+    Netns,
+    /// Only the device under test (scenarios needing a peer are skipped).
+    Single,
+}
+
+impl Topology {
+    /// MACs of the ports: the device under test first.
+    pub fn macs(self) -> &'static [&'static str] {
+        match self {
+            Topology::Netns => &[TEST_MAC, PEER_MAC],
+            Topology::Single => &[TEST_MAC],
+        }
+    }
+
+    /// Name for reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Topology::Netns => "netns",
+            Topology::Single => "single",
+        }
+    }
+}
 
 /// A kind of NIC to test.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum DeviceKind {
     /// QEMU's built-in igb (the reference).
@@ -73,37 +105,47 @@ impl DeviceKind {
             })
     }
 
-    /// QEMU arguments attaching this device behind root port `rp1`.
-    /// `dir` is the device's run directory as QEMU sees it; `socket` the vfio-user socket.
-    pub fn qemu_args(self, dir: &str, socket: Option<&str>) -> Vec<String> {
-        let mut a = vec![
-            "-device".to_owned(),
-            "pcie-root-port,id=rp1,chassis=1,slot=1".to_owned(),
-        ];
-        match (self.nicemu_kind(), socket) {
-            (Some(_), Some(sock)) => {
-                a.push("-device".into());
-                a.push(
-                    serde_json::json!({
-                        "driver": "vfio-user-pci",
-                        "bus": "rp1",
-                        "socket": {"type": "unix", "path": sock},
-                    })
-                    .to_string(),
-                );
-            }
-            _ => {
-                let model = match self {
-                    DeviceKind::QemuE1000e => "e1000e",
-                    _ => "igb",
-                };
-                a.push("-netdev".into());
-                a.push(format!(
-                    "dgram,id=n1,local.type=unix,local.path={dir}/n1.local,\
-                     remote.type=unix,remote.path={dir}/n1.remote"
-                ));
-                a.push("-device".into());
-                a.push(format!("{model},netdev=n1,bus=rp1,mac={TEST_MAC}"));
+    /// QEMU arguments attaching one port per MAC in `macs`, each behind its own PCIe
+    /// root port (`rp1`, `rp2`, …). `dir` is the device's run directory as QEMU sees it;
+    /// `sockets` the vfio-user sockets (nicemu kinds, one per port). QEMU's own devices
+    /// with two ports are joined port to port by a pair of `-netdev dgram` unix sockets;
+    /// a single port sends into an unbound socket (a sink).
+    pub fn qemu_args(self, dir: &str, sockets: &[String], macs: &[&str]) -> Vec<String> {
+        let mut a = Vec::new();
+        for (i, mac) in macs.iter().enumerate() {
+            let n = i + 1;
+            a.push("-device".to_owned());
+            a.push(format!("pcie-root-port,id=rp{n},chassis={n},slot={n}"));
+            match (self.nicemu_kind(), sockets.get(i)) {
+                (Some(_), Some(sock)) => {
+                    a.push("-device".into());
+                    a.push(
+                        serde_json::json!({
+                            "driver": "vfio-user-pci",
+                            "bus": format!("rp{n}"),
+                            "socket": {"type": "unix", "path": sock},
+                        })
+                        .to_string(),
+                    );
+                }
+                _ => {
+                    let model = match self {
+                        DeviceKind::QemuE1000e => "e1000e",
+                        _ => "igb",
+                    };
+                    let (local, remote) = if macs.len() == 2 {
+                        (format!("{dir}/n{n}.sock"), format!("{dir}/n{}.sock", 3 - n))
+                    } else {
+                        (format!("{dir}/n{n}.local"), format!("{dir}/n{n}.remote"))
+                    };
+                    a.push("-netdev".into());
+                    a.push(format!(
+                        "dgram,id=n{n},local.type=unix,local.path={local},\
+                         remote.type=unix,remote.path={remote}"
+                    ));
+                    a.push("-device".into());
+                    a.push(format!("{model},netdev=n{n},bus=rp{n},mac={mac}"));
+                }
             }
         }
         a
@@ -126,11 +168,24 @@ mod tests {
             assert_eq!(DeviceKind::parse(d.name()).unwrap(), *d);
         }
         assert!(DeviceKind::parse("foo").is_err());
-        let a = DeviceKind::NicemuIgb.qemu_args("/r", Some("/r/igb0.sock"));
+        let a = DeviceKind::NicemuIgb.qemu_args("/r", &["/r/igb0.sock".into()], &[TEST_MAC]);
         assert!(a
             .iter()
             .any(|x| x.starts_with('{') && x.contains("\"/r/igb0.sock\"")));
-        let a = DeviceKind::QemuIgb.qemu_args("/r", None);
+        let a = DeviceKind::QemuIgb.qemu_args("/r", &[], &[TEST_MAC]);
         assert!(a.iter().any(|x| x.starts_with("igb,netdev=n1,bus=rp1")));
+    }
+
+    #[test]
+    fn two_ports_get_own_root_ports_and_crossed_sockets() {
+        let a = DeviceKind::QemuIgb.qemu_args("/r", &[], &[TEST_MAC, PEER_MAC]);
+        let joined = a.join(" ");
+        assert!(joined.contains("pcie-root-port,id=rp2,chassis=2"));
+        assert!(joined.contains("local.path=/r/n1.sock,remote.type=unix,remote.path=/r/n2.sock"));
+        assert!(joined.contains("local.path=/r/n2.sock,remote.type=unix,remote.path=/r/n1.sock"));
+        assert!(joined.contains("igb,netdev=n2,bus=rp2,mac=52:54:00:12:34:57"));
+        let socks = ["/r/igb0.sock".to_owned(), "/r/igb1.sock".to_owned()];
+        let a = DeviceKind::NicemuIgb.qemu_args("/r", &socks, &[TEST_MAC, PEER_MAC]);
+        assert!(a.join(" ").contains("\"bus\":\"rp2\""));
     }
 }

@@ -47,23 +47,25 @@ pub struct NicemuProcess {
 }
 
 impl NicemuProcess {
-    /// Starts `binary --device SPEC` with stderr/stdout to `log`, then waits until
-    /// `socket` exists (failing early if nicemu exits).
-    pub fn start(binary: &Path, spec: &str, socket: &Path, log: &Path) -> Result<Self> {
-        if socket.as_os_str().len() >= 108 {
-            return Err(Error::Usage(format!(
-                "socket path {} is too long for a unix socket; set NICEMU_CACHE to a shorter dir",
-                socket.display()
-            )));
+    /// Starts `binary --device SPEC…` (one process, all ports on one switch) with
+    /// stderr/stdout to `log`, then waits until every socket exists (failing early if
+    /// nicemu exits).
+    pub fn start(binary: &Path, specs: &[String], sockets: &[PathBuf], log: &Path) -> Result<Self> {
+        for socket in sockets {
+            if socket.as_os_str().len() >= 108 {
+                return Err(Error::Usage(format!(
+                    "socket path {} is too long for a unix socket; set NICEMU_CACHE to a shorter dir",
+                    socket.display()
+                )));
+            }
         }
         let out = std::fs::File::create(log).map_err(|e| Error::io(log, e))?;
         let err = out.try_clone().map_err(|e| Error::io(log, e))?;
         let mut cmd = Command::new(binary);
-        cmd.arg("--device")
-            .arg(spec)
-            .stdin(Stdio::null())
-            .stdout(out)
-            .stderr(err);
+        for spec in specs {
+            cmd.arg("--device").arg(spec);
+        }
+        cmd.stdin(Stdio::null()).stdout(out).stderr(err);
         if std::env::var_os("RUST_LOG").is_none() {
             cmd.env("RUST_LOG", "info");
         }
@@ -78,9 +80,10 @@ impl NicemuProcess {
         };
         let start = Instant::now();
         loop {
-            if socket.exists() {
+            let missing = sockets.iter().find(|s| !s.exists());
+            let Some(socket) = missing else {
                 return Ok(me);
-            }
+            };
             if let Ok(Some(st)) = me.child.try_wait() {
                 return Err(Error::Command {
                     cmd: crate::cmd::display(&cmd),

@@ -1,0 +1,144 @@
+//! Scenario parameters: `scenario.key=value` pairs from the matrix file and `--param`.
+//!
+//! Every scenario documents its keys and defaults in [`KNOWN`]; unknown keys are an error so
+//! a typo does not silently run the defaults.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// Known parameters: (key, default, meaning).
+pub const KNOWN: &[(&str, &str, &str)] = &[
+    ("ping.count", "1000", "echo requests sent"),
+    (
+        "ping.interval",
+        "0.01",
+        "seconds between requests (ping -i)",
+    ),
+    ("ping.size", "56", "ICMP payload bytes (ping -s)"),
+    (
+        "ping.max_loss",
+        "0",
+        "highest packet loss (%) that still passes",
+    ),
+    (
+        "netperf.tests",
+        "TCP_STREAM,TCP_RR,UDP_STREAM:64",
+        "tests, comma-separated; UDP_STREAM:M / TCP_STREAM:M set the message size (-m M)",
+    ),
+    ("netperf.duration", "5", "seconds per test (netperf -l)"),
+    (
+        "netperf.cpumask",
+        "",
+        "taskset mask for netperf (e.g. 2 = CPU 1); empty = no pinning",
+    ),
+    (
+        "netperf.combined",
+        "",
+        "ethtool -L IFACE combined N before the tests; empty = leave as is",
+    ),
+    ("cyclictest.loops", "20000", "cyclictest -l"),
+    ("cyclictest.interval", "200", "cyclictest -i (µs)"),
+    ("cyclictest.priority", "90", "cyclictest -p"),
+    ("cyclictest.histogram", "4000", "cyclictest -h (µs buckets)"),
+    (
+        "cyclictest.stats_reader",
+        "1",
+        "1 = run `ethtool -S` / `ip -s link` in a loop meanwhile",
+    ),
+    ("stats.count", "200", "pings (and broadcast frames) sent"),
+    ("stats.size", "100", "ICMP payload bytes"),
+    ("channels.pings", "5", "pings after each ethtool -L"),
+    (
+        "channels.require_xps",
+        "0",
+        "1 = fail when a tx queue has an empty XPS map (the driver sets none)",
+    ),
+    ("qdisc.duration", "5", "seconds of UDP load"),
+    ("qdisc.size", "64", "UDP message size"),
+    ("qdisc.rate", "200mbit", "tbf rate"),
+];
+
+/// Parameter values (only overrides; defaults come from [`KNOWN`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Params(pub BTreeMap<String, String>);
+
+impl Params {
+    /// Sets `key` after checking it is known.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
+        if !KNOWN.iter().any(|(k, _, _)| *k == key) {
+            let keys: Vec<&str> = KNOWN.iter().map(|(k, _, _)| *k).collect();
+            return Err(Error::Usage(format!(
+                "unknown parameter {key:?} (known: {})",
+                keys.join(", ")
+            )));
+        }
+        self.0.insert(key.to_owned(), value.to_owned());
+        Ok(())
+    }
+
+    /// Parses and sets one `key=value`.
+    pub fn set_pair(&mut self, pair: &str) -> Result<()> {
+        let (k, v) = pair
+            .split_once('=')
+            .ok_or_else(|| Error::Usage(format!("--param {pair:?}: expected KEY=VALUE")))?;
+        self.set(k.trim(), v.trim())
+    }
+
+    /// The value of `key` (the override, else its default).
+    pub fn get(&self, key: &str) -> String {
+        if let Some(v) = self.0.get(key) {
+            return v.clone();
+        }
+        KNOWN
+            .iter()
+            .find(|(k, _, _)| *k == key)
+            .map(|(_, d, _)| d.to_string())
+            .unwrap_or_default()
+    }
+
+    /// `key` as a number, falling back to the default when it does not parse.
+    pub fn num(&self, key: &str) -> f64 {
+        self.get(key).parse().unwrap_or_else(|_| {
+            KNOWN
+                .iter()
+                .find(|(k, _, _)| *k == key)
+                .and_then(|(_, d, _)| d.parse().ok())
+                .unwrap_or(0.0)
+        })
+    }
+
+    /// Checks every value that must be numeric or shell-safe is so.
+    pub fn validate(&self) -> Result<()> {
+        for (k, v) in &self.0 {
+            let ok = v
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || ",.:_-".contains(c));
+            if !ok {
+                return Err(Error::Usage(format!(
+                    "parameter {k}={v:?}: only letters, digits and , . : _ - are allowed"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_overrides_and_unknown_keys() {
+        let mut p = Params::default();
+        assert_eq!(p.get("ping.count"), "1000");
+        p.set_pair("ping.count = 10").unwrap();
+        assert_eq!(p.num("ping.count"), 10.0);
+        assert!(p.set_pair("ping.cnt=1").is_err());
+        assert!(p.set_pair("nokey").is_err());
+        p.set("netperf.cpumask", "2; rm -rf /").unwrap();
+        assert!(p.validate().is_err());
+    }
+}

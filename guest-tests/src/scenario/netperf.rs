@@ -1,0 +1,219 @@
+//! `netperf`: TCP_STREAM / TCP_RR / UDP_STREAM (message sizes, duration, optional CPU
+//! pinning with `taskset` and `ethtool -L combined N` first) from the device under test to
+//! `netserver` in the peer namespace. Uses omni's `-k` key=value output.
+
+use std::collections::BTreeMap;
+
+use serde_json::json;
+
+use super::{num, round, Scenario, ScenarioResult, Section, Target, NEED_IFACE, NEED_PEER};
+use crate::params::Params;
+
+/// netperf throughput scenario.
+#[derive(Debug)]
+pub struct Netperf;
+
+/// Tests accepted in `netperf.tests`.
+pub const TESTS: &[&str] = &[
+    "TCP_STREAM",
+    "TCP_MAERTS",
+    "TCP_RR",
+    "TCP_CRR",
+    "UDP_STREAM",
+    "UDP_RR",
+];
+
+/// omni output selectors printed (`-k`).
+const SELECTORS: &str =
+    "THROUGHPUT,THROUGHPUT_UNITS,ELAPSED_TIME,LOCAL_SEND_CALLS,REMOTE_RECV_CALLS,MEAN_LATENCY,LOCAL_SEND_SIZE";
+
+/// One requested test: name and optional message size.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TestSpec {
+    /// netperf -t value.
+    pub test: String,
+    /// -m message size.
+    pub size: Option<u32>,
+}
+
+impl TestSpec {
+    /// The label used in results ("UDP_STREAM:64").
+    pub fn label(&self) -> String {
+        match self.size {
+            Some(m) => format!("{}:{m}", self.test),
+            None => self.test.clone(),
+        }
+    }
+}
+
+/// Parses `netperf.tests` ("TCP_STREAM,UDP_STREAM:64"); unknown tests are dropped with a
+/// warning (the validated list is what runs).
+pub fn parse_tests(spec: &str) -> Vec<TestSpec> {
+    spec.split(',')
+        .filter(|s| !s.trim().is_empty())
+        .filter_map(|s| {
+            let (t, m) = match s.trim().split_once(':') {
+                Some((t, m)) => (t, m.parse().ok()),
+                None => (s.trim(), None),
+            };
+            let t = t.to_ascii_uppercase();
+            if TESTS.contains(&t.as_str()) {
+                Some(TestSpec { test: t, size: m })
+            } else {
+                log::warn!(
+                    "netperf: unknown test {t:?} ignored (known: {})",
+                    TESTS.join(", ")
+                );
+                None
+            }
+        })
+        .collect()
+}
+
+/// Parses `-k` output (KEY=VALUE lines) into a map.
+pub fn parse_keyval(lines: &[&str]) -> BTreeMap<String, String> {
+    lines
+        .iter()
+        .filter_map(|l| l.split_once('='))
+        .filter(|(k, _)| {
+            !k.is_empty()
+                && k.chars()
+                    .all(|c| c.is_ascii_uppercase() || c == '_' || c.is_ascii_digit())
+        })
+        .map(|(k, v)| (k.to_owned(), v.trim().to_owned()))
+        .collect()
+}
+
+/// ": last lines" of a tool's output, or nothing.
+fn tail(lines: &[&str]) -> String {
+    let t: Vec<&str> = lines.iter().rev().take(3).rev().copied().collect();
+    if t.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", t.join(" | "))
+    }
+}
+
+impl Scenario for Netperf {
+    fn name(&self) -> &'static str {
+        "netperf"
+    }
+
+    fn needs_peer(&self) -> bool {
+        true
+    }
+
+    fn budget_secs(&self, p: &Params) -> u64 {
+        let n = parse_tests(&p.get("netperf.tests")).len() as u64;
+        n * (p.num("netperf.duration") as u64 + 5) + 5
+    }
+
+    fn script(&self, p: &Params) -> String {
+        let d = p.num("netperf.duration").max(1.0) as u64;
+        let mut s = format!("{NEED_IFACE}{NEED_PEER}");
+        let combined = p.get("netperf.combined");
+        if !combined.is_empty() {
+            s.push_str(&format!(
+                "nicemu_out ethtool_L /usr/sbin/ethtool -L \"$IFACE\" combined {combined}\nnicemu_carrier \"$IFACE\" 100\n"
+            ));
+        }
+        let mask = p.get("netperf.cpumask");
+        let pin = if mask.is_empty() {
+            String::new()
+        } else {
+            format!("/usr/bin/taskset {mask} ")
+        };
+        for (i, t) in parse_tests(&p.get("netperf.tests")).iter().enumerate() {
+            let m = t.size.map(|m| format!("-m {m} ")).unwrap_or_default();
+            s.push_str(&format!(
+                "nicemu_kv test{i} {}\nnicemu_out np{i} timeout {} {pin}/usr/bin/netperf -H $PEER_IP -t {} -l {d} -P 0 -- {m}-k {SELECTORS} \
+                 || [ $? != 143 ] || {{ nicemu_kv aborted {i}; exit 0; }}\n",
+                t.label(),
+                d + 40,
+                t.test
+            ));
+        }
+        s.push_str("true");
+        s
+    }
+
+    fn parse(&self, s: &Section, _t: &Target) -> ScenarioResult {
+        let mut r = ScenarioResult::pass(self.name());
+        if let Some(rc) = s.get("ethtool_L_rc") {
+            if rc != "0" {
+                let out: Vec<&str> = s.lines("ethtool_L").collect();
+                r.add_failure(format!("ethtool -L failed: {}", out.join(" ")));
+            }
+        }
+        let mut tests = serde_json::Map::new();
+        let mut summary = Vec::new();
+        let aborted: Option<usize> = s.get("aborted").and_then(|v| v.parse().ok());
+        for i in 0.. {
+            let Some(label) = s.get(&format!("test{i}")) else {
+                break;
+            };
+            if aborted.is_some_and(|a| i > a) {
+                r.add_failure(format!("{label}: not run (an earlier test timed out)"));
+                continue;
+            }
+            let tag = format!("np{i}");
+            let lines: Vec<&str> = s.lines(&tag).collect();
+            let kv = parse_keyval(&lines);
+            let rc = super::describe_rc(s.get(&format!("{tag}_rc")));
+            let Some(tp) = kv.get("THROUGHPUT").and_then(|v| num(v)) else {
+                r.add_failure(format!("{label}: no result ({rc}){}", tail(&lines)));
+                continue;
+            };
+            let units = kv.get("THROUGHPUT_UNITS").cloned().unwrap_or_default();
+            let mut m = serde_json::Map::new();
+            m.insert("throughput".into(), json!(tp));
+            m.insert("units".into(), json!(units));
+            let secs = kv.get("ELAPSED_TIME").and_then(|v| num(v)).unwrap_or(0.0);
+            m.insert("secs".into(), json!(secs));
+            if let Some(lat) = kv.get("MEAN_LATENCY").and_then(|v| num(v)) {
+                m.insert("mean_latency_us".into(), json!(lat));
+            }
+            let short = if label.starts_with("UDP_STREAM") && secs > 0.0 {
+                let sent = kv
+                    .get("LOCAL_SEND_CALLS")
+                    .and_then(|v| num(v))
+                    .unwrap_or(0.0);
+                let recv = kv
+                    .get("REMOTE_RECV_CALLS")
+                    .and_then(|v| num(v))
+                    .unwrap_or(0.0);
+                m.insert("msgs_per_s_sent".into(), json!(round(sent / secs, 1)));
+                m.insert("msgs_per_s_received".into(), json!(round(recv / secs, 1)));
+                format!("{label} {:.1}k msg/s", recv / secs / 1000.0)
+            } else if units.contains("bits") {
+                format!("{label} {tp:.0} Mbit/s")
+            } else {
+                format!("{label} {tp:.0} {}", units.replace("Trans/s", "tr/s"))
+            };
+            if tp <= 0.0 {
+                r.add_failure(format!("{label}: throughput 0"));
+            }
+            summary.push(short);
+            tests.insert(label.to_owned(), serde_json::Value::Object(m));
+        }
+        if tests.is_empty() && r.status == super::Status::Pass {
+            r.add_failure("no netperf test ran");
+        }
+        r.metric("tests", serde_json::Value::Object(tests));
+        r.summary = Some(summary.join(", "));
+        r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_specs_parse_with_sizes_and_drop_unknown() {
+        let t = parse_tests("TCP_STREAM, udp_stream:1,FOO,TCP_RR");
+        assert_eq!(t.len(), 3);
+        assert_eq!(t[1].label(), "UDP_STREAM:1");
+        assert_eq!(t[1].size, Some(1));
+    }
+}

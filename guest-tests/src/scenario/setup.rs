@@ -1,0 +1,111 @@
+//! The `net` setup run before the scenarios: finds the device under test by MAC and, with a
+//! peer port, moves the peer into network namespace `peer`, addresses both ends
+//! (`DUT_IP`/24 and `PEER_IP`/24), pins the neighbour entries (so no ARP disturbs counters),
+//! waits for carrier on both and starts `netserver` in the peer namespace.
+//!
+//! It runs in `/init`'s own shell (not a subshell) so `IFACE`, `PEER_IFACE` and `PEER_OK`
+//! stay set for the scenarios.
+
+use serde_json::json;
+
+use super::{ScenarioResult, Section, Target, DUT_IP, PEER_IP};
+
+/// Name of the setup's console section.
+pub const NAME: &str = "net";
+
+const PEER_SETUP: &str = r#"PEER_IFACE=$(nicemu_iface $PEER_MAC 100)
+nicemu_kv peer_iface "${PEER_IFACE:-none}"
+if [ -n "$IFACE" ] && [ -n "$PEER_IFACE" ]; then
+    /usr/bin/ip netns add peer
+    /usr/bin/ip link set "$PEER_IFACE" netns peer
+    nicemu_kv netns_rc $?
+    nicemu_peer /usr/bin/ip link set lo up
+    /usr/bin/ip addr add $DUT_IP/24 dev "$IFACE"
+    nicemu_peer /usr/bin/ip addr add $PEER_IP/24 dev "$PEER_IFACE"
+    /usr/bin/ip link set "$IFACE" up
+    nicemu_peer /usr/bin/ip link set "$PEER_IFACE" up
+    n=0
+    while [ $n -lt 100 ]; do
+        [ "$(cat /sys/class/net/$IFACE/carrier 2>/dev/null)" = 1 ] &&
+            [ "$(nicemu_peer cat /sys/class/net/$PEER_IFACE/carrier 2>/dev/null)" = 1 ] && break
+        sleep 0.1; n=$((n+1))
+    done
+    nicemu_kv carrier_wait_ms $((n*100))
+    /usr/bin/ip neigh replace $PEER_IP lladdr $PEER_MAC nud permanent dev "$IFACE"
+    nicemu_peer /usr/bin/ip neigh replace $DUT_IP lladdr $MAC nud permanent dev "$PEER_IFACE"
+    nicemu_peer /usr/bin/netserver -4 >/dev/null 2>&1
+    nicemu_kv netserver_rc $?
+    nicemu_out ping /usr/bin/ping -c 3 -i 0.2 -W 3 $PEER_IP && PEER_OK=1
+    nicemu_kv peer_ok "${PEER_OK:-0}"
+fi
+"#;
+
+/// Renders the setup (plain shell in `/init`).
+pub fn render(target: &Target) -> String {
+    let mut s = format!(
+        "SCEN={NAME}; MAC={}; DRIVER={}; DUT_IP={DUT_IP}; PEER_IP={PEER_IP}; PEER_OK=0\n\
+         echo \"@@NICEMU-BEGIN {NAME}\"\n\
+         IFACE=$(nicemu_iface $MAC 100)\nnicemu_kv iface \"${{IFACE:-none}}\"\n",
+        target.mac, target.driver
+    );
+    if let Some(peer) = &target.peer_mac {
+        s.push_str(&format!("PEER_MAC={peer}\n"));
+        s.push_str(PEER_SETUP);
+    } else {
+        s.push_str("PEER_IFACE=\n");
+    }
+    s.push_str(&format!(
+        "echo \"@@NICEMU-DONE {NAME} rc=0 uptime=$(nicemu_uptime)\"\n"
+    ));
+    s
+}
+
+/// Evaluates the setup section.
+pub fn parse(s: Option<&Section>, target: &Target) -> ScenarioResult {
+    let Some(s) = s else {
+        return ScenarioResult::fail(NAME, "the guest never ran the network setup");
+    };
+    let mut r = ScenarioResult::pass(NAME);
+    match s.get("iface") {
+        Some("none") | None => r.add_failure(format!(
+            "no interface with MAC {} (device under test) appeared",
+            target.mac
+        )),
+        Some(i) => r.metric("iface", json!(i)),
+    }
+    let Some(peer) = &target.peer_mac else {
+        return r;
+    };
+    match s.get("peer_iface") {
+        Some("none") | None => {
+            r.add_failure(format!("no interface with MAC {peer} (peer) appeared"));
+            return r;
+        }
+        Some(i) => r.metric("peer_iface", json!(i)),
+    }
+    if s.get("netns_rc") != Some("0") {
+        r.add_failure("could not move the peer port into netns `peer`");
+    }
+    if let Some(ms) = s.get("carrier_wait_ms").and_then(|v| v.parse::<u64>().ok()) {
+        r.metric("carrier_wait_ms", json!(ms));
+        if ms >= 10_000 {
+            r.add_failure("no carrier on both ports after 10 s");
+        }
+    }
+    if s.get("netserver_rc") != Some("0") {
+        r.add_failure("netserver did not start in the peer namespace");
+    }
+    let ping: Vec<&str> = s.lines("ping").collect();
+    if let Some(p) = super::ping::parse_summary(&ping) {
+        r.metric("ping_received", json!(p.received));
+        if p.received == 0 {
+            r.add_failure(format!(
+                "the peer does not answer pings ({} sent, 0 received)",
+                p.transmitted
+            ));
+        }
+    } else {
+        r.add_failure("ping to the peer printed no summary");
+    }
+    r
+}
