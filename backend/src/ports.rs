@@ -11,7 +11,7 @@ use device_models::{DeviceEnv, MonotonicClock};
 
 use crate::config::{DeviceKind, DeviceSpec, WireSpec};
 use crate::error::Error;
-use crate::switch::Switch;
+use crate::switch::{DirectRx, Switch};
 use crate::timer::{self, DeviceTimer};
 use crate::trace::Tracer;
 use crate::vfio::{self, irq::EventIrq, SharedDevice, VfioPort};
@@ -39,6 +39,31 @@ impl Running {
             if let Err(e) = std::fs::remove_file(s) {
                 log::warn!("cannot remove {}: {e}", s.display());
             }
+        }
+    }
+}
+
+/// Direct receive into a device whose lock is free (see [`DirectRx`]).
+#[derive(Default)]
+struct DirectDevice {
+    dev: std::sync::OnceLock<SharedDevice>,
+}
+
+impl DirectRx for DirectDevice {
+    fn try_receive(&self, frame: &[u8]) -> bool {
+        let Some(dev) = self.dev.get() else {
+            return false;
+        };
+        match dev.try_lock() {
+            Ok(mut d) => {
+                d.receive(frame);
+                true
+            }
+            Err(std::sync::TryLockError::Poisoned(p)) => {
+                p.into_inner().receive(frame);
+                true
+            }
+            Err(std::sync::TryLockError::WouldBlock) => false,
         }
     }
 }
@@ -91,7 +116,8 @@ fn start_one(
         DeviceKind::VirtioNet => return Err(unsupported("virtio-net")),
     };
     let switch = nets.entry(spec.net.clone()).or_default().clone();
-    let (port, rx) = switch.attach();
+    let direct = Arc::new(DirectDevice::default());
+    let (port, rx) = switch.attach_direct(Some(direct.clone()));
     let irq = Arc::new(EventIrq::new(vectors));
     let timer = Arc::new(DeviceTimer::default());
     let env = DeviceEnv {

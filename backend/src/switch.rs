@@ -3,7 +3,7 @@
 //! of blocking the sending guest.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -49,6 +49,7 @@ impl FramePool {
 pub struct PortRx {
     rx: Receiver<Vec<u8>>,
     pool: Arc<FramePool>,
+    queued: Arc<AtomicUsize>,
 }
 
 impl PortRx {
@@ -57,8 +58,9 @@ impl PortRx {
         self.rx.recv().ok()
     }
 
-    /// Returns a frame's buffer after use.
+    /// Returns a frame's buffer after use (the frame is consumed).
     pub fn recycle(&self, buf: Vec<u8>) {
+        self.queued.fetch_sub(1, Ordering::AcqRel);
         self.pool.recycle(buf);
     }
 }
@@ -74,9 +76,20 @@ pub struct PortCounters {
     pub rx_drops: AtomicU64,
 }
 
+/// A receiver that can take a frame synchronously when it is not busy (the
+/// device's lock is free), saving the hop through its receive thread.
+pub trait DirectRx: Send + Sync {
+    /// Delivers `frame` now and returns true, or returns false when busy.
+    fn try_receive(&self, frame: &[u8]) -> bool;
+}
+
 struct Port {
     queue: SyncSender<Vec<u8>>,
     counters: Arc<PortCounters>,
+    /// Frames queued and not yet consumed; direct delivery only when 0, so
+    /// frames are never reordered.
+    queued: Arc<AtomicUsize>,
+    direct: Option<Arc<dyn DirectRx>>,
 }
 
 /// One network: ports and the learned MAC table.
@@ -112,12 +125,23 @@ impl std::fmt::Debug for PortHandle {
 impl Switch {
     /// Adds a port; returns its transmit handle and the receiver of frames for it.
     pub fn attach(self: &Arc<Self>) -> (PortHandle, PortRx) {
+        self.attach_direct(None)
+    }
+
+    /// Adds a port whose frames may be delivered synchronously through `direct`.
+    pub fn attach_direct(
+        self: &Arc<Self>,
+        direct: Option<Arc<dyn DirectRx>>,
+    ) -> (PortHandle, PortRx) {
         let (tx, rx) = sync_channel(PORT_QUEUE);
         let counters = Arc::new(PortCounters::default());
+        let queued = Arc::new(AtomicUsize::new(0));
         let mut ports = self.ports.write().unwrap_or_else(|e| e.into_inner());
         ports.push(Port {
             queue: tx,
             counters: counters.clone(),
+            queued: queued.clone(),
+            direct,
         });
         (
             PortHandle {
@@ -128,16 +152,25 @@ impl Switch {
             PortRx {
                 rx,
                 pool: self.pool.clone(),
+                queued,
             },
         )
     }
 
     fn deliver(&self, to: &Port, frame: &[u8]) {
+        if let Some(d) = &to.direct {
+            if to.queued.load(Ordering::Acquire) == 0 && d.try_receive(frame) {
+                to.counters.rx_frames.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+        }
+        to.queued.fetch_add(1, Ordering::AcqRel);
         match to.queue.try_send(self.pool.copy_of(frame)) {
             Ok(()) => {
                 to.counters.rx_frames.fetch_add(1, Ordering::Relaxed);
             }
             Err(TrySendError::Full(b)) | Err(TrySendError::Disconnected(b)) => {
+                to.queued.fetch_sub(1, Ordering::AcqRel);
                 to.counters.rx_drops.fetch_add(1, Ordering::Relaxed);
                 self.pool.recycle(b);
             }
@@ -220,6 +253,45 @@ mod tests {
             "learned destination is not flooded"
         );
         assert!(ra.rx.try_recv().is_err(), "no echo to the sender");
+    }
+
+    struct Sink(Mutex<Vec<Vec<u8>>>, Mutex<()>);
+    impl DirectRx for Sink {
+        fn try_receive(&self, frame: &[u8]) -> bool {
+            let Ok(_g) = self.1.try_lock() else {
+                return false;
+            };
+            self.0.lock().unwrap().push(frame.to_vec());
+            true
+        }
+    }
+
+    #[test]
+    fn direct_delivery_when_idle_queue_when_busy_never_reordered() {
+        let sw = Arc::new(Switch::default());
+        let (a, _ra) = sw.attach();
+        let sink = Arc::new(Sink(Mutex::default(), Mutex::default()));
+        let (_b, rb) = sw.attach_direct(Some(sink.clone()));
+        let f = |n: u8| {
+            let mut f = frame([0xff; 6], [2, 0, 0, 0, 0, 1]);
+            f[20] = n;
+            f
+        };
+        a.transmit(&f(1));
+        assert_eq!(sink.0.lock().unwrap().len(), 1, "delivered directly");
+        let busy = sink.1.lock().unwrap();
+        a.transmit(&f(2));
+        drop(busy);
+        a.transmit(&f(3));
+        assert_eq!(sink.0.lock().unwrap().len(), 1, "queued behind frame 2");
+        let g2 = rb.recv().unwrap();
+        assert_eq!(g2[20], 2);
+        rb.recycle(g2);
+        let g3 = rb.recv().unwrap();
+        assert_eq!(g3[20], 3);
+        rb.recycle(g3);
+        a.transmit(&f(4));
+        assert_eq!(sink.0.lock().unwrap().len(), 2, "direct again once drained");
     }
 
     #[test]

@@ -124,11 +124,14 @@ pub fn apply_checksums(
     if f.len() < l4 {
         return Err(OffloadError::Truncated(l4));
     }
-    if ixsm && ctx.ipv4() {
+    // The IP version comes from the header itself: drivers set TUCMD.IPV4 for
+    // TSO but not always for plain checksum offload (igb_tx_csum).
+    let ipv4 = f[ip] >> 4 == 4;
+    if ixsm && ipv4 {
         ipv4_header_csum(f, ip)?;
     }
     if txsm {
-        l4_csum(f, ip, l4, ctx.ipv4(), ctx_proto(ctx))?;
+        l4_csum(f, ip, l4, ipv4, ctx_proto(ctx))?;
     }
     Ok(())
 }
@@ -156,7 +159,7 @@ pub fn segment_tcp(
         return Err(OffloadError::Truncated(hdr));
     }
     let payload = &frame[hdr..];
-    let ipv4 = ctx.ipv4();
+    let ipv4 = frame[ip] >> 4 == 4;
     let seq0 = u32::from_be_bytes([frame[l4 + 4], frame[l4 + 5], frame[l4 + 6], frame[l4 + 7]]);
     let flags0 = frame[l4 + 13];
     let id0 = if ipv4 && frame.len() >= ip + 6 {
@@ -312,6 +315,12 @@ mod tests {
         let mut f = tcp4(b"hello, world!");
         apply_checksums(&mut f, &ctx_tcp4(0), true, true).unwrap();
         verify_ipv4(&f);
+        // igb_tx_csum does not set TUCMD.IPV4 for plain checksum offload.
+        let mut g = tcp4(b"hello, world!");
+        let mut c = ctx_tcp4(0);
+        c.tucmd = 0x4;
+        apply_checksums(&mut g, &c, true, true).unwrap();
+        assert_eq!(f, g);
     }
 
     #[test]
