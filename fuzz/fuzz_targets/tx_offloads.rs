@@ -1,0 +1,34 @@
+//! Fuzzes descriptor parsing and the offload engines with arbitrary
+//! descriptors, contexts and frames: checksums, TSO segmentation, RX checksum
+//! verification and the RSS hash must never panic or read out of bounds.
+#![no_main]
+
+use device_models::desc::{parse_tx, TxDesc};
+use device_models::{offload, rss};
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    if data.len() < 32 {
+        return;
+    }
+    let mut d = [0u8; 16];
+    d.copy_from_slice(&data[..16]);
+    let _ = parse_tx(&d);
+    let mut c = [0u8; 16];
+    c.copy_from_slice(&data[16..32]);
+    // Force a context descriptor out of the second 16 bytes.
+    c[11] = 0x20;
+    c[10] = (c[10] & 0x0f) | 0x20;
+    let ctx = match parse_tx(&c) {
+        TxDesc::Context(ctx) => ctx,
+        _ => return,
+    };
+    let mut frame = data[32..].to_vec();
+    let _ = offload::apply_checksums(&mut frame, &ctx, data[0] & 1 != 0, data[0] & 2 != 0);
+    let mut seg = Vec::new();
+    let mut n = 0usize;
+    let _ = offload::segment_tcp(&frame, &ctx, &mut seg, |s| n += s.len());
+    let _ = offload::verify_rx(&frame);
+    let key = [0x6du8; 40];
+    let _ = rss::hash(&key, rss::HashTypes::from_mrqc(u32::MAX), &frame);
+});
