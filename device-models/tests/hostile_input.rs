@@ -57,7 +57,7 @@ fn random_programs_focused_on_queue_registers() {
         for _ in 0..2000 {
             let r = rng.next_u64();
             let base = [0x2800u32, 0x3800, 0xc000, 0xe000][(r & 3) as usize];
-            let off = base + ((r >> 8) as u32 % 0x400) & !3;
+            let off = (base + ((r >> 8) as u32 % 0x400)) & !3;
             let op = if r >> 60 == 0 { 4 } else { (r >> 40) as u8 % 3 };
             let val = if r & 0x10 != 0 {
                 0x0200_0000
@@ -67,7 +67,6 @@ fn random_programs_focused_on_queue_registers() {
             let mut step = [0u8; 7];
             step[0] = op;
             step[1..3].copy_from_slice(&(off as u16).to_le_bytes());
-            step[3] = (off >> 16) as u8;
             step[3..7].copy_from_slice(&val.to_le_bytes());
             step[3] = (step[3] & !0x07) | (off >> 16) as u8;
             prog.extend_from_slice(&step);
