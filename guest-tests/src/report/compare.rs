@@ -159,10 +159,10 @@ pub fn render(a: &RunReport, b: &RunReport) -> String {
             for k in keys.into_iter().filter(|k| interesting(k)) {
                 let (va, vb) = (ma.get(k), mb.get(k));
                 let delta = match (va, vb) {
+                    (Some(x), Some(y)) if x == y => "=".into(),
                     (Some(x), Some(y)) if *x != 0.0 => {
                         format!("{:+.1}%", (y - x) / x.abs() * 100.0)
                     }
-                    (Some(x), Some(y)) if x == y => "0".into(),
                     _ => String::new(),
                 };
                 let show = |v: Option<&f64>| v.map(|v| fmt_num(*v)).unwrap_or_else(|| "—".into());
@@ -201,8 +201,24 @@ mod tests {
         assert!(md
             .contains("| qemu-igb | netperf | tests.TCP_STREAM.throughput | 600 | 450 | -25.0% |"));
         assert!(md.contains("| qemu-igb | netperf | status | PASS | FAIL | changed |"));
-        assert!(md.contains("| qemu-igb | cyclictest | threads.cpu1.max | 400 | 400 | +0.0% |"));
+        assert!(md.contains("| qemu-igb | cyclictest | threads.cpu1.max | 400 | 400 | = |"));
         assert!(md.contains("| nicemu-igb | ping | rtt_avg_ms | — | 0.600 |  |"));
         assert!(!md.contains("histogram"));
+    }
+
+    #[test]
+    fn real_ab_run_splits_by_kernel() {
+        let text = include_str!("../../tests/fixtures/ab-sid-trixie-qemu-igb.results.json");
+        let r: RunReport = serde_json::from_str(text).unwrap();
+        assert_eq!(r.kernels(), ["sid", "trixie"]);
+        let md = render(&r.only_kernel("sid"), &r.only_kernel("trixie"));
+        assert!(md.contains("**A**: sid 7.2.13+deb14-amd64"), "{md}");
+        assert!(md.contains("**B**: trixie 6.12.117+deb13-amd64"));
+        assert!(md.contains(
+            "| qemu-igb | netperf | tests.TCP_STREAM.throughput | 140.5 | 91.630 | -34.8% |"
+        ));
+        assert!(
+            md.contains("| qemu-igb | cyclictest | threads.cpu1.max | 50143 | 28099 | -44.0% |")
+        );
     }
 }

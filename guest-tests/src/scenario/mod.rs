@@ -15,6 +15,8 @@
 pub mod channels;
 pub mod console;
 pub mod cyclictest;
+#[cfg(test)]
+mod fixture_tests;
 pub mod netperf;
 pub mod ping;
 pub mod probe;

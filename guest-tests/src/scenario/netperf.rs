@@ -123,12 +123,16 @@ impl Scenario for Netperf {
         } else {
             format!("/usr/bin/taskset {mask} ")
         };
-        for (i, t) in parse_tests(&p.get("netperf.tests")).iter().enumerate() {
+        let tests = parse_tests(&p.get("netperf.tests"));
+        // Labels first, so tests cut short by an abort are still reported.
+        for (i, t) in tests.iter().enumerate() {
+            s.push_str(&format!("nicemu_kv test{i} {}\n", t.label()));
+        }
+        for (i, t) in tests.iter().enumerate() {
             let m = t.size.map(|m| format!("-m {m} ")).unwrap_or_default();
             s.push_str(&format!(
-                "nicemu_kv test{i} {}\nnicemu_out np{i} timeout {} {pin}/usr/bin/netperf -H $PEER_IP -t {} -l {d} -P 0 -- {m}-k {SELECTORS} \
+                "nicemu_out np{i} timeout {} {pin}/usr/bin/netperf -H $PEER_IP -t {} -l {d} -P 0 -- {m}-k {SELECTORS} \
                  || [ $? != 143 ] || {{ nicemu_kv aborted {i}; exit 0; }}\n",
-                t.label(),
                 d + 40,
                 t.test
             ));
