@@ -9,6 +9,7 @@
 //! recording interrupt sink.
 
 pub mod desc;
+pub mod fault;
 pub mod igb;
 pub mod ixgbe;
 pub mod nvm;
@@ -18,11 +19,13 @@ pub mod phy;
 pub mod regfile;
 pub mod ring;
 pub mod rss;
+pub mod stats;
 #[doc(hidden)]
 pub mod testutil;
 
 use std::sync::Arc;
 
+pub use fault::{DriverView, Fault, FaultError};
 pub use pci::{Bar, BarKind};
 
 /// Guest physical memory as the device sees it through DMA.
@@ -114,6 +117,16 @@ pub trait NicFunction: Send {
     fn reg_name(&self, bar: usize, offset: u64) -> String;
     /// Device-wide counters of guest errors (bad DMA addresses, bad rings…).
     fn error_counters(&self) -> Vec<(&'static str, u64)>;
+    /// Statistics counters totalled since the last function reset, read
+    /// without clearing anything the guest reads.
+    fn counters(&self) -> Vec<(String, u64)>;
+    /// Connects or disconnects the emulated cable (the driver sees a link
+    /// status change interrupt).
+    fn set_link(&mut self, up: bool);
+    /// Injects a fault.
+    fn inject(&mut self, fault: Fault) -> Result<(), FaultError>;
+    /// What the driver has programmed.
+    fn driver_view(&self) -> DriverView;
     /// Called by the transport when a deadline armed through [`TimerSink`] passed.
     fn on_timer(&mut self, now_ns: u64) {
         let _ = now_ns;

@@ -159,6 +159,10 @@ pub struct Igb {
     /// BAR2 IOADDR register (indirect access window).
     ioaddr: u32,
     errors: GuestErrors,
+    /// Faults injected through the control path.
+    faults: crate::fault::Faults,
+    /// Running totals of the statistics registers (control path view).
+    totals: crate::stats::Totals,
     /// Link state last reported through ICR.LSC.
     link_reported: bool,
     /// Per MSI-X vector: earliest time (clock ns) of its next interrupt (EITR).
@@ -198,9 +202,12 @@ impl Igb {
             scratch: Vec::with_capacity(MAX_TX_FRAME),
             ioaddr: 0,
             errors: GuestErrors::default(),
+            totals: crate::stats::Totals::default(),
+            faults: crate::fault::Faults::default(),
             link_reported: false,
             eitr_next: [0; 25],
         };
+        d.totals = crate::stats::Totals::for_file(&d.regs);
         d.device_reset();
         d
     }
@@ -217,7 +224,7 @@ impl Igb {
 
     /// Connects or disconnects the emulated cable; the guest sees a link status
     /// change interrupt.
-    pub fn set_link(&mut self, up: bool) {
+    pub fn set_cable(&mut self, up: bool) {
         self.phy.set_cable(up);
         self.check_link_change();
     }
@@ -225,6 +232,12 @@ impl Igb {
     /// Software/device reset (CTRL.RST, §4.3.1): registers to defaults except
     /// the packet buffer sizes, MAC reloaded from the NVM, PHY reset.
     fn device_reset(&mut self) {
+        if self.faults.on_reset() {
+            // Injected NVM corruption: one word changes, the checksum does not.
+            let w = self.nvm.word(0x30);
+            self.nvm.set_word(0x30, w ^ 0x5a5a);
+            log::info!("igb: NVM corrupted (fault injection)");
+        }
         self.regs
             .reset_except(|d| matches!(d.name, "RXPBS" | "TXPBS"));
         let eecd = self.regs.peek(EECD) | (eeprom::EECD_SIZE_EX << 11);
@@ -505,6 +518,7 @@ impl NicFunction for Igb {
     fn reset(&mut self) {
         self.config.reset();
         self.device_reset();
+        self.totals.clear();
         self.ioaddr = 0;
     }
 
@@ -537,6 +551,61 @@ impl NicFunction for Igb {
             },
             3 => "MSIX".into(),
             b => format!("BAR{b}?{offset:#x}"),
+        }
+    }
+
+    fn counters(&self) -> Vec<(String, u64)> {
+        self.totals.list(&self.regs)
+    }
+
+    fn set_link(&mut self, up: bool) {
+        self.set_cable(up);
+    }
+
+    fn inject(&mut self, fault: crate::Fault) -> Result<(), crate::FaultError> {
+        match &fault {
+            crate::Fault::CounterPreset(name, v) => {
+                if !self.totals.preset(&mut self.regs, name, *v) {
+                    return Err(crate::FaultError::UnknownCounter(name.clone()));
+                }
+            }
+            crate::Fault::ClockStep(_) => {
+                return Err(crate::FaultError::Unsupported("PTP clock step"))
+            }
+            f => self.faults.arm(f, NUM_QUEUES as u16)?,
+        }
+        log::info!("igb: fault injected: {fault:?}");
+        Ok(())
+    }
+
+    fn driver_view(&self) -> crate::DriverView {
+        let enabled = |base: u32| {
+            (0..NUM_QUEUES as u32)
+                .filter(|q| {
+                    self.regs.peek(base + q * QUEUE_STRIDE + regs::q::DCTL) & QUEUE_ENABLE != 0
+                })
+                .map(|q| q as u16)
+                .collect()
+        };
+        let gpie = self.regs.peek(GPIE);
+        let interrupts = if gpie & intr::GPIE_MSIX_MODE != 0 {
+            format!(
+                "MSI-X EIMS={:#x} IMS={:#x} EITR0={:#x}",
+                self.regs.peek(EIMS),
+                self.regs.peek(IMS),
+                self.regs.peek(EITR0)
+            )
+        } else {
+            format!("single vector IMS={:#x}", self.regs.peek(IMS))
+        };
+        crate::DriverView {
+            link_up: self.link_up(),
+            rx_enabled: self.regs.peek(RCTL) & rctl::EN != 0,
+            tx_enabled: self.regs.peek(TCTL) & tctl::EN != 0,
+            rx_queues: enabled(RXQ_BASE),
+            tx_queues: enabled(TXQ_BASE),
+            interrupts,
+            driver_loaded: self.regs.peek(CTRL_EXT) & (1 << 28) != 0,
         }
     }
 

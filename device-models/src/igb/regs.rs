@@ -168,6 +168,8 @@ pub mod q {
 
 /// Statistics register offsets used by the data path.
 pub mod stat {
+    /// CRC errors.
+    pub const CRCERRS: u32 = 0x4000;
     /// Missed packets.
     pub const MPC: u32 = 0x4010;
     /// Packets received 64 bytes .. 1522 bytes buckets start.

@@ -9,6 +9,7 @@ use crate::desc::{
     rx_writeback, RXD_ERR_IPE, RXD_ERR_L4E, RXD_STAT_DD, RXD_STAT_EOP, RXD_STAT_IPCS,
     RXD_STAT_TCPCS, RXD_STAT_UDPCS, RXD_STAT_VP,
 };
+use crate::fault::RxFault;
 use crate::offload;
 use crate::ring::{self, Ring};
 use crate::rss::{self, RssType};
@@ -34,6 +35,19 @@ impl Igb {
         let rctl = self.regs.peek(RCTL);
         if rctl & rctl::EN == 0 || !self.link_up() {
             return;
+        }
+        match self.faults.take_rx() {
+            Some(RxFault::Corrupt) => {
+                // A frame with a bad FCS: counted, not delivered (RCTL.SBP aside).
+                self.stat_add(stat::CRCERRS, 1);
+                return;
+            }
+            Some(RxFault::Drop) => {
+                self.stat_add(stat::MPC, 1);
+                self.stat_add(stat::RNBC, 1);
+                return;
+            }
+            None => {}
         }
         if frame.len() < 14 {
             self.stat_add(0x40a4, 1); // RUC

@@ -545,3 +545,69 @@ fn eitr_moderates_interrupts_of_a_vector() {
     wr(&mut d, EICS, 0x2);
     assert_eq!(t.irq.take(), vec![Irq::Msix(1)]);
 }
+
+#[test]
+fn faults_and_control_counters() {
+    use crate::Fault;
+    let (mut d, t) = dev();
+    setup_rings(&mut d, 16);
+    d.inject(Fault::CorruptRx(10)).unwrap();
+    for _ in 0..12 {
+        d.receive(&lbtest_frame());
+    }
+    assert_eq!(rd(&mut d, 0x4000), 10, "CRCERRS");
+    assert_eq!(rd(&mut d, regs::stat::GPRC), 2);
+    // The control view keeps totals the guest's clear-on-read does not reset.
+    let c: std::collections::HashMap<String, u64> = d.counters().into_iter().collect();
+    assert_eq!(c["CRCERRS"], 10);
+    assert_eq!(c["GPRC"], 2);
+    assert_eq!(c["GORC"], 2 * 260);
+    assert_eq!(
+        rd(&mut d, regs::stat::GPRC),
+        0,
+        "reading totals did not refill the register"
+    );
+    d.inject(Fault::DropRx(3)).unwrap();
+    for _ in 0..3 {
+        d.receive(&lbtest_frame());
+    }
+    assert_eq!(rd(&mut d, regs::stat::MPC), 3);
+    // A stalled TX queue fetches nothing until the device is reset.
+    d.inject(Fault::StallTx(0)).unwrap();
+    send(&mut d, 0, 16, &lbtest_frame());
+    assert_eq!(rd(&mut d, 0x3810), 0, "TDH did not move");
+    assert!(t.wire.take().is_empty());
+    assert_eq!(
+        d.inject(Fault::StallTx(16)),
+        Err(crate::FaultError::BadQueue(16, 16))
+    );
+    let v = rd(&mut d, CTRL) | ctrl::RST;
+    wr(&mut d, CTRL, v);
+    setup_rings(&mut d, 16);
+    phy_write(&mut d, 0, 0x1140);
+    let v = rd(&mut d, CTRL) | ctrl::SLU;
+    wr(&mut d, CTRL, v);
+    send(&mut d, 0, 16, &lbtest_frame());
+    assert_eq!(rd(&mut d, 0x3810), 1, "the reset cleared the stall");
+    // Counter preset near the wrap point.
+    d.inject(Fault::CounterPreset("GPRC".into(), 0xffff_fffe))
+        .unwrap();
+    assert_eq!(rd(&mut d, regs::stat::GPRC), 0xffff_fffe);
+    assert!(d.inject(Fault::CounterPreset("NOPE".into(), 1)).is_err());
+    // NVM checksum corruption shows after the next reset.
+    d.inject(Fault::NvmCorrupt).unwrap();
+    let sum = |d: &mut Igb| (0..0x40).fold(0u16, |s, w| s.wrapping_add(nvm_read(d, w)));
+    assert_eq!(sum(&mut d), 0xbaba, "not before the reset");
+    let v = rd(&mut d, CTRL) | ctrl::RST;
+    wr(&mut d, CTRL, v);
+    assert_ne!(sum(&mut d), 0xbaba);
+    // Link down/up reaches the driver as LSC and STATUS.LU.
+    wr(&mut d, IMS, intr::ICR_LSC);
+    t.irq.take();
+    d.set_link(false);
+    assert_eq!(rd(&mut d, STATUS) & status::LU, 0);
+    assert_eq!(t.irq.take(), vec![Irq::Legacy]);
+    assert!(!d.driver_view().link_up);
+    d.set_link(true);
+    assert_ne!(rd(&mut d, STATUS) & status::LU, 0);
+}

@@ -32,7 +32,7 @@ impl Igb {
     /// Processes transmit queue `qi` after its tail moved: at most one pass over
     /// the ring per doorbell.
     pub(super) fn tx_doorbell(&mut self, qi: usize) {
-        if qi >= NUM_QUEUES || self.regs.peek(TCTL) & tctl::EN == 0 {
+        if qi >= NUM_QUEUES || self.regs.peek(TCTL) & tctl::EN == 0 || self.faults.tx_stalled(qi) {
             return;
         }
         let base = TXQ_BASE + qi as u32 * QUEUE_STRIDE;

@@ -152,6 +152,10 @@ pub struct Ixgbe {
     vec_cause: u64,
     vec_mask: u64,
     errors: GuestErrors,
+    /// Faults injected through the control path.
+    faults: crate::fault::Faults,
+    /// Running totals of the statistics registers (control path view).
+    totals: crate::stats::Totals,
     /// Link state last reported through EICR.LSC.
     link_reported: bool,
     /// Cable connected (control path can pull it).
@@ -189,9 +193,12 @@ impl Ixgbe {
             vec_cause: 0,
             vec_mask: 0,
             errors: GuestErrors::default(),
+            totals: crate::stats::Totals::default(),
+            faults: crate::fault::Faults::default(),
             link_reported: false,
             cable: true,
         };
+        d.totals = crate::stats::Totals::for_file(&d.regs);
         d.device_reset();
         d
     }
@@ -208,7 +215,7 @@ impl Ixgbe {
 
     /// Connects or disconnects the emulated link partner; the guest sees a link
     /// status change interrupt.
-    pub fn set_link(&mut self, up: bool) {
+    pub fn set_cable(&mut self, up: bool) {
         self.cable = up;
         self.check_link_change();
     }
@@ -216,6 +223,12 @@ impl Ixgbe {
     /// Software / link reset (CTRL.RST, CTRL.LNK_RST, §4.2.1): registers to
     /// defaults, MAC auto-loaded from the NVM into RAL0/RAH0.
     fn device_reset(&mut self) {
+        if self.faults.on_reset() {
+            // Injected NVM corruption: one base word changes, the checksum does not.
+            let w = self.nvm.word(0x30);
+            self.nvm.set_word(0x30, w ^ 0x5a5a);
+            log::info!("ixgbe: NVM corrupted (fault injection)");
+        }
         self.regs.reset_all();
         self.regs.set_bits(EEC, eeprom::EEC_SIZE << 11);
         let m = eeprom::mac(&self.nvm);
@@ -532,6 +545,7 @@ impl NicFunction for Ixgbe {
     fn reset(&mut self) {
         self.config.reset();
         self.device_reset();
+        self.totals.clear();
         self.ioaddr = 0;
     }
 
@@ -567,6 +581,54 @@ impl NicFunction for Ixgbe {
             },
             4 => "MSIX".into(),
             b => format!("BAR{b}?{offset:#x}"),
+        }
+    }
+
+    fn counters(&self) -> Vec<(String, u64)> {
+        self.totals.list(&self.regs)
+    }
+
+    fn set_link(&mut self, up: bool) {
+        self.set_cable(up);
+    }
+
+    fn inject(&mut self, fault: crate::Fault) -> Result<(), crate::FaultError> {
+        match &fault {
+            crate::Fault::CounterPreset(name, v) => {
+                if !self.totals.preset(&mut self.regs, name, *v) {
+                    return Err(crate::FaultError::UnknownCounter(name.clone()));
+                }
+            }
+            crate::Fault::ClockStep(_) => {
+                return Err(crate::FaultError::Unsupported("PTP clock step"))
+            }
+            f => self.faults.arm(f, NUM_QUEUES as u16)?,
+        }
+        log::info!("ixgbe: fault injected: {fault:?}");
+        Ok(())
+    }
+
+    fn driver_view(&self) -> crate::DriverView {
+        let enabled = |base: fn(u32) -> u32| {
+            (0..NUM_QUEUES as u32)
+                .filter(|q| self.regs.peek(base(*q) + q::DCTL) & QUEUE_ENABLE != 0)
+                .map(|q| q as u16)
+                .collect()
+        };
+        crate::DriverView {
+            link_up: self.link_up(),
+            rx_enabled: self.regs.peek(RXCTRL) & 1 != 0,
+            tx_enabled: self.regs.peek(DMATXCTL) & 1 != 0,
+            rx_queues: enabled(rxq_base),
+            tx_queues: enabled(txq_base),
+            interrupts: format!(
+                "GPIE={:#x} EIMS={:#x} EIMS_EX0={:#x} EIMS_EX1={:#x}",
+                self.regs.peek(GPIE),
+                self.regs.peek(EIMS),
+                self.regs.peek(EIMS_EX),
+                self.regs.peek(EIMS_EX + 4)
+            ),
+            driver_loaded: self.regs.peek(CTRL_EXT) & (1 << 28) != 0,
         }
     }
 

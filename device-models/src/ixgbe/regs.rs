@@ -221,6 +221,8 @@ pub const RXDCTL_VME: u32 = 1 << 30;
 pub mod stat {
     /// Missed packets, per packet buffer (8).
     pub const MPC: u32 = 0x3fa0;
+    /// CRC errors.
+    pub const CRCERRS: u32 = 0x4000;
     /// Receive no buffers, per packet buffer (8).
     pub const RNBC: u32 = 0x3fc0;
     /// Packets received 64 bytes (buckets follow, 4 apart).
@@ -531,7 +533,7 @@ pub static TABLE: &[RegDef<Hook>] = &[
     RegDef::new("RTTPT2C", 0xcd20).array(8, 4),
     RegDef::new("MNGTXMAP", 0xcd10),
     // Statistics (§8.2.3.23): clear on read.
-    stat("CRCERRS", 0x4000),
+    stat("CRCERRS", stat::CRCERRS),
     stat("ILLERRC", 0x4004),
     stat("ERRBC", 0x4008),
     stat("MSPDC", 0x4010),

@@ -39,6 +39,17 @@ impl Ixgbe {
         if self.regs.peek(RXCTRL) & RXCTRL_RXEN == 0 {
             return;
         }
+        match self.faults.take_rx() {
+            Some(crate::fault::RxFault::Corrupt) => {
+                self.stat_add(stat::CRCERRS, 1);
+                return;
+            }
+            Some(crate::fault::RxFault::Drop) => {
+                self.count_rx_drop(0);
+                return;
+            }
+            None => {}
+        }
         if frame.len() < 14 {
             self.stat_add(stat::RUC, 1);
             return;

@@ -8,34 +8,18 @@
 use super::regs::*;
 use super::Ixgbe;
 
-const FCS: u64 = 4;
-
-/// Index of the size bucket (64, 65–127, 128–255, 256–511, 512–1023, 1024+).
-fn bucket(wire_len: u64) -> u32 {
-    match wire_len {
-        0..=64 => 0,
-        65..=127 => 1,
-        128..=255 => 2,
-        256..=511 => 3,
-        512..=1023 => 4,
-        _ => 5,
-    }
-}
+use crate::stats::classify;
 
 impl Ixgbe {
     /// Adds to a 32-bit counter (the 82599 counters wrap; we saturate, which
     /// a driver polling every 2 s cannot tell apart).
     pub(super) fn stat_add(&mut self, off: u32, n: u32) {
-        let v = self.regs.peek(off).saturating_add(n);
-        self.regs.poke(off, v);
+        self.totals.count(&mut self.regs, off, u64::from(n));
     }
 
     /// Adds to a 36-bit counter split in low / high (bits 3:0) registers.
     fn stat_add36(&mut self, lo: u32, hi: u32, n: u64) {
-        let v = (u64::from(self.regs.peek(hi) & 0xf) << 32 | u64::from(self.regs.peek(lo)))
-            .wrapping_add(n);
-        self.regs.poke(lo, v as u32);
-        self.regs.poke(hi, ((v >> 32) & 0xf) as u32);
+        self.totals.count_split(&mut self.regs, lo, hi, 4, n);
     }
 
     /// Statistics index (0..15) a queue is mapped to.
@@ -46,17 +30,16 @@ impl Ixgbe {
 
     /// Counts a transmitted frame (without FCS) on queue `qi`.
     pub(super) fn count_tx(&mut self, qi: usize, f: &[u8]) {
-        let len = f.len() as u64 + FCS;
+        let c = classify(f);
+        let len = c.octets;
         self.stat_add(stat::GPTC, 1);
         self.stat_add(stat::TPT, 1);
         self.stat_add36(stat::GOTCL, stat::GOTCL + 4, len);
-        self.stat_add(stat::PTC64 + 4 * bucket(len), 1);
-        if f[0] & 1 != 0 {
-            if f[..6] == [0xff; 6] {
-                self.stat_add(stat::BPTC, 1);
-            } else {
-                self.stat_add(stat::MPTC, 1);
-            }
+        self.stat_add(stat::PTC64 + 4 * c.bucket, 1);
+        if c.broadcast {
+            self.stat_add(stat::BPTC, 1);
+        } else if c.multicast {
+            self.stat_add(stat::MPTC, 1);
         }
         let s = self.stat_index(TQSM, qi);
         self.stat_add(stat::QPTC + 0x40 * s, 1);
@@ -65,18 +48,17 @@ impl Ixgbe {
 
     /// Counts a received frame (without FCS) delivered to queue `qi`.
     pub(super) fn count_rx(&mut self, qi: usize, f: &[u8]) {
-        let len = f.len() as u64 + FCS;
+        let c = classify(f);
+        let len = c.octets;
         self.stat_add(stat::GPRC, 1);
         self.stat_add(stat::TPR, 1);
         self.stat_add36(stat::GORCL, stat::GORCL + 4, len);
         self.stat_add36(stat::TORL, stat::TORL + 4, len);
-        self.stat_add(stat::PRC64 + 4 * bucket(len), 1);
-        if f[0] & 1 != 0 {
-            if f[..6] == [0xff; 6] {
-                self.stat_add(stat::BPRC, 1);
-            } else {
-                self.stat_add(stat::MPRC, 1);
-            }
+        self.stat_add(stat::PRC64 + 4 * c.bucket, 1);
+        if c.broadcast {
+            self.stat_add(stat::BPRC, 1);
+        } else if c.multicast {
+            self.stat_add(stat::MPRC, 1);
         }
         let s = self.stat_index(RQSMR, qi);
         self.stat_add(stat::QPRC + 0x40 * s, 1);

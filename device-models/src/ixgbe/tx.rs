@@ -33,7 +33,10 @@ impl Ixgbe {
     /// Processes transmit queue `qi` after its tail moved: at most one pass over
     /// the ring per doorbell.
     pub(super) fn tx_doorbell(&mut self, qi: usize) {
-        if qi >= NUM_QUEUES || self.regs.peek(DMATXCTL) & DMATXCTL_TE == 0 {
+        if qi >= NUM_QUEUES
+            || self.regs.peek(DMATXCTL) & DMATXCTL_TE == 0
+            || self.faults.tx_stalled(qi)
+        {
             return;
         }
         let base = txq_base(qi as u32);
