@@ -119,3 +119,14 @@ fn netperf_timeout_aborts_the_rest() {
     );
     assert!(reason.contains("TCP_RR: not run"), "{reason}");
 }
+
+#[test]
+fn nicemu_igb_capture_passes_stats_channels_qdisc_ptp() {
+    let text =
+        include_str!("../../tests/fixtures/nicemu-igb-netns-stats-channels-qdisc-ptp.serial.log");
+    for name in ["probe", "stats", "channels", "qdisc", "ptp"] {
+        let r = eval(name, text);
+        assert_eq!(r.status, Status::Pass, "{name}: {:?}", r.reason);
+    }
+    assert_eq!(eval("stats", text).metrics["checked"], 14);
+}

@@ -9,8 +9,13 @@ extern "C" fn on_signal(_sig: libc::c_int) {
     INTERRUPTED.store(true, Ordering::SeqCst);
 }
 
-/// Installs the handlers for SIGINT and SIGTERM.
+/// Installs the handlers for SIGINT and SIGTERM, and the default SIGPIPE action (so
+/// `nicemu-guest compare … | head` ends quietly instead of panicking on a closed pipe).
 pub fn install() {
+    // SAFETY: restoring the default disposition of SIGPIPE has no preconditions.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let handler: extern "C" fn(libc::c_int) = on_signal;
     for sig in [libc::SIGINT, libc::SIGTERM] {
         // SAFETY: `on_signal` is async-signal-safe (it only stores to an atomic) and has
