@@ -1,7 +1,9 @@
 //! The `nicemu` process: command line, ports (vfio-user functions), the L2
 //! switch joining them, register tracing and signal handling.
 
+pub mod capture;
 pub mod config;
+pub mod control;
 pub mod error;
 pub mod ports;
 pub mod signals;
@@ -28,6 +30,9 @@ L2 switch. Runs until SIGINT/SIGTERM, then removes its sockets.",
     after_help = "Example:\n  nicemu --device igb,id=igb0,socket=/run/nicemu/igb0.sock,mac=52:54:00:00:00:01 \\\n         --device igb,id=igb1,socket=/run/nicemu/igb1.sock --trace-regs=/tmp/regs.log"
 )]
 pub struct Cli {
+    /// `nicemu ctl …` talks to a running nicemu instead of starting one.
+    #[command(subcommand)]
+    pub command: Option<Command>,
     /// A PCI function or port: KIND,id=NAME,socket=PATH[,mac=MAC][,net=NET][,queues=N]
     /// (KIND: igb, ixgbe, virtio-net; net defaults to lan0).
     #[arg(long = "device", value_name = "SPEC")]
@@ -36,10 +41,21 @@ pub struct Cli {
     /// (QEMU -netdev stream peer, nicemu listens) or tap,ifname=NAME[,net=NET].
     #[arg(long = "wire", value_name = "SPEC")]
     pub wires: Vec<String>,
+    /// Serve the control socket (`nicemu ctl --control PATH …`) at PATH.
+    #[arg(long = "control", value_name = "PATH")]
+    pub control: Option<PathBuf>,
     /// Trace every register access (time, R/W, offset, register name, value)
     /// to FILE, or to standard error without =FILE.
     #[arg(long = "trace-regs", value_name = "FILE", num_args = 0..=1, require_equals = true, default_missing_value = "-")]
     pub trace_regs: Option<PathBuf>,
+}
+
+/// Subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {
+    /// Inspect and steer a running nicemu through its control socket:
+    /// list, stats, trace, capture, link, fault.
+    Ctl(control::client::CtlArgs),
 }
 
 /// Runs nicemu until a termination signal; returns the process exit code.
@@ -50,13 +66,28 @@ pub fn run(cli: Cli) -> Result<(), error::Error> {
         .iter()
         .map(|w| config::WireSpec::parse(w))
         .collect::<Result<Vec<_>, _>>()?;
+    if let Some(c) = &cli.control {
+        if c.symlink_metadata().is_ok() {
+            return Err(error::Error::SocketExists(c.clone()));
+        }
+    }
+    // One sink for --trace-regs; each device gets its own switchable tracer.
     let tracer = match cli.trace_regs.as_deref() {
-        None => trace::Tracer::disabled(),
-        Some(p) if p.as_os_str() == "-" => trace::Tracer::to(None)?,
-        Some(p) => trace::Tracer::to(Some(p))?,
+        None => None,
+        Some(p) if p.as_os_str() == "-" => Some(trace::open_sink(None)?),
+        Some(p) => Some(trace::open_sink(Some(p))?),
     };
     let signals = signals::Signals::block()?;
-    let running = ports::start(&devices, &wires, std::sync::Arc::new(tracer))?;
+    let running = ports::start(&devices, &wires, tracer)?;
+    if let Some(path) = &cli.control {
+        match control::server::start(path, running.registry.clone()) {
+            Ok(p) => running.add_socket(p),
+            Err(e) => {
+                running.remove_sockets();
+                return Err(e);
+            }
+        }
+    }
     let sig = signals.wait();
     log::info!("signal {sig}: shutting down");
     running.remove_sockets();

@@ -11,31 +11,79 @@ use device_models::{DeviceEnv, MonotonicClock};
 
 use crate::config::{DeviceKind, DeviceSpec, WireSpec};
 use crate::error::Error;
-use crate::switch::{DirectRx, Switch};
+use crate::switch::{DirectRx, PortCounters, Switch};
 use crate::timer::{self, DeviceTimer};
-use crate::trace::Tracer;
+use crate::trace::{TraceSink, Tracer};
 use crate::vfio::{self, irq::EventIrq, SharedDevice, VfioPort};
 use crate::wire;
 
+/// What the control path knows of one port.
+pub struct PortInfo {
+    /// The id= of its --device.
+    pub id: String,
+    /// Model name.
+    pub model: &'static str,
+    /// Its socket.
+    pub socket: PathBuf,
+    /// Its network.
+    pub net: String,
+    /// MAC address, as text.
+    pub mac: String,
+    /// The device model.
+    pub dev: SharedDevice,
+    /// Switch port counters and capture slot.
+    pub counters: Arc<PortCounters>,
+    /// Register trace.
+    pub tracer: Arc<Tracer>,
+}
+
+/// All ports, for the control socket.
+#[derive(Default)]
+pub struct Registry {
+    /// Ports in command-line order.
+    pub ports: Vec<PortInfo>,
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registry")
+            .field("ports", &self.ports.len())
+            .finish()
+    }
+}
+
 /// The running ports.
 pub struct Running {
-    sockets: Vec<PathBuf>,
-    /// Devices by id.
-    pub devices: HashMap<String, SharedDevice>,
+    sockets: std::sync::Mutex<Vec<PathBuf>>,
+    /// Ports for the control path.
+    pub registry: Arc<Registry>,
 }
 
 impl std::fmt::Debug for Running {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Running")
-            .field("sockets", &self.sockets)
+            .field("registry", &self.registry)
             .finish()
     }
 }
 
 impl Running {
+    /// Adds a socket to remove on exit.
+    pub fn add_socket(&self, p: PathBuf) {
+        self.sockets
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(p);
+    }
+
     /// Removes the sockets the ports listen on.
     pub fn remove_sockets(&self) {
-        for s in &self.sockets {
+        for s in self
+            .sockets
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+        {
             if let Err(e) = std::fs::remove_file(s) {
                 log::warn!("cannot remove {}: {e}", s.display());
             }
@@ -72,23 +120,30 @@ impl DirectRx for DirectDevice {
 pub fn start(
     specs: &[DeviceSpec],
     wires: &[WireSpec],
-    tracer: Arc<Tracer>,
+    trace: Option<TraceSink>,
 ) -> Result<Running, Error> {
-    let mut running = Running {
-        sockets: Vec::new(),
-        devices: HashMap::new(),
+    let running = Running {
+        sockets: std::sync::Mutex::new(Vec::new()),
+        registry: Arc::new(Registry::default()),
     };
+    let mut registry = Registry::default();
     let mut nets: HashMap<String, Arc<Switch>> = HashMap::new();
     for spec in specs {
-        if let Err(e) = start_one(spec, &mut nets, &tracer, &mut running) {
-            running.remove_sockets();
-            return Err(e);
+        match start_one(spec, &mut nets, trace.clone()) {
+            Ok(info) => {
+                running.add_socket(spec.socket.clone());
+                registry.ports.push(info);
+            }
+            Err(e) => {
+                running.remove_sockets();
+                return Err(e);
+            }
         }
     }
     for w in wires {
         let switch = nets.entry(w.net.clone()).or_default().clone();
         match wire::start(w, &switch) {
-            Ok(Some(path)) => running.sockets.push(path),
+            Ok(Some(path)) => running.add_socket(path),
             Ok(None) => {}
             Err(e) => {
                 running.remove_sockets();
@@ -97,27 +152,30 @@ pub fn start(
         }
         log::info!("wire {:?} on net {}", w.kind, w.net);
     }
-    Ok(running)
+    Ok(Running {
+        registry: Arc::new(registry),
+        ..running
+    })
 }
 
 fn start_one(
     spec: &DeviceSpec,
     nets: &mut HashMap<String, Arc<Switch>>,
-    tracer: &Arc<Tracer>,
-    running: &mut Running,
-) -> Result<(), Error> {
+    trace: Option<TraceSink>,
+) -> Result<PortInfo, Error> {
     let unsupported = |what: &str| Error::BadDevice {
         spec: spec.id.clone(),
         reason: format!("{what} is not available in this build yet; use igb"),
     };
-    let (vectors, what) = match spec.kind {
-        DeviceKind::Igb => (igb::MSIX_VECTORS, "igb (82576)"),
-        DeviceKind::Ixgbe => (ixgbe::MSIX_VECTORS, "ixgbe (82599 SFP+)"),
+    let (vectors, what, model) = match spec.kind {
+        DeviceKind::Igb => (igb::MSIX_VECTORS, "igb (82576)", "igb"),
+        DeviceKind::Ixgbe => (ixgbe::MSIX_VECTORS, "ixgbe (82599 SFP+)", "ixgbe"),
         DeviceKind::VirtioNet => return Err(unsupported("virtio-net")),
     };
     let switch = nets.entry(spec.net.clone()).or_default().clone();
     let direct = Arc::new(DirectDevice::default());
     let (port, rx) = switch.attach_direct(Some(direct.clone()));
+    let counters = port.counters.clone();
     let irq = Arc::new(EventIrq::new(vectors));
     let timer = Arc::new(DeviceTimer::default());
     let env = DeviceEnv {
@@ -156,20 +214,32 @@ fn start_one(
             source: e,
         }
     })?;
+    let tracer = Arc::new(match trace {
+        Some(sink) => Tracer::new(true, sink),
+        None => Tracer::disabled(),
+    });
     let port = VfioPort::new(spec.id.clone(), dev.clone(), irq, tracer.clone());
     port.serve(&spec.socket)?;
+    let mac = spec
+        .mac
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(":");
     log::info!(
-        "{}: {what} on {} net {} mac {}",
+        "{}: {what} on {} net {} mac {mac}",
         spec.id,
         spec.socket.display(),
-        spec.net,
-        spec.mac
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect::<Vec<_>>()
-            .join(":")
+        spec.net
     );
-    running.sockets.push(spec.socket.clone());
-    running.devices.insert(spec.id.clone(), dev);
-    Ok(())
+    Ok(PortInfo {
+        id: spec.id.clone(),
+        model,
+        socket: spec.socket.clone(),
+        net: spec.net.clone(),
+        mac,
+        dev,
+        counters,
+        tracer,
+    })
 }

@@ -68,6 +68,8 @@ impl PortRx {
 /// Per-port counters kept by the switch.
 #[derive(Debug, Default)]
 pub struct PortCounters {
+    /// Packet capture attached to the port, if any.
+    pub capture: crate::capture::CaptureSlot,
     /// Frames the port sent into the switch.
     pub tx_frames: AtomicU64,
     /// Frames delivered to the port's queue.
@@ -158,6 +160,7 @@ impl Switch {
     }
 
     fn deliver(&self, to: &Port, frame: &[u8]) {
+        to.counters.capture.record(frame);
         if let Some(d) = &to.direct {
             if to.queued.load(Ordering::Acquire) == 0 && d.try_receive(frame) {
                 to.counters.rx_frames.fetch_add(1, Ordering::Relaxed);
@@ -218,6 +221,7 @@ impl Switch {
 impl FrameSink for PortHandle {
     fn transmit(&self, frame: &[u8]) {
         self.counters.tx_frames.fetch_add(1, Ordering::Relaxed);
+        self.counters.capture.record(frame);
         self.switch.forward(self.index, frame);
     }
 }

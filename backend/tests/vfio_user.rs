@@ -1,103 +1,37 @@
 //! Integration tests: start the `nicemu` binary and drive an igb function over
 //! a real vfio-user socket with the `vfio_user` crate's client, as QEMU would.
 
-use std::fs::{File, OpenOptions};
-use std::io::{Read, Write};
+mod common;
+
+use std::io::Write;
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
+use common::*;
 use vfio_bindings::bindings::vfio::{
     VFIO_IRQ_SET_ACTION_TRIGGER, VFIO_IRQ_SET_DATA_EVENTFD, VFIO_PCI_BAR0_REGION_INDEX,
     VFIO_PCI_BAR2_REGION_INDEX, VFIO_PCI_BAR3_REGION_INDEX, VFIO_PCI_CONFIG_REGION_INDEX,
     VFIO_PCI_MSIX_IRQ_INDEX,
 };
-use vfio_user::Client;
 use vmm_sys_util::eventfd::EventFd;
 
 const MAC: &str = "52:54:00:ab:cd:01";
 
-struct Nicemu {
-    child: Child,
-    dir: PathBuf,
-    sock: PathBuf,
-}
-
-impl Nicemu {
-    fn start(name: &str) -> Nicemu {
-        let dir = std::env::temp_dir().join(format!("nicemu-it-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let sock = dir.join("igb0.sock");
-        let child = Command::new(env!("CARGO_BIN_EXE_nicemu"))
-            .arg("--device")
-            .arg(format!("igb,id=igb0,socket={},mac={MAC}", sock.display()))
-            .arg(format!("--trace-regs={}", dir.join("trace.log").display()))
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let t = Instant::now();
-        while !sock.exists() {
-            assert!(
-                t.elapsed() < Duration::from_secs(10),
-                "socket never appeared"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Nicemu { child, dir, sock }
-    }
-
-    fn client(&self) -> Client {
-        Client::new(&self.sock).expect("vfio-user client connects")
-    }
-
-    fn stop(mut self) -> (std::process::ExitStatus, PathBuf) {
-        // SAFETY: sending SIGTERM to our own child process by its pid.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let st = self.child.wait().unwrap();
-        (st, self.dir.clone())
-    }
-}
-
-impl Drop for Nicemu {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn cfg16(c: &mut Client, off: u64) -> u16 {
-    let mut b = [0u8; 2];
-    c.region_read(VFIO_PCI_CONFIG_REGION_INDEX, off, &mut b)
-        .unwrap();
-    u16::from_le_bytes(b)
-}
-
-fn cfg8(c: &mut Client, off: u64) -> u8 {
-    let mut b = [0u8; 1];
-    c.region_read(VFIO_PCI_CONFIG_REGION_INDEX, off, &mut b)
-        .unwrap();
-    b[0]
-}
-
-fn rd(c: &mut Client, off: u64) -> u32 {
-    let mut b = [0u8; 4];
-    c.region_read(VFIO_PCI_BAR0_REGION_INDEX, off, &mut b)
-        .unwrap();
-    u32::from_le_bytes(b)
-}
-
-fn wr(c: &mut Client, off: u64, v: u32) {
-    c.region_write(VFIO_PCI_BAR0_REGION_INDEX, off, &v.to_le_bytes())
-        .unwrap();
+fn igb(name: &str) -> Nicemu {
+    let dev = format!("igb,id=igb0,socket={{dir}}/igb0.sock,mac={MAC}");
+    Nicemu::start(
+        name,
+        &["--device", &dev, "--trace-regs={dir}/trace.log"],
+        &["igb0.sock"],
+    )
 }
 
 #[test]
 fn config_space_ids_and_capabilities() {
-    let n = Nicemu::start("cfg");
-    let mut c = n.client();
+    let n = igb("cfg");
+    let mut c = n.client("igb0.sock");
     assert_eq!(c.region(VFIO_PCI_CONFIG_REGION_INDEX).unwrap().size, 4096);
     assert_eq!(
         c.region(VFIO_PCI_BAR0_REGION_INDEX).unwrap().size,
@@ -148,9 +82,9 @@ fn config_space_ids_and_capabilities() {
 
 #[test]
 fn bar0_registers_reset_and_reconnect() {
-    let n = Nicemu::start("bar0");
+    let n = igb("bar0");
     {
-        let mut c = n.client();
+        let mut c = n.client("igb0.sock");
         assert_ne!(rd(&mut c, 0x8) & 2, 0, "STATUS.LU");
         // NVM through EERD: words 0..0x3f sum to 0xBABA, MAC in words 0..2.
         let mut sum = 0u16;
@@ -194,7 +128,7 @@ fn bar0_registers_reset_and_reconnect() {
     }
     // The next client finds a freshly reset device.
     std::thread::sleep(Duration::from_millis(100));
-    let mut c = n.client();
+    let mut c = n.client("igb0.sock");
     assert_eq!(rd(&mut c, 0x100), 0, "reset on disconnect");
     drop(c);
     let (st, dir) = n.stop();
@@ -210,39 +144,12 @@ fn bar0_registers_reset_and_reconnect() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
-fn ram_file(dir: &Path, size: u64) -> File {
-    let p = dir.join("ram");
-    let f = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&p)
-        .unwrap();
-    f.set_len(size).unwrap();
-    f
-}
-
-fn put(f: &mut File, off: u64, data: &[u8]) {
-    use std::io::{Seek, SeekFrom};
-    f.seek(SeekFrom::Start(off)).unwrap();
-    f.write_all(data).unwrap();
-}
-
-fn get(f: &mut File, off: u64, len: usize) -> Vec<u8> {
-    use std::io::{Seek, SeekFrom};
-    let mut v = vec![0u8; len];
-    f.seek(SeekFrom::Start(off)).unwrap();
-    f.read_exact(&mut v).unwrap();
-    v
-}
-
 #[test]
 fn dma_loopback_and_msix_over_the_socket() {
-    let n = Nicemu::start("dma");
-    let mut c = n.client();
-    let mut ram = ram_file(&n.dir, 1 << 20);
-    c.dma_map(0, 0, 1 << 20, ram.as_raw_fd()).unwrap();
+    let n = igb("dma");
+    let mut c = n.client("igb0.sock");
+    let mut ram = Ram::new(&n.dir, "ram", 1 << 20);
+    ram.map(&mut c);
     let ev = EventFd::new(libc::EFD_NONBLOCK).unwrap();
     c.set_irqs(
         VFIO_PCI_MSIX_IRQ_INDEX,
@@ -267,11 +174,7 @@ fn dma_loopback_and_msix_over_the_socket() {
     wr(&mut c, 0x2828, 1 << 25);
     wr(&mut c, 0x100, 0x2 | (1 << 15) | (1 << 26));
     for i in 0..8u64 {
-        put(
-            &mut ram,
-            0x20000 + i * 16,
-            &(0x40000 + i * 2048).to_le_bytes(),
-        );
+        ram.put(0x20000 + i * 16, &(0x40000 + i * 2048).to_le_bytes());
     }
     wr(&mut c, 0x2818, 7);
     // PHY loopback through MDIC (PHY 1, register 0 = 0x4140).
@@ -279,23 +182,23 @@ fn dma_loopback_and_msix_over_the_socket() {
     assert_ne!(rd(&mut c, 0x20) & (1 << 28), 0);
     let mut frame = vec![0xffu8; 128];
     frame[64..].fill(0x5a);
-    put(&mut ram, 0x80000, &frame);
-    put(&mut ram, 0x10000, &0x80000u64.to_le_bytes());
-    put(&mut ram, 0x10008, &(0x2b30_0000u32 | 128).to_le_bytes());
-    put(&mut ram, 0x1000c, &(128u32 << 14).to_le_bytes());
+    ram.put(0x80000, &frame);
+    ram.put(0x10000, &0x80000u64.to_le_bytes());
+    ram.put(0x10008, &(0x2b30_0000u32 | 128).to_le_bytes());
+    ram.put(0x1000c, &(128u32 << 14).to_le_bytes());
     wr(&mut c, 0x3818, 1);
     // The write was posted; a read orders after it.
     assert_eq!(rd(&mut c, 0x3810), 1, "TDH advanced");
-    assert_eq!(get(&mut ram, 0x1000c, 1)[0] & 1, 1, "TX DD written back");
-    let wb = get(&mut ram, 0x20000, 16);
+    assert_eq!(ram.get(0x1000c, 1)[0] & 1, 1, "TX DD written back");
+    let wb = ram.get(0x20000, 16);
     assert_eq!(u16::from_le_bytes([wb[12], wb[13]]), 128, "RX length");
     assert_eq!(wb[8] & 3, 3, "DD|EOP");
-    assert_eq!(get(&mut ram, 0x40000, 128), frame);
+    assert_eq!(ram.get(0x40000, 128), frame);
     assert_eq!(ev.read().unwrap(), 1, "RX vector fired once");
     assert_eq!(rd(&mut c, 0x4074), 1, "GPRC");
     // DMA outside the mapping: the device survives and keeps answering.
-    put(&mut ram, 0x10010, &(0xdead_0000_0000u64).to_le_bytes());
-    put(&mut ram, 0x10018, &(0x2b30_0000u32 | 64).to_le_bytes());
+    ram.put(0x10010, &(0xdead_0000_0000u64).to_le_bytes());
+    ram.put(0x10018, &(0x2b30_0000u32 | 64).to_le_bytes());
     wr(&mut c, 0x3818, 2);
     assert_eq!(rd(&mut c, 0x3810), 2);
     assert_ne!(rd(&mut c, 0x8) & 2, 0);
@@ -303,9 +206,9 @@ fn dma_loopback_and_msix_over_the_socket() {
 
 #[test]
 fn malformed_client_does_not_kill_the_server() {
-    let n = Nicemu::start("bad");
+    let n = igb("bad");
     {
-        let mut s = UnixStream::connect(&n.sock).unwrap();
+        let mut s = UnixStream::connect(n.path("igb0.sock")).unwrap();
         // A VERSION header claiming a large payload, then garbage.
         let mut msg = vec![0u8; 16];
         msg[2..4].copy_from_slice(&1u16.to_le_bytes());
@@ -315,11 +218,11 @@ fn malformed_client_does_not_kill_the_server() {
         let _ = s.shutdown(std::net::Shutdown::Both);
     }
     {
-        let mut s = UnixStream::connect(&n.sock).unwrap();
+        let mut s = UnixStream::connect(n.path("igb0.sock")).unwrap();
         s.write_all(&[1, 2, 3]).unwrap();
     }
     std::thread::sleep(Duration::from_millis(200));
-    let mut c = n.client();
+    let mut c = n.client("igb0.sock");
     assert_eq!(
         cfg16(&mut c, 0),
         0x8086,

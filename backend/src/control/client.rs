@@ -1,0 +1,291 @@
+//! `nicemu ctl`: sends one request to a running nicemu's control socket and
+//! prints the answer, human-readable by default or as JSON with `--json`.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Subcommand, ValueEnum};
+
+use super::protocol::{FaultSpec, Request, Response};
+
+/// `nicemu ctl` arguments.
+#[derive(Debug, Args)]
+pub struct CtlArgs {
+    /// The control socket of the running nicemu (its --control PATH).
+    #[arg(long, value_name = "PATH")]
+    pub control: PathBuf,
+    /// Print the raw JSON response.
+    #[arg(long)]
+    pub json: bool,
+    /// What to do.
+    #[command(subcommand)]
+    pub verb: Verb,
+}
+
+/// On or off.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum OnOff {
+    /// On.
+    On,
+    /// Off.
+    Off,
+}
+
+/// Up or down.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum UpDown {
+    /// Cable connected.
+    Up,
+    /// Cable disconnected.
+    Down,
+}
+
+/// `nicemu ctl` verbs.
+#[derive(Debug, Subcommand)]
+pub enum Verb {
+    /// Devices, ports, links, queues and the guest driver state seen.
+    List,
+    /// A device's hardware counters (totals; reading them does not clear what
+    /// the guest reads) and its switch port counters.
+    Stats {
+        /// Device id (the id= of a --device).
+        dev: String,
+        /// Also print counters that are zero.
+        #[arg(long)]
+        all: bool,
+    },
+    /// Turn a device's register trace on or off.
+    Trace {
+        /// Device id.
+        dev: String,
+        /// on or off.
+        state: OnOff,
+        /// Keep only registers whose name starts with REGNAME, or offsets in START-END.
+        #[arg(long, value_name = "REGNAME|START-END")]
+        filter: Option<String>,
+        /// Write the trace to this file (default: nicemu's standard error or --trace-regs file).
+        #[arg(long, value_name = "FILE")]
+        file: Option<PathBuf>,
+    },
+    /// Capture the frames leaving and entering a device's port into a pcap
+    /// file; `capture DEV stop` ends it.
+    Capture {
+        /// Device id.
+        dev: String,
+        /// pcap file to write, or `stop`.
+        file: String,
+        /// Stop by itself after this many frames.
+        #[arg(long)]
+        count: Option<u64>,
+    },
+    /// Connect or disconnect a device's emulated cable.
+    Link {
+        /// Device id.
+        dev: String,
+        /// up or down.
+        state: UpDown,
+    },
+    /// Inject a fault into a device.
+    Fault {
+        /// Device id.
+        dev: String,
+        /// The fault.
+        #[command(subcommand)]
+        fault: FaultVerb,
+    },
+}
+
+/// Faults `nicemu ctl fault DEV …` can inject.
+#[derive(Debug, Subcommand)]
+pub enum FaultVerb {
+    /// The next N received frames arrive with a bad CRC (rx_crc_errors).
+    CorruptRx {
+        /// How many frames.
+        n: u32,
+    },
+    /// The next N received frames find no buffer (rx_missed_errors).
+    DropRx {
+        /// How many frames.
+        n: u32,
+    },
+    /// Transmit queue QUEUE stops until the driver resets the adapter.
+    StallTx {
+        /// Queue index.
+        queue: u16,
+    },
+    /// The NVM checksum is wrong from the next reset on.
+    NvmCorrupt,
+    /// Set a counter (e.g. near its wrap point).
+    CounterPreset {
+        /// Counter name as `nicemu ctl stats` prints it (GPRC, GORC, RQDPC[0]…).
+        name: String,
+        /// Value.
+        value: u64,
+    },
+    /// Step the PTP clock.
+    ClockStep {
+        /// Nanoseconds, may be negative.
+        #[arg(allow_hyphen_values = true)]
+        ns: i64,
+    },
+}
+
+impl Verb {
+    fn request(&self) -> Request {
+        match self {
+            Verb::List => Request::List,
+            Verb::Stats { dev, .. } => Request::Stats { dev: dev.clone() },
+            Verb::Trace {
+                dev,
+                state,
+                filter,
+                file,
+            } => Request::Trace {
+                dev: dev.clone(),
+                on: *state == OnOff::On,
+                filter: filter.clone(),
+                file: file.as_ref().map(|f| absolute(f)),
+            },
+            Verb::Capture { dev, file, count } if file == "stop" => {
+                let _ = count;
+                Request::CaptureStop { dev: dev.clone() }
+            }
+            Verb::Capture { dev, file, count } => Request::Capture {
+                dev: dev.clone(),
+                file: absolute(Path::new(file)),
+                count: *count,
+            },
+            Verb::Link { dev, state } => Request::Link {
+                dev: dev.clone(),
+                up: *state == UpDown::Up,
+            },
+            Verb::Fault { dev, fault } => Request::Fault {
+                dev: dev.clone(),
+                fault: match fault {
+                    FaultVerb::CorruptRx { n } => FaultSpec::CorruptRx { n: *n },
+                    FaultVerb::DropRx { n } => FaultSpec::DropRx { n: *n },
+                    FaultVerb::StallTx { queue } => FaultSpec::StallTx { queue: *queue },
+                    FaultVerb::NvmCorrupt => FaultSpec::NvmCorrupt,
+                    FaultVerb::CounterPreset { name, value } => FaultSpec::CounterPreset {
+                        name: name.clone(),
+                        value: *value,
+                    },
+                    FaultVerb::ClockStep { ns } => FaultSpec::ClockStep { ns: *ns },
+                },
+            },
+        }
+    }
+}
+
+/// Paths are resolved here: nicemu may run in another directory.
+fn absolute(p: &Path) -> String {
+    std::path::absolute(p)
+        .unwrap_or_else(|_| p.to_path_buf())
+        .display()
+        .to_string()
+}
+
+/// Sends one request and returns the response.
+pub fn call(control: &Path, req: &Request) -> Result<Response, String> {
+    let mut s = UnixStream::connect(control).map_err(|e| {
+        format!(
+            "cannot connect to {}: {e} (is nicemu running with --control {}?)",
+            control.display(),
+            control.display()
+        )
+    })?;
+    let line = serde_json::to_string(req).map_err(|e| e.to_string())?;
+    writeln!(s, "{line}").map_err(|e| format!("cannot send: {e}"))?;
+    let mut resp = String::new();
+    BufReader::new(s)
+        .read_line(&mut resp)
+        .map_err(|e| format!("no answer: {e}"))?;
+    serde_json::from_str(&resp).map_err(|e| format!("bad answer: {e}"))
+}
+
+/// Runs `nicemu ctl`; returns the text to print or an error message.
+pub fn run(args: &CtlArgs) -> Result<String, String> {
+    let resp = call(&args.control, &args.verb.request())?;
+    if args.json {
+        return serde_json::to_string_pretty(&resp).map_err(|e| e.to_string());
+    }
+    if !resp.ok {
+        return Err(resp.error.unwrap_or_else(|| "request failed".into()));
+    }
+    Ok(human(&args.verb, &resp.data))
+}
+
+fn human(verb: &Verb, d: &serde_json::Value) -> String {
+    use std::fmt::Write as _;
+    let mut o = String::new();
+    match verb {
+        Verb::List => {
+            let _ = writeln!(
+                o,
+                "{:<10} {:<6} {:<8} {:<17} {:<5} {:<7} {:<9} {:<9} interrupts",
+                "id", "model", "net", "mac", "link", "driver", "rx queues", "tx queues"
+            );
+            for p in d["devices"].as_array().into_iter().flatten() {
+                let qs = |k: &str| {
+                    let v: Vec<String> = p[k]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .map(|x| x.to_string())
+                        .collect();
+                    if v.is_empty() {
+                        "-".to_string()
+                    } else {
+                        v.join(",")
+                    }
+                };
+                let _ = writeln!(
+                    o,
+                    "{:<10} {:<6} {:<8} {:<17} {:<5} {:<7} {:<9} {:<9} {}",
+                    p["id"].as_str().unwrap_or(""),
+                    p["model"].as_str().unwrap_or(""),
+                    p["net"].as_str().unwrap_or(""),
+                    p["mac"].as_str().unwrap_or(""),
+                    p["link"].as_str().unwrap_or(""),
+                    if p["driver_loaded"].as_bool() == Some(true) {
+                        "loaded"
+                    } else {
+                        "-"
+                    },
+                    qs("rx_queues"),
+                    qs("tx_queues"),
+                    p["interrupts"].as_str().unwrap_or("")
+                );
+            }
+        }
+        Verb::Stats { all, .. } => {
+            for kv in d["counters"].as_array().into_iter().flatten() {
+                let (k, v) = (kv[0].as_str().unwrap_or(""), kv[1].as_u64().unwrap_or(0));
+                if *all || v != 0 {
+                    let _ = writeln!(o, "{k:<16} {v}");
+                }
+            }
+            let s = &d["switch"];
+            let _ = writeln!(
+                o,
+                "switch port: tx_frames {} rx_frames {} rx_drops {}",
+                s["tx_frames"], s["rx_frames"], s["rx_drops"]
+            );
+            let errs: Vec<String> = d["guest_errors"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|kv| format!("{} {}", kv[0].as_str().unwrap_or(""), kv[1]))
+                .collect();
+            let _ = writeln!(o, "guest errors: {}", errs.join(", "));
+        }
+        Verb::Capture { file, .. } if file == "stop" => {
+            let _ = writeln!(o, "capture stopped after {} frames", d["frames"]);
+        }
+        _ => {
+            let _ = writeln!(o, "ok");
+        }
+    }
+    o
+}

@@ -1,0 +1,163 @@
+//! Control requests and responses (one JSON object per line).
+
+use serde::{Deserialize, Serialize};
+
+/// A fault as the control protocol carries it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum FaultSpec {
+    /// Next N received frames with a bad CRC.
+    CorruptRx {
+        /// How many.
+        n: u32,
+    },
+    /// Next N received frames missed.
+    DropRx {
+        /// How many.
+        n: u32,
+    },
+    /// Transmit queue stalls until the next device reset.
+    StallTx {
+        /// Queue.
+        queue: u16,
+    },
+    /// NVM checksum wrong after the next reset.
+    NvmCorrupt,
+    /// Counter set to a value.
+    CounterPreset {
+        /// Counter name (as `nicemu ctl stats` prints it).
+        name: String,
+        /// Value.
+        value: u64,
+    },
+    /// PTP clock step.
+    ClockStep {
+        /// Nanoseconds (may be negative).
+        ns: i64,
+    },
+}
+
+impl From<FaultSpec> for device_models::Fault {
+    fn from(f: FaultSpec) -> Self {
+        use device_models::Fault as F;
+        match f {
+            FaultSpec::CorruptRx { n } => F::CorruptRx(n),
+            FaultSpec::DropRx { n } => F::DropRx(n),
+            FaultSpec::StallTx { queue } => F::StallTx(queue),
+            FaultSpec::NvmCorrupt => F::NvmCorrupt,
+            FaultSpec::CounterPreset { name, value } => F::CounterPreset(name, value),
+            FaultSpec::ClockStep { ns } => F::ClockStep(ns),
+        }
+    }
+}
+
+/// A request.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "verb", rename_all = "kebab-case")]
+pub enum Request {
+    /// Devices, ports, links, queues, driver state.
+    List,
+    /// Hardware counters (totals, not clearing) and switch port counters.
+    Stats {
+        /// Device id.
+        dev: String,
+    },
+    /// Register trace on or off.
+    Trace {
+        /// Device id.
+        dev: String,
+        /// On or off.
+        on: bool,
+        /// Register name prefix or offset range.
+        filter: Option<String>,
+        /// File to write to (standard error of nicemu if absent).
+        file: Option<String>,
+    },
+    /// Start a packet capture.
+    Capture {
+        /// Device id.
+        dev: String,
+        /// pcap file.
+        file: String,
+        /// Stop after this many frames.
+        count: Option<u64>,
+    },
+    /// Stop a packet capture.
+    CaptureStop {
+        /// Device id.
+        dev: String,
+    },
+    /// Cable connected or not.
+    Link {
+        /// Device id.
+        dev: String,
+        /// Up or down.
+        up: bool,
+    },
+    /// Inject a fault.
+    Fault {
+        /// Device id.
+        dev: String,
+        /// The fault.
+        fault: FaultSpec,
+    },
+}
+
+/// A response.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Response {
+    /// Success.
+    pub ok: bool,
+    /// What went wrong.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub error: Option<String>,
+    /// Result data.
+    #[serde(skip_serializing_if = "serde_json::Value::is_null", default)]
+    pub data: serde_json::Value,
+}
+
+impl Response {
+    /// A success carrying `data`.
+    pub fn ok(data: serde_json::Value) -> Self {
+        Response {
+            ok: true,
+            error: None,
+            data,
+        }
+    }
+
+    /// A failure.
+    pub fn err(msg: impl Into<String>) -> Self {
+        Response {
+            ok: false,
+            error: Some(msg.into()),
+            data: serde_json::Value::Null,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wire_format() {
+        let r = Request::Fault {
+            dev: "igb0".into(),
+            fault: FaultSpec::CorruptRx { n: 10 },
+        };
+        let s = serde_json::to_string(&r).unwrap();
+        assert_eq!(
+            s,
+            r#"{"verb":"fault","dev":"igb0","fault":{"kind":"corrupt-rx","n":10}}"#
+        );
+        assert_eq!(serde_json::from_str::<Request>(&s).unwrap(), r);
+        assert_eq!(
+            serde_json::from_str::<Request>(r#"{"verb":"list"}"#).unwrap(),
+            Request::List
+        );
+        assert!(serde_json::from_str::<Request>(r#"{"verb":"reboot"}"#).is_err());
+        let e = serde_json::to_string(&Response::err("no")).unwrap();
+        assert_eq!(e, r#"{"ok":false,"error":"no"}"#);
+    }
+}

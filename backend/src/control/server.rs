@@ -1,0 +1,181 @@
+//! The control socket server: answers requests about the running ports.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use serde_json::json;
+
+use super::protocol::{Request, Response};
+use crate::error::Error;
+use crate::ports::{PortInfo, Registry};
+use crate::trace::{open_sink, TraceFilter};
+use crate::vfio;
+
+/// Longest request line accepted.
+const MAX_LINE: usize = 64 * 1024;
+
+/// Binds the control socket and serves it on a thread.
+pub fn start(path: &Path, reg: Arc<Registry>) -> Result<PathBuf, Error> {
+    if path.symlink_metadata().is_ok() {
+        return Err(Error::SocketExists(path.to_path_buf()));
+    }
+    let l = UnixListener::bind(path).map_err(|source| Error::Listen {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    std::thread::Builder::new()
+        .name("control".into())
+        .spawn(move || {
+            for c in l.incoming().flatten() {
+                let reg = reg.clone();
+                let _ = std::thread::Builder::new()
+                    .name("control-conn".into())
+                    .spawn(move || serve_conn(c, &reg));
+            }
+        })
+        .map_err(|source| Error::Listen {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    Ok(path.to_path_buf())
+}
+
+fn serve_conn(s: UnixStream, reg: &Registry) {
+    let Ok(w) = s.try_clone() else { return };
+    let mut w = w;
+    let mut r = BufReader::new(s);
+    let mut line = String::new();
+    loop {
+        line.clear();
+        let mut limited = (&mut r).take(MAX_LINE as u64);
+        match limited.read_line(&mut line) {
+            Ok(0) => return,
+            Ok(_) => {}
+            Err(_) => return,
+        }
+        if !line.ends_with('\n') && line.len() >= MAX_LINE {
+            let _ = writeln!(
+                w,
+                "{}",
+                serde_json::to_string(&Response::err("request too long")).unwrap_or_default()
+            );
+            return;
+        }
+        let resp = match serde_json::from_str::<Request>(line.trim()) {
+            Ok(req) => handle(reg, req),
+            Err(e) => Response::err(format!("bad request: {e}")),
+        };
+        let out = serde_json::to_string(&resp).unwrap_or_else(|_| r#"{"ok":false}"#.into());
+        if writeln!(w, "{out}").is_err() {
+            return;
+        }
+    }
+}
+
+fn port<'a>(reg: &'a Registry, dev: &str) -> Result<&'a PortInfo, Response> {
+    reg.ports.iter().find(|p| p.id == dev).ok_or_else(|| {
+        let ids: Vec<&str> = reg.ports.iter().map(|p| p.id.as_str()).collect();
+        Response::err(format!("no device '{dev}' (devices: {})", ids.join(", ")))
+    })
+}
+
+/// Answers one request.
+pub fn handle(reg: &Registry, req: Request) -> Response {
+    match run(reg, req) {
+        Ok(r) | Err(r) => r,
+    }
+}
+
+fn run(reg: &Registry, req: Request) -> Result<Response, Response> {
+    match req {
+        Request::List => {
+            let ports: Vec<_> = reg
+                .ports
+                .iter()
+                .map(|p| {
+                    let v = vfio::lock(&p.dev).driver_view();
+                    json!({
+                        "id": p.id, "model": p.model, "socket": p.socket, "net": p.net, "mac": p.mac,
+                        "link": if v.link_up { "up" } else { "down" },
+                        "driver_loaded": v.driver_loaded,
+                        "rx_enabled": v.rx_enabled, "tx_enabled": v.tx_enabled,
+                        "rx_queues": v.rx_queues, "tx_queues": v.tx_queues,
+                        "interrupts": v.interrupts,
+                        "tracing": p.tracer.enabled(),
+                        "capturing": p.counters.capture.frames().is_some(),
+                    })
+                })
+                .collect();
+            Ok(Response::ok(json!({ "devices": ports })))
+        }
+        Request::Stats { dev } => {
+            let p = port(reg, &dev)?;
+            let (counters, errors) = {
+                let d = vfio::lock(&p.dev);
+                (d.counters(), d.error_counters())
+            };
+            let c = &p.counters;
+            Ok(Response::ok(json!({
+                "dev": dev,
+                "counters": counters.into_iter().map(|(k, v)| json!([k, v])).collect::<Vec<_>>(),
+                "guest_errors": errors.into_iter().map(|(k, v)| json!([k, v])).collect::<Vec<_>>(),
+                "switch": {
+                    "tx_frames": c.tx_frames.load(Ordering::Relaxed),
+                    "rx_frames": c.rx_frames.load(Ordering::Relaxed),
+                    "rx_drops": c.rx_drops.load(Ordering::Relaxed),
+                },
+            })))
+        }
+        Request::Trace {
+            dev,
+            on,
+            filter,
+            file,
+        } => {
+            let p = port(reg, &dev)?;
+            let filter = filter
+                .as_deref()
+                .map(TraceFilter::parse)
+                .transpose()
+                .map_err(Response::err)?;
+            let sink = match &file {
+                Some(f) => {
+                    Some(open_sink(Some(Path::new(f))).map_err(|e| Response::err(e.to_string()))?)
+                }
+                None => None,
+            };
+            p.tracer.set(on, filter, sink);
+            Ok(Response::ok(json!({ "dev": dev, "tracing": on })))
+        }
+        Request::Capture { dev, file, count } => {
+            let p = port(reg, &dev)?;
+            p.counters
+                .capture
+                .start(Path::new(&file), count)
+                .map_err(|e| Response::err(e.to_string()))?;
+            Ok(Response::ok(json!({ "dev": dev, "file": file })))
+        }
+        Request::CaptureStop { dev } => {
+            let p = port(reg, &dev)?;
+            let n = p.counters.capture.stop();
+            Ok(Response::ok(json!({ "dev": dev, "frames": n })))
+        }
+        Request::Link { dev, up } => {
+            let p = port(reg, &dev)?;
+            vfio::lock(&p.dev).set_link(up);
+            Ok(Response::ok(
+                json!({ "dev": dev, "link": if up { "up" } else { "down" } }),
+            ))
+        }
+        Request::Fault { dev, fault } => {
+            let p = port(reg, &dev)?;
+            vfio::lock(&p.dev)
+                .inject(fault.clone().into())
+                .map_err(|e| Response::err(e.to_string()))?;
+            Ok(Response::ok(json!({ "dev": dev, "fault": fault })))
+        }
+    }
+}

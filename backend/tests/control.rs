@@ -1,0 +1,209 @@
+//! Integration tests of the control socket: two igb functions on one network,
+//! driven over vfio-user as a guest driver would, steered and observed with
+//! `nicemu ctl`.
+
+mod common;
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use common::*;
+use pcap_file::pcap::PcapReader;
+
+const MAC_A: [u8; 6] = [0x52, 0x54, 0, 0, 0, 0xa];
+const MAC_B: [u8; 6] = [0x52, 0x54, 0, 0, 0, 0xb];
+
+fn frame(dst: [u8; 6], src: [u8; 6], len: usize, tag: u8) -> Vec<u8> {
+    let mut f = vec![tag; len];
+    f[..6].copy_from_slice(&dst);
+    f[6..12].copy_from_slice(&src);
+    f[12..14].copy_from_slice(&0x88b5u16.to_be_bytes());
+    f
+}
+
+fn stats(n: &Nicemu, dev: &str) -> HashMap<String, u64> {
+    let out = n.ctl(&["stats", dev, "--all"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let mut it = l.split_whitespace();
+            let (k, v) = (it.next()?, it.next()?);
+            Some((k.to_string(), v.parse().ok()?))
+        })
+        .collect()
+}
+
+fn wait_for(mut f: impl FnMut() -> bool) {
+    for _ in 0..100 {
+        if f() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("condition not reached");
+}
+
+#[test]
+fn list_stats_capture_faults_link_and_trace() {
+    let n = Nicemu::start(
+        "ctl",
+        &[
+            "--device",
+            "igb,id=igb0,socket={dir}/a.sock,mac=52:54:00:00:00:0a",
+            "--device",
+            "igb,id=igb1,socket={dir}/b.sock,mac=52:54:00:00:00:0b",
+            "--control",
+            "{dir}/ctl.sock",
+        ],
+        &["a.sock", "b.sock", "ctl.sock"],
+    );
+    let (mut a, mut b) = (n.client("a.sock"), n.client("b.sock"));
+    let mut ram_a = Ram::new(&n.dir, "ram-a", 1 << 20);
+    let mut ram_b = Ram::new(&n.dir, "ram-b", 1 << 20);
+    ram_a.map(&mut a);
+    ram_b.map(&mut b);
+    setup_queue0(&mut a, &mut ram_a);
+    setup_queue0(&mut b, &mut ram_b);
+
+    let list = n.ctl(&["list"]);
+    let text = String::from_utf8_lossy(&list.stdout);
+    assert!(list.status.success());
+    assert!(
+        text.lines().any(|l| l.starts_with("igb0")
+            && l.contains("52:54:00:00:00:0a")
+            && l.contains(" up ")),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("igb1") && l.contains("lan0")),
+        "{text}"
+    );
+
+    // Capture on igb0 while it sends three frames to igb1.
+    let pcap = n.path("a.pcap");
+    let cap = n.ctl(&["capture", "igb0", pcap.to_str().unwrap()]);
+    assert!(
+        cap.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cap.stderr)
+    );
+    for i in 0..3u32 {
+        send(&mut a, &mut ram_a, i, &frame(MAC_B, MAC_A, 100, i as u8));
+    }
+    wait_for(|| rd(&mut b, 0x2810) == 3);
+    let stop = n.ctl(&["capture", "igb0", "stop"]);
+    assert!(String::from_utf8_lossy(&stop.stdout).contains("after 3 frames"));
+    let mut r = PcapReader::new(std::fs::File::open(&pcap).unwrap()).unwrap();
+    let mut got = Vec::new();
+    while let Some(p) = r.next_packet() {
+        got.push(p.unwrap().data.into_owned());
+    }
+    assert_eq!(got.len(), 3);
+    assert_eq!(got[2], frame(MAC_B, MAC_A, 100, 2));
+
+    // Control stats equal what the guest reads, and do not disturb it.
+    let s = stats(&n, "igb1");
+    assert_eq!(s["GPRC"], 3);
+    assert_eq!(s["GORC"], 3 * 104);
+    assert_eq!(
+        rd(&mut b, 0x4074),
+        3,
+        "guest still reads GPRC = 3 after ctl stats"
+    );
+    assert_eq!(rd(&mut b, 0x4074), 0, "and its own read cleared it");
+    assert_eq!(
+        stats(&n, "igb1")["GPRC"],
+        3,
+        "ctl totals are unaffected by guest reads"
+    );
+    assert_eq!(stats(&n, "igb0")["GPTC"], 3);
+
+    // Corrupt two of the next three frames: CRC errors.
+    assert!(n
+        .ctl(&["fault", "igb1", "corrupt-rx", "2"])
+        .status
+        .success());
+    for i in 3..6u32 {
+        send(&mut a, &mut ram_a, i, &frame(MAC_B, MAC_A, 80, 9));
+    }
+    wait_for(|| stats(&n, "igb1")["CRCERRS"] == 2);
+    assert_eq!(rd(&mut b, 0x4000), 2, "CRCERRS as the guest reads it");
+    assert_eq!(stats(&n, "igb1")["GPRC"], 4);
+
+    // Link down: STATUS.LU clears, frames to it are not received.
+    assert!(n.ctl(&["link", "igb1", "down"]).status.success());
+    assert_eq!(rd(&mut b, 0x8) & 2, 0);
+    let text = String::from_utf8_lossy(&n.ctl(&["list"]).stdout).to_string();
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("igb1") && l.contains(" down ")),
+        "{text}"
+    );
+    assert!(n.ctl(&["link", "igb1", "up"]).status.success());
+    assert_ne!(rd(&mut b, 0x8) & 2, 0);
+
+    // Trace with a filter, switched on at run time.
+    let tf = n.path("t.log");
+    let t = n.ctl(&[
+        "trace",
+        "igb0",
+        "on",
+        "--filter",
+        "RDT",
+        "--file",
+        tf.to_str().unwrap(),
+    ]);
+    assert!(t.status.success(), "{}", String::from_utf8_lossy(&t.stderr));
+    wr(&mut a, 0x2818, 5);
+    let _ = rd(&mut a, 0x8);
+    assert!(n.ctl(&["trace", "igb0", "off"]).status.success());
+    let trace = std::fs::read_to_string(&tf).unwrap();
+    assert_eq!(trace.lines().count(), 1, "{trace}");
+    assert!(trace.contains("W BAR0+0x02818 RDT[0]"));
+
+    // Counter preset, stall, errors.
+    assert!(n
+        .ctl(&["fault", "igb1", "counter-preset", "GPRC", "4294967290"])
+        .status
+        .success());
+    assert_eq!(rd(&mut b, 0x4074), 4_294_967_290);
+    assert!(n.ctl(&["fault", "igb0", "stall-tx", "0"]).status.success());
+    send(&mut a, &mut ram_a, 6, &frame(MAC_B, MAC_A, 60, 1));
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(rd(&mut a, 0x3810), 6, "stalled queue did not fetch");
+    let bad = n.ctl(&["stats", "nope"]);
+    assert_eq!(bad.status.code(), Some(1));
+    let msg = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        msg.contains("no device 'nope'") && msg.contains("igb0"),
+        "{msg}"
+    );
+    let bad = n.ctl(&["fault", "igb0", "stall-tx", "99"]);
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("queue 99"));
+    let json = n.ctl(&["--json", "list"]);
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(v["ok"], true);
+    assert_eq!(v["data"]["devices"][0]["id"], "igb0");
+    let (st, dir) = n.stop();
+    assert!(st.success());
+    assert!(
+        !dir.join("ctl.sock").exists(),
+        "control socket removed on exit"
+    );
+}
+
+#[test]
+fn ctl_without_a_running_nicemu_says_what_to_do() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_nicemu"))
+        .args(["ctl", "--control", "/nonexistent/ctl.sock", "list"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is nicemu running with --control"));
+}
