@@ -48,6 +48,17 @@ pub fn parse_mac(s: &str) -> Option<[u8; 6]> {
     parts.next().is_none().then_some(mac)
 }
 
+/// Splits one `key=value` item of a `--device`/`--wire` value.
+fn key_value(kv: &str) -> Result<(&str, &str), String> {
+    let Some((k, v)) = kv.split_once('=') else {
+        return Err(format!("'{kv}' is not key=value"));
+    };
+    if v.is_empty() {
+        return Err(format!("{k}= needs a value"));
+    }
+    Ok((k, v))
+}
+
 /// A locally administered MAC derived from the device's position.
 fn default_mac(index: usize) -> [u8; 6] {
     [0x52, 0x54, 0x00, 0x4e, 0x49, 0x10 + index as u8]
@@ -74,12 +85,7 @@ impl DeviceSpec {
         };
         let (mut id, mut socket, mut mac, mut net, mut queues) = (None, None, None, None, None);
         for kv in parts {
-            let Some((k, v)) = kv.split_once('=') else {
-                return Err(bad(format!("'{kv}' is not key=value")));
-            };
-            if v.is_empty() {
-                return Err(bad(format!("{k}= needs a value")));
-            }
+            let (k, v) = key_value(kv).map_err(bad)?;
             match k {
                 "id" => id = Some(v.to_string()),
                 "socket" => socket = Some(PathBuf::from(v)),
@@ -160,12 +166,7 @@ impl WireSpec {
         let kind = parts.next().unwrap_or("");
         let (mut path, mut ifname, mut net) = (None, None, None);
         for kv in parts {
-            let Some((k, v)) = kv.split_once('=') else {
-                return Err(bad(format!("'{kv}' is not key=value")));
-            };
-            if v.is_empty() {
-                return Err(bad(format!("{k}= needs a value")));
-            }
+            let (k, v) = key_value(kv).map_err(bad)?;
             match k {
                 "path" => path = Some(PathBuf::from(v)),
                 "ifname" => ifname = Some(v.to_string()),

@@ -92,42 +92,7 @@ pub enum Verb {
         dev: String,
         /// The fault.
         #[command(subcommand)]
-        fault: FaultVerb,
-    },
-}
-
-/// Faults `nicemu ctl fault DEV …` can inject.
-#[derive(Debug, Subcommand)]
-pub enum FaultVerb {
-    /// The next N received frames arrive with a bad CRC (rx_crc_errors).
-    CorruptRx {
-        /// How many frames.
-        n: u32,
-    },
-    /// The next N received frames find no buffer (rx_missed_errors).
-    DropRx {
-        /// How many frames.
-        n: u32,
-    },
-    /// Transmit queue QUEUE stops until the driver resets the adapter.
-    StallTx {
-        /// Queue index.
-        queue: u16,
-    },
-    /// The NVM checksum is wrong from the next reset on.
-    NvmCorrupt,
-    /// Set a counter (e.g. near its wrap point).
-    CounterPreset {
-        /// Counter name as `nicemu ctl stats` prints it (GPRC, GORC, RQDPC[0]…).
-        name: String,
-        /// Value.
-        value: u64,
-    },
-    /// Step the PTP clock.
-    ClockStep {
-        /// Nanoseconds, may be negative.
-        #[arg(allow_hyphen_values = true)]
-        ns: i64,
+        fault: FaultSpec,
     },
 }
 
@@ -162,17 +127,7 @@ impl Verb {
             },
             Verb::Fault { dev, fault } => Request::Fault {
                 dev: dev.clone(),
-                fault: match fault {
-                    FaultVerb::CorruptRx { n } => FaultSpec::CorruptRx { n: *n },
-                    FaultVerb::DropRx { n } => FaultSpec::DropRx { n: *n },
-                    FaultVerb::StallTx { queue } => FaultSpec::StallTx { queue: *queue },
-                    FaultVerb::NvmCorrupt => FaultSpec::NvmCorrupt,
-                    FaultVerb::CounterPreset { name, value } => FaultSpec::CounterPreset {
-                        name: name.clone(),
-                        value: *value,
-                    },
-                    FaultVerb::ClockStep { ns } => FaultSpec::ClockStep { ns: *ns },
-                },
+                fault: fault.clone(),
             },
         }
     }

@@ -2,37 +2,39 @@
 
 use serde::{Deserialize, Serialize};
 
-/// A fault as the control protocol carries it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// A fault as the control protocol carries it; also the `nicemu ctl fault
+/// DEV …` subcommands (clap) so the two cannot drift apart.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, clap::Subcommand)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum FaultSpec {
-    /// Next N received frames with a bad CRC.
+    /// The next N received frames arrive with a bad CRC (rx_crc_errors).
     CorruptRx {
-        /// How many.
+        /// How many frames.
         n: u32,
     },
-    /// Next N received frames missed.
+    /// The next N received frames find no buffer (rx_missed_errors).
     DropRx {
-        /// How many.
+        /// How many frames.
         n: u32,
     },
-    /// Transmit queue stalls until the next device reset.
+    /// Transmit queue QUEUE stops until the driver resets the adapter.
     StallTx {
-        /// Queue.
+        /// Queue index.
         queue: u16,
     },
-    /// NVM checksum wrong after the next reset.
+    /// The NVM checksum is wrong from the next reset on.
     NvmCorrupt,
-    /// Counter set to a value.
+    /// Set a counter (e.g. near its wrap point).
     CounterPreset {
-        /// Counter name (as `nicemu ctl stats` prints it).
+        /// Counter name as `nicemu ctl stats` prints it (GPRC, GORC, RQDPC[0]…).
         name: String,
         /// Value.
         value: u64,
     },
-    /// PTP clock step.
+    /// Step the PTP clock.
     ClockStep {
-        /// Nanoseconds (may be negative).
+        /// Nanoseconds, may be negative.
+        #[arg(allow_hyphen_values = true)]
         ns: i64,
     },
 }
