@@ -12,6 +12,7 @@ pub mod desc;
 pub mod fault;
 pub mod igb;
 pub mod ixgbe;
+pub mod moderation;
 pub mod nvm;
 pub mod offload;
 pub mod pci;

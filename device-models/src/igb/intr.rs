@@ -121,22 +121,13 @@ impl Igb {
             return;
         }
         let now = self.env.clock.now_ns();
-        let mut fire = 0u32;
-        let mut wake = u64::MAX;
-        let mut r = ready;
-        while r != 0 {
-            let v = r.trailing_zeros() as usize;
-            r &= r - 1;
-            if now >= self.eitr_next[v] {
-                fire |= 1 << v;
-                self.eitr_next[v] = now + eitr_interval_ns(self.regs.peek(EITR0 + 4 * v as u32));
-            } else {
-                wake = wake.min(self.eitr_next[v]);
-            }
-        }
-        if wake != u64::MAX {
-            self.env.timer.arm(wake);
-        }
+        let regs = &self.regs;
+        let fire = self.moderation.gate(
+            u64::from(ready),
+            now,
+            |v| eitr_interval_ns(regs.peek(EITR0 + 4 * v as u32)),
+            self.env.timer.as_ref(),
+        ) as u32;
         if fire == 0 {
             return;
         }

@@ -165,8 +165,8 @@ pub struct Igb {
     totals: crate::stats::Totals,
     /// Link state last reported through ICR.LSC.
     link_reported: bool,
-    /// Per MSI-X vector: earliest time (clock ns) of its next interrupt (EITR).
-    eitr_next: [u64; 25],
+    /// EITR interrupt moderation of the MSI-X vectors.
+    moderation: crate::moderation::Moderation,
 }
 
 impl std::fmt::Debug for Igb {
@@ -205,7 +205,7 @@ impl Igb {
             totals: crate::stats::Totals::default(),
             faults: crate::fault::Faults::default(),
             link_reported: false,
-            eitr_next: [0; 25],
+            moderation: crate::moderation::Moderation::new(25),
         };
         d.totals = crate::stats::Totals::for_file(&d.regs);
         d.device_reset();
@@ -259,7 +259,7 @@ impl Igb {
             t.ctx = Default::default();
         }
         self.link_reported = self.phy.link_up();
-        self.eitr_next = [0; 25];
+        self.moderation.reset();
     }
 
     fn nvm_mac(&self) -> [u8; 6] {
@@ -426,7 +426,7 @@ impl Igb {
             Hook::Eitr => {
                 // Without CNT_IGNR a write restarts the vector's interval counter.
                 if w.raw & (1 << 31) == 0 {
-                    self.eitr_next[usize::from(w.id.elem)] = 0;
+                    self.moderation.restart(usize::from(w.id.elem));
                 }
             }
         }

@@ -38,6 +38,18 @@ pub enum Dir {
     Tx,
 }
 
+/// Minimum time between two interrupts of vector `v`: EITR bits 11:3 in
+/// units of 0.25 µs with 2 µs granularity (`ixgbe_write_eitr`; the driver's
+/// `IXGBE_20K_ITR` 200 = 50 µs; 0 = no moderation).
+pub fn eitr_interval_ns(regs: &crate::regfile::RegFile<super::regs::Hook>, v: usize) -> u64 {
+    let off = if v < 24 {
+        EITR0 + 4 * v as u32
+    } else {
+        EITR_HI + 4 * (v as u32 - 24)
+    };
+    u64::from(regs.peek(off) & 0xff8) * 250
+}
+
 /// IVAR register and bit shift of a queue's entry on the 82599
 /// (`ixgbe_set_ivar`: queue `2n` in bytes 0 (RX) / 1 (TX) of IVAR[n], queue
 /// `2n + 1` in bytes 2 / 3).
@@ -181,7 +193,18 @@ impl Ixgbe {
         if !self.msix_mode() {
             return;
         }
-        let fire = self.vec_cause & self.vec_mask;
+        let ready = self.vec_cause & self.vec_mask;
+        if ready == 0 {
+            return;
+        }
+        let now = self.env.clock.now_ns();
+        let regs = &self.regs;
+        let fire = self.moderation.gate(
+            ready,
+            now,
+            |v| eitr_interval_ns(regs, v),
+            self.env.timer.as_ref(),
+        );
         if fire == 0 {
             return;
         }

@@ -150,6 +150,8 @@ pub struct Ixgbe {
     i2c: sfp::I2cBus,
     /// MSI-X vector causes (EICR_EX) and masks (EIMS_EX), vectors 0..63.
     vec_cause: u64,
+    /// EITR interrupt moderation of the MSI-X vectors.
+    moderation: crate::moderation::Moderation,
     vec_mask: u64,
     errors: GuestErrors,
     /// Faults injected through the control path.
@@ -191,6 +193,7 @@ impl Ixgbe {
             ioaddr: 0,
             i2c: sfp::I2cBus::new(cfg.sfp),
             vec_cause: 0,
+            moderation: crate::moderation::Moderation::new(MSIX_VECTORS as usize),
             vec_mask: 0,
             errors: GuestErrors::default(),
             totals: crate::stats::Totals::default(),
@@ -240,6 +243,7 @@ impl Ixgbe {
         );
         self.vec_cause = 0;
         self.vec_mask = 0;
+        self.moderation.reset();
         self.i2c.reset();
         for t in &mut self.txq {
             t.frame.clear();
@@ -398,6 +402,13 @@ impl Ixgbe {
             }
             Hook::Eicr => self.eicr_write(w.raw),
             Hook::Eics => self.eics_write(w.raw),
+            Hook::Eitr | Hook::EitrHi => {
+                // Without CNT_WDIS a write restarts the vector's interval counter.
+                if w.raw & (1 << 31) == 0 {
+                    let base = if hook == Hook::Eitr { 0 } else { 24 };
+                    self.moderation.restart(base + usize::from(w.id.elem));
+                }
+            }
             Hook::Eims => self.eims_write(w.old, w.raw),
             Hook::Eimc => self.eimc_write(w.raw),
             Hook::EicsEx => self.raise_vectors(u64::from(w.raw) << (32 * elem)),
@@ -582,6 +593,10 @@ impl NicFunction for Ixgbe {
             4 => "MSIX".into(),
             b => format!("BAR{b}?{offset:#x}"),
         }
+    }
+
+    fn on_timer(&mut self, _now_ns: u64) {
+        self.deliver_vectors();
     }
 
     fn counters(&self) -> Vec<(String, u64)> {

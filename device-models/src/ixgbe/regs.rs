@@ -13,6 +13,10 @@ use crate::regfile::RegDef;
 pub enum Hook {
     /// Device control: RST / LNK_RST self-clear, GIO master disable.
     Ctrl,
+    /// Interrupt throttle of vectors 0..23: a write without CNT_WDIS restarts it.
+    Eitr,
+    /// Interrupt throttle of vectors 24..: likewise.
+    EitrHi,
     /// Device status: computed.
     Status,
     /// Extended SDP control: SDP2 reports the SFP+ cage as full.
@@ -86,6 +90,8 @@ pub const EICS: u32 = 0x0808;
 pub const EIAC: u32 = 0x0810;
 /// Interrupt throttle registers 0..23.
 pub const EITR0: u32 = 0x0820;
+/// Interrupt throttle of vector 24 (vectors 24..127 follow, 4 bytes apart).
+pub const EITR_HI: u32 = 0x12300;
 /// Extended interrupt mask set/read.
 pub const EIMS: u32 = 0x0880;
 /// Extended interrupt mask clear.
@@ -311,7 +317,10 @@ pub static TABLE: &[RegDef<Hook>] = &[
     RegDef::new("EICR", EICR).w1c().hook(Hook::Eicr),
     RegDef::new("EICS", EICS).hook(Hook::Eics),
     RegDef::new("EIAC", EIAC).mask(0x4000_ffff),
-    RegDef::new("EITR", EITR0).array(24, 4).mask(0x8fff_fff8),
+    RegDef::new("EITR", EITR0)
+        .array(24, 4)
+        .mask(0x8fff_fff8)
+        .hook(Hook::Eitr),
     RegDef::new("EIMS", EIMS).hook(Hook::Eims),
     RegDef::new("EIMC", EIMC).wo().hook(Hook::Eimc),
     RegDef::new("EIAM", EIAM),
@@ -330,9 +339,10 @@ pub static TABLE: &[RegDef<Hook>] = &[
         .wo()
         .hook(Hook::EimcEx),
     RegDef::new("EIAM_EX", EIAM_EX).array(2, 4),
-    RegDef::new("EITR_HI", 0x12300)
+    RegDef::new("EITR_HI", EITR_HI)
         .array(104, 4)
-        .mask(0x8fff_fff8),
+        .mask(0x8fff_fff8)
+        .hook(Hook::EitrHi),
     // Receive queues (§8.2.3.8)
     rxq("RDBAL", q::BAL).mask(0xffff_ff80),
     rxq("RDBAH", q::BAH),

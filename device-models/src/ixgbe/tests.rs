@@ -669,3 +669,30 @@ fn hostile_rings_do_not_crash_or_hang() {
     // The device still answers.
     assert_ne!(rd(&mut d, LINKS) & links::UP, 0);
 }
+
+#[test]
+fn eitr_moderates_queue_vectors() {
+    let (mut d, t) = dev();
+    wr(&mut d, GPIE, 0x10 | (1 << 30));
+    wr(&mut d, EIAM_EX, u32::MAX);
+    wr(&mut d, EIAC, 0x4000_ffff);
+    wr(&mut d, EITR0 + 4, 200 | (1 << 31)); // vector 1: 50 µs, CNT_WDIS
+    wr(&mut d, EITR_HI + 4 * 6, 200); // vector 30: 50 µs
+    t.clock.set(1_000_000);
+    wr(&mut d, EIMS_EX, 1 << 1);
+    wr(&mut d, EICS_EX, 1 << 1);
+    assert_eq!(t.irq.take(), vec![Irq::Msix(1)]);
+    t.clock.set(1_020_000);
+    wr(&mut d, EIMS_EX, 1 << 1);
+    wr(&mut d, EICS_EX, 1 << 1);
+    assert!(t.irq.take().is_empty(), "within 50 µs of the last");
+    assert_eq!(t.timer.take(), vec![1_050_000]);
+    t.clock.set(1_050_000);
+    d.on_timer(1_050_000);
+    assert_eq!(t.irq.take(), vec![Irq::Msix(1)]);
+    assert_eq!(
+        intr::eitr_interval_ns(&d.regs, 30),
+        50_000,
+        "EITR of vectors above 23"
+    );
+}
