@@ -23,6 +23,7 @@ pub mod rss;
 pub mod stats;
 #[doc(hidden)]
 pub mod testutil;
+pub mod txframe;
 
 use std::sync::Arc;
 
@@ -89,6 +90,32 @@ pub struct DeviceEnv {
 impl std::fmt::Debug for DeviceEnv {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("DeviceEnv")
+    }
+}
+
+/// Counters of guest programming errors a device tolerated (bad input is
+/// dropped and counted, never fatal).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GuestErrors {
+    /// Descriptor or buffer addresses outside guest memory.
+    pub dma_errors: u64,
+    /// Tail values beyond the ring or rings with no descriptors.
+    pub ring_errors: u64,
+    /// Transmit frames dropped as malformed (too long, bad context, no EOP).
+    pub tx_malformed: u64,
+    /// Register accesses to offsets with no register.
+    pub unknown_regs: u64,
+}
+
+impl GuestErrors {
+    /// The counters by name, for the control path.
+    pub fn list(&self) -> Vec<(&'static str, u64)> {
+        vec![
+            ("dma_errors", self.dma_errors),
+            ("ring_errors", self.ring_errors),
+            ("tx_malformed", self.tx_malformed),
+            ("unknown_regs", self.unknown_regs),
+        ]
     }
 }
 

@@ -130,6 +130,31 @@ pub fn write_buf(mem: &GuestRam, addr: u64, data: &[u8]) -> Result<(), RingError
         .map_err(|_| RingError::BadAddress(addr))
 }
 
+/// Writes bytes `off..off + len` of the concatenation of `parts` at `addr`
+/// (a frame whose VLAN tag was stripped is two parts, spread over buffers).
+pub fn write_parts(
+    mem: &GuestRam,
+    addr: u64,
+    parts: &[&[u8]; 2],
+    off: usize,
+    len: usize,
+) -> Result<(), RingError> {
+    let mut done = 0;
+    let mut pos = 0;
+    for p in parts {
+        let (ps, pe) = (pos, pos + p.len());
+        pos = pe;
+        let s = (off + done).max(ps);
+        let e = (off + len).min(pe);
+        if s >= e {
+            continue;
+        }
+        write_buf(mem, addr + done as u64, &p[s - ps..e - ps])?;
+        done += e - s;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -164,6 +189,11 @@ mod tests {
         assert!(read_buf(&m, 0xff00, 0x1000, &mut v).is_err());
         assert_eq!(v, vec![1]);
         write_desc(&m, 0x100, &[7; 16]).unwrap();
+        write_parts(&m, 0x200, &[&[1, 2, 3], &[4, 5]], 2, 3).unwrap();
+        let mut b = [0u8; 3];
+        m.read_slice(&mut b, GuestAddress(0x200)).unwrap();
+        assert_eq!(b, [3, 4, 5]);
+        assert!(write_parts(&m, 0xffff, &[&[1, 2, 3], &[]], 0, 3).is_err());
         assert_eq!(read_desc(&m, 0x100).unwrap(), [7; 16]);
     }
 }

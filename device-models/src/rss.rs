@@ -162,6 +162,40 @@ pub fn hash(key: &[u8; 40], types: HashTypes, f: &[u8]) -> (u32, RssType) {
     (toeplitz(key, &input[..n]), ty)
 }
 
+/// Hash of a frame with the key held in ten RSSRK registers (`rssrk(i)`
+/// reads register i), for the hash types MRQC enables.
+pub fn hash_with_regs(rssrk: impl Fn(u32) -> u32, mrqc: u32, f: &[u8]) -> (u32, RssType) {
+    let mut key = [0u8; 40];
+    for i in 0..10u32 {
+        let at = 4 * i as usize;
+        key[at..at + 4].copy_from_slice(&rssrk(i).to_le_bytes());
+    }
+    hash(&key, HashTypes::from_mrqc(mrqc), f)
+}
+
+/// Queue of a hashed frame: the 128-entry redirection table (RETA) holds one
+/// byte per entry, four per register (`reta(i)` reads register i); the low
+/// four bits of entry `hash[6:0]` name the queue. Unhashed frames go to 0.
+pub fn reta_queue(reta: impl Fn(u32) -> u32, hash: u32, ty: RssType) -> usize {
+    if ty == RssType::None {
+        return 0;
+    }
+    let idx = hash & 0x7f;
+    ((reta(idx >> 2) >> (8 * (idx & 3))) & 0xf) as usize
+}
+
+/// Packet type bits of the advanced RX write-back's pkt_info (82576 §7.1.5.2,
+/// 82599 §7.1.6.2: IPv4 0x10, IPv6 0x40, TCP 0x100, UDP 0x200).
+pub fn packet_type(f: &[u8]) -> u16 {
+    let Some(p) = parse(f) else { return 0 };
+    let l3 = if p.ipv4 { 0x0010 } else { 0x0040 };
+    l3 | match p.proto {
+        6 => 0x0100,
+        17 => 0x0200,
+        _ => 0,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

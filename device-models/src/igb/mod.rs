@@ -117,31 +117,7 @@ pub struct IgbConfig {
     pub mac: [u8; 6],
 }
 
-/// Counters of guest programming errors the device tolerated.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct GuestErrors {
-    /// Descriptor or buffer addresses outside guest memory.
-    pub dma_errors: u64,
-    /// Tail values beyond the ring or rings with no descriptors.
-    pub ring_errors: u64,
-    /// Transmit frames dropped as malformed (too long, bad context, no EOP).
-    pub tx_malformed: u64,
-    /// Register accesses to offsets with no register.
-    pub unknown_regs: u64,
-}
-
-/// Per transmit queue state beyond the registers.
-#[derive(Debug, Default)]
-struct TxQueue {
-    /// Frame being gathered from data descriptors until EOP.
-    frame: Vec<u8>,
-    /// First data descriptor of the frame (its command and options apply).
-    first: Option<tx::FrameOpts>,
-    /// The frame overflowed or a buffer could not be read: drop at EOP.
-    bad: bool,
-    /// Offload contexts (82576 keeps two per queue).
-    ctx: [crate::desc::TxContext; 2],
-}
+pub use crate::GuestErrors;
 
 /// An 82576 function.
 pub struct Igb {
@@ -153,9 +129,7 @@ pub struct Igb {
     env: DeviceEnv,
     mem: GuestRam,
     bars: [Bar; 4],
-    txq: Vec<TxQueue>,
-    /// Scratch buffer for frames looped back or segmented (no per-packet allocation).
-    scratch: Vec<u8>,
+    txq: Vec<crate::txframe::TxQueue>,
     /// BAR2 IOADDR register (indirect access window).
     ioaddr: u32,
     errors: GuestErrors,
@@ -194,12 +168,8 @@ impl Igb {
             mem: GuestRam::new(),
             bars: pci::bars(),
             txq: (0..NUM_QUEUES)
-                .map(|_| TxQueue {
-                    frame: Vec::with_capacity(MAX_TX_FRAME),
-                    ..Default::default()
-                })
+                .map(|_| crate::txframe::TxQueue::with_max(MAX_TX_FRAME))
                 .collect(),
-            scratch: Vec::with_capacity(MAX_TX_FRAME),
             ioaddr: 0,
             errors: GuestErrors::default(),
             totals: crate::stats::Totals::default(),
@@ -253,10 +223,7 @@ impl Igb {
         self.regs.set_bits(TXQ_BASE + q::DCTL, QUEUE_ENABLE);
         self.phy.reset();
         for t in &mut self.txq {
-            t.frame.clear();
-            t.first = None;
-            t.bad = false;
-            t.ctx = Default::default();
+            t.clear();
         }
         self.link_reported = self.phy.link_up();
         self.moderation.reset();
@@ -415,10 +382,7 @@ impl Igb {
                 let qi = usize::from(w.id.elem);
                 if w.new & QUEUE_ENABLE == 0 {
                     self.regs.poke(canon(TXQ_BASE) + q::H, 0);
-                    let t = &mut self.txq[qi];
-                    t.frame.clear();
-                    t.first = None;
-                    t.bad = false;
+                    self.txq[qi].clear();
                 } else if w.old & QUEUE_ENABLE == 0 {
                     self.tx_doorbell(qi);
                 }
@@ -614,12 +578,7 @@ impl NicFunction for Igb {
     }
 
     fn error_counters(&self) -> Vec<(&'static str, u64)> {
-        vec![
-            ("dma_errors", self.errors.dma_errors),
-            ("ring_errors", self.errors.ring_errors),
-            ("tx_malformed", self.errors.tx_malformed),
-            ("unknown_regs", self.errors.unknown_regs),
-        ]
+        self.errors.list()
     }
 }
 

@@ -20,11 +20,6 @@ const RXCSUM_IPOFL: u32 = 1 << 8;
 const RXCSUM_TUOFL: u32 = 1 << 9;
 /// RXCSUM: packet checksum disable (RSS hash in the descriptor instead).
 const RXCSUM_PCSD: u32 = 1 << 13;
-/// Packet type bits of pkt_info (§7.1.5.2).
-const PTYPE_IPV4: u16 = 0x0010;
-const PTYPE_IPV6: u16 = 0x0040;
-const PTYPE_TCP: u16 = 0x0100;
-const PTYPE_UDP: u16 = 0x0200;
 
 /// Largest frame accepted without RCTL.LPE (1518 + VLAN tag, without FCS).
 const MAX_STD_FRAME: usize = 1518 + 4 - 4;
@@ -76,23 +71,12 @@ impl Igb {
         if !matches!(mrqc & 7, 1 | 2 | 5) {
             return (0, RssType::None);
         }
-        let mut key = [0u8; 40];
-        for i in 0..10 {
-            key[4 * i..4 * i + 4]
-                .copy_from_slice(&self.regs.peek(RSSRK + 4 * i as u32).to_le_bytes());
-        }
-        rss::hash(&key, rss::HashTypes::from_mrqc(mrqc), frame)
+        rss::hash_with_regs(|i| self.regs.peek(RSSRK + 4 * i), mrqc, frame)
     }
 
     /// Queue for a frame: RETA entry `hash[6:0]` when RSS hashed it, else queue 0.
     fn rx_queue_for(&self, hash: u32, ty: RssType) -> usize {
-        if ty == RssType::None {
-            return 0;
-        }
-        let idx = hash & 0x7f;
-        let reta = self.regs.peek(RETA + 4 * (idx >> 2));
-        let entry = (reta >> (8 * (idx & 3))) & 0xff;
-        (entry & 0xf) as usize
+        rss::reta_queue(|i| self.regs.peek(RETA + 4 * i), hash, ty)
     }
 
     /// Status and error bits of RX checksum offload (RXCSUM.IPOFL/TUOFL, §7.1.6)
@@ -100,15 +84,7 @@ impl Igb {
     fn rx_csum_bits(&self, frame: &[u8]) -> (u32, u16) {
         let rxcsum = self.regs.peek(RXCSUM);
         let mut st = 0;
-        let mut ptype = 0u16;
-        if let Some(p) = rss::parse(frame) {
-            ptype |= if p.ipv4 { PTYPE_IPV4 } else { PTYPE_IPV6 };
-            match p.proto {
-                6 => ptype |= PTYPE_TCP,
-                17 => ptype |= PTYPE_UDP,
-                _ => {}
-            }
-        }
+        let ptype = rss::packet_type(frame);
         if rxcsum & (RXCSUM_IPOFL | RXCSUM_TUOFL) == 0 || ptype == 0 {
             return (st, ptype);
         }
@@ -254,7 +230,7 @@ impl Igb {
                 break;
             };
             let pkt = u64::from_le_bytes(d[0..8].try_into().unwrap_or([0; 8]));
-            if write_parts(&self.mem, pkt, &parts, off, chunk).is_err() {
+            if ring::write_parts(&self.mem, pkt, &parts, off, chunk).is_err() {
                 self.errors.dma_errors += 1;
                 ok = false;
                 break;
@@ -278,28 +254,4 @@ impl Igb {
         }
         self.queue_interrupt(qi, Dir::Rx);
     }
-}
-
-/// Writes bytes `off..off + len` of the concatenation of `parts` at `addr`.
-fn write_parts(
-    mem: &crate::GuestRam,
-    addr: u64,
-    parts: &[&[u8]; 2],
-    off: usize,
-    len: usize,
-) -> Result<(), ring::RingError> {
-    let mut done = 0;
-    let mut pos = 0;
-    for p in parts {
-        let (ps, pe) = (pos, pos + p.len());
-        pos = pe;
-        let s = (off + done).max(ps);
-        let e = (off + len).min(pe);
-        if s >= e {
-            continue;
-        }
-        ring::write_buf(mem, addr + done as u64, &p[s - ps..e - ps])?;
-        done += e - s;
-    }
-    Ok(())
 }

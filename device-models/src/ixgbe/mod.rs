@@ -106,31 +106,7 @@ pub struct IxgbeConfig {
     pub sfp: SfpKind,
 }
 
-/// Counters of guest programming errors the device tolerated.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct GuestErrors {
-    /// Descriptor or buffer addresses outside guest memory.
-    pub dma_errors: u64,
-    /// Tail values beyond the ring or rings with no descriptors.
-    pub ring_errors: u64,
-    /// Transmit frames dropped as malformed (too long, bad context, no EOP).
-    pub tx_malformed: u64,
-    /// Register accesses to offsets with no register.
-    pub unknown_regs: u64,
-}
-
-/// Per transmit queue state beyond the registers.
-#[derive(Debug, Default)]
-struct TxQueue {
-    /// Frame being gathered from data descriptors until EOP.
-    frame: Vec<u8>,
-    /// First data descriptor of the frame (its command and options apply).
-    first: Option<tx::FrameOpts>,
-    /// The frame overflowed or a buffer could not be read: drop at EOP.
-    bad: bool,
-    /// Offload contexts (two per queue, selected by the IDX field).
-    ctx: [crate::desc::TxContext; 2],
-}
+pub use crate::GuestErrors;
 
 /// An 82599 function.
 pub struct Ixgbe {
@@ -141,9 +117,7 @@ pub struct Ixgbe {
     env: DeviceEnv,
     mem: GuestRam,
     bars: [Bar; 3],
-    txq: Vec<TxQueue>,
-    /// Scratch buffer for segmented frames (no per-packet allocation).
-    scratch: Vec<u8>,
+    txq: Vec<crate::txframe::TxQueue>,
     /// BAR2 IOADDR register (indirect access window).
     ioaddr: u32,
     /// I2C bus to the SFP+ module.
@@ -188,8 +162,9 @@ impl Ixgbe {
             env,
             mem: GuestRam::new(),
             bars: pci::bars(),
-            txq: (0..NUM_QUEUES).map(|_| TxQueue::default()).collect(),
-            scratch: Vec::new(),
+            txq: (0..NUM_QUEUES)
+                .map(|_| crate::txframe::TxQueue::with_max(MAX_TX_FRAME))
+                .collect(),
             ioaddr: 0,
             i2c: sfp::I2cBus::new(cfg.sfp),
             vec_cause: 0,
@@ -246,10 +221,7 @@ impl Ixgbe {
         self.moderation.reset();
         self.i2c.reset();
         for t in &mut self.txq {
-            t.frame.clear();
-            t.first = None;
-            t.bad = false;
-            t.ctx = Default::default();
+            t.clear();
         }
         self.link_reported = self.link_up();
     }
@@ -456,9 +428,7 @@ impl Ixgbe {
                 if w.new & QUEUE_ENABLE == 0 {
                     self.regs.poke(base + q::H, 0);
                     if let Some(t) = self.txq.get_mut(qi) {
-                        t.frame.clear();
-                        t.first = None;
-                        t.bad = false;
+                        t.clear();
                     }
                 } else if w.old & QUEUE_ENABLE == 0 {
                     self.tx_doorbell(qi);
@@ -648,12 +618,7 @@ impl NicFunction for Ixgbe {
     }
 
     fn error_counters(&self) -> Vec<(&'static str, u64)> {
-        vec![
-            ("dma_errors", self.errors.dma_errors),
-            ("ring_errors", self.errors.ring_errors),
-            ("tx_malformed", self.errors.tx_malformed),
-            ("unknown_regs", self.errors.unknown_regs),
-        ]
+        self.errors.list()
     }
 }
 

@@ -24,11 +24,6 @@ const RXD_STAT_L4CS: u32 = 1 << 5;
 const RXD_ERR_TCPE: u32 = 1 << 30;
 /// RX error: IPv4 header checksum error (`IXGBE_RXDADV_ERR_IPE`).
 const RXD_ERR_IPE: u32 = 1 << 31;
-/// Packet type bits of the write-back (§7.1.6.2).
-const PTYPE_IPV4: u16 = 0x0010;
-const PTYPE_IPV6: u16 = 0x0040;
-const PTYPE_TCP: u16 = 0x0100;
-const PTYPE_UDP: u16 = 0x0200;
 /// Standard maximum frame with FCS.
 const MAX_STD_FRAME: usize = 1518;
 const FCS: usize = 4;
@@ -82,23 +77,13 @@ impl Ixgbe {
         if !matches!(mrqc & 0xf, 1..=5) {
             return (0, RssType::None);
         }
-        let mut key = [0u8; 40];
-        for i in 0..10 {
-            key[4 * i..4 * i + 4]
-                .copy_from_slice(&self.regs.peek(RSSRK + 4 * i as u32).to_le_bytes());
-        }
-        rss::hash(&key, rss::HashTypes::from_mrqc(mrqc), frame)
+        rss::hash_with_regs(|i| self.regs.peek(RSSRK + 4 * i), mrqc, frame)
     }
 
     /// Queue for a frame: RETA entry `hash[6:0]` (4-bit queue index) when RSS
     /// hashed it, else queue 0.
     fn rx_queue_for(&self, hash: u32, ty: RssType) -> usize {
-        if ty == RssType::None {
-            return 0;
-        }
-        let idx = hash & 0x7f;
-        let reta = self.regs.peek(RETA + 4 * (idx >> 2));
-        ((reta >> (8 * (idx & 3))) & 0xf) as usize
+        rss::reta_queue(|i| self.regs.peek(RETA + 4 * i), hash, ty)
     }
 
     /// Destination and VLAN filtering (§7.1.1, §7.1.2).
@@ -155,15 +140,9 @@ impl Ixgbe {
     /// Checksum status / error bits and the packet type of a frame.
     fn rx_csum_bits(&self, frame: &[u8]) -> (u32, u16) {
         let mut st = 0;
-        let mut ptype = 0u16;
-        let Some(p) = rss::parse(frame) else {
+        let ptype = rss::packet_type(frame);
+        if ptype == 0 {
             return (0, 0);
-        };
-        ptype |= if p.ipv4 { PTYPE_IPV4 } else { PTYPE_IPV6 };
-        match p.proto {
-            6 => ptype |= PTYPE_TCP,
-            17 => ptype |= PTYPE_UDP,
-            _ => {}
         }
         let c = offload::verify_rx(frame);
         if c.ip_checked {
@@ -238,7 +217,7 @@ impl Ixgbe {
                 break;
             };
             let pkt = u64::from_le_bytes(d[0..8].try_into().unwrap_or([0; 8]));
-            if write_parts(&self.mem, pkt, &parts, off, chunk).is_err() {
+            if ring::write_parts(&self.mem, pkt, &parts, off, chunk).is_err() {
                 self.errors.dma_errors += 1;
                 ok = false;
                 break;
@@ -262,28 +241,4 @@ impl Ixgbe {
         }
         self.queue_interrupt(qi, Dir::Rx);
     }
-}
-
-/// Writes bytes `off..off + len` of the concatenation of `parts` at `addr`.
-fn write_parts(
-    mem: &crate::GuestRam,
-    addr: u64,
-    parts: &[&[u8]; 2],
-    off: usize,
-    len: usize,
-) -> Result<(), ring::RingError> {
-    let mut done = 0;
-    let mut pos = 0;
-    for p in parts {
-        let (ps, pe) = (pos, pos + p.len());
-        pos = pe;
-        let s = (off + done).max(ps);
-        let e = (off + len).min(pe);
-        if s >= e {
-            continue;
-        }
-        ring::write_buf(mem, addr + done as u64, &p[s - ps..e - ps])?;
-        done += e - s;
-    }
-    Ok(())
 }

@@ -7,27 +7,10 @@
 
 use super::intr::Dir;
 use super::regs::*;
-use super::{hlreg0, Ixgbe, DMATXCTL_TE, MAX_TX_FRAME};
-use crate::desc::{
-    parse_tx, TxDesc, TXD_CMD_EOP, TXD_CMD_RS, TXD_CMD_TSE, TXD_CMD_VLE, TXD_STAT_DD,
-};
-use crate::offload;
+use super::{hlreg0, Ixgbe, DMATXCTL_TE};
+use crate::desc::{parse_tx, TxDesc, TXD_CMD_RS, TXD_STAT_DD};
 use crate::ring::{self, Ring};
-
-/// Options of a frame, taken from its first data descriptor.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(super) struct FrameOpts {
-    cmd: u32,
-    popts: u8,
-    idx: u8,
-    /// VLAN tag of a legacy descriptor.
-    legacy_vlan: Option<u16>,
-    /// Legacy checksum offset/start, if the frame came from legacy descriptors.
-    legacy_csum: Option<(u8, u8)>,
-}
-
-/// Minimum frame length on the wire without FCS (HLREG0.TXPADEN pads to it).
-const MIN_FRAME: usize = 60;
+use crate::txframe::{FinishSettings, Finished, FrameOpts, Gathered, TxQueue};
 
 impl Ixgbe {
     /// Processes transmit queue `qi` after its tail moved: at most one pass over
@@ -137,74 +120,39 @@ impl Ixgbe {
 
     /// Appends one data buffer to the queue's frame and sends it at EOP.
     fn tx_gather(&mut self, qi: usize, addr: u64, len: usize, opts: FrameOpts) {
-        let t = &mut self.txq[qi];
-        if t.first.is_none() {
-            t.first = Some(opts);
-        }
-        if t.frame.len() + len > MAX_TX_FRAME {
-            t.bad = true;
-        } else if !t.bad && ring::read_buf(&self.mem, addr, len, &mut t.frame).is_err() {
-            t.bad = true;
+        let (g, dma_error) = self.txq[qi].gather(&self.mem, addr, len, opts);
+        if dma_error {
             self.errors.dma_errors += 1;
         }
-        if opts.cmd & TXD_CMD_EOP == 0 {
-            return;
+        match g {
+            Gathered::More => {}
+            Gathered::Dropped => self.errors.tx_malformed += 1,
+            Gathered::Done(first) => self.tx_finish(qi, first),
         }
-        let t = &mut self.txq[qi];
-        let first = t.first.take().unwrap_or(opts);
-        let bad = std::mem::replace(&mut t.bad, false);
-        let mut frame = std::mem::take(&mut t.frame);
-        if bad {
-            self.errors.tx_malformed += 1;
-        } else {
-            self.tx_frame(qi, &mut frame, first);
-        }
-        frame.clear();
-        self.txq[qi].frame = frame;
     }
 
-    /// Applies VLAN insertion and offloads to a gathered frame and sends it.
-    fn tx_frame(&mut self, qi: usize, frame: &mut Vec<u8>, o: FrameOpts) {
-        let ctx = self.txq[qi].ctx[usize::from(o.idx)];
-        if o.cmd & TXD_CMD_VLE != 0 && frame.len() >= 12 {
-            let tag = o.legacy_vlan.unwrap_or(ctx.vlan);
-            let vt = (self.regs.peek(DMATXCTL) >> 16) as u16;
-            let tpid = if vt == 0 { 0x8100 } else { vt };
-            let mut hdr = [0u8; 4];
-            hdr[0..2].copy_from_slice(&tpid.to_be_bytes());
-            hdr[2..4].copy_from_slice(&tag.to_be_bytes());
-            frame.splice(12..12, hdr);
-        }
-        if o.cmd & TXD_CMD_TSE != 0 {
-            let mut seg = std::mem::take(&mut self.scratch);
-            let res = offload::segment_tcp(frame, &ctx, &mut seg, |s| self.tx_out(qi, s));
-            self.scratch = seg;
-            if let Err(e) = res {
+    /// Finishes a complete frame (VLAN, offloads, TSO, padding) and sends it.
+    fn tx_finish(&mut self, qi: usize, first: FrameOpts) {
+        let s = FinishSettings {
+            tpid: match (self.regs.peek(DMATXCTL) >> 16) as u16 {
+                0 => 0x8100,
+                vt => vt,
+            },
+            pad: self.regs.peek(HLREG0) & hlreg0::TXPADEN != 0,
+        };
+        // The queue is taken out while its frame leaves, so the send path
+        // (which may loop back into this device) can borrow the device.
+        let mut q = std::mem::replace(&mut self.txq[qi], TxQueue::placeholder());
+        let res = q.finish(first, s, |f| self.tx_out(qi, f));
+        self.txq[qi] = q;
+        match res {
+            Ok(Finished::Segments(_)) => {}
+            Ok(Finished::Frame) => {}
+            Err(e) => {
                 self.errors.tx_malformed += 1;
-                log::debug!("ixgbe: tx queue {qi}: TSO dropped: {e}");
-            }
-            return;
-        }
-        if let Some((cso, css)) = o.legacy_csum {
-            let (cso, css) = (usize::from(cso), usize::from(css));
-            if cso + 2 <= frame.len() && css < frame.len() {
-                frame[cso..cso + 2].fill(0);
-                let c = offload::csum_fold(offload::csum_add(0, &frame[css..]));
-                frame[cso..cso + 2].copy_from_slice(&c.to_be_bytes());
-            }
-        } else if o.popts & 3 != 0 {
-            if let Err(e) =
-                offload::apply_checksums(frame, &ctx, o.popts & 1 != 0, o.popts & 2 != 0)
-            {
-                self.errors.tx_malformed += 1;
-                log::debug!("ixgbe: tx queue {qi}: checksum offload dropped: {e}");
-                return;
+                log::debug!("ixgbe: tx queue {qi}: frame dropped: {e}");
             }
         }
-        if frame.len() < MIN_FRAME && self.regs.peek(HLREG0) & hlreg0::TXPADEN != 0 {
-            frame.resize(MIN_FRAME, 0);
-        }
-        self.tx_out(qi, frame);
     }
 
     /// Puts a finished frame on the wire, or back into the receiver when the
