@@ -54,6 +54,8 @@ pub enum TxDesc {
         popts: u8,
         /// Context index (82576: bits 6:4 of olinfo).
         idx: u8,
+        /// MAC field: time stamp the frame (`ADVTXD_MAC_TSTAMP`, IEEE 1588).
+        tstamp: bool,
     },
     /// Advanced context descriptor.
     Context(TxContext),
@@ -143,6 +145,7 @@ pub fn parse_tx(d: &[u8; 16]) -> TxDesc {
         paylen: w3 >> 14,
         popts: ((w3 >> 8) & 0x3f) as u8,
         idx: ((w3 >> 4) & 0x7) as u8,
+        tstamp: w2 & crate::ptp::ADVTXD_MAC_TSTAMP != 0,
     }
 }
 

@@ -17,6 +17,7 @@ pub mod nvm;
 pub mod offload;
 pub mod pci;
 pub mod phy;
+pub mod ptp;
 pub mod regfile;
 pub mod ring;
 pub mod rss;
@@ -45,6 +46,14 @@ pub trait InterruptSink: Send + Sync {
 pub trait FrameSink: Send + Sync {
     /// Transmits one Ethernet frame (without FCS).
     fn transmit(&self, frame: &[u8]);
+    /// Transmits a frame that left the MAC at `sent_ns` (on the shared
+    /// [`Clock`]; the time its IEEE 1588 transmit stamp holds), so the
+    /// receiver can stamp its arrival from the same instant. Default:
+    /// [`Self::transmit`].
+    fn transmit_at(&self, frame: &[u8], sent_ns: u64) {
+        let _ = sent_ns;
+        self.transmit(frame);
+    }
 }
 
 /// Where a device asks to be called back at a time (interrupt moderation,
@@ -137,6 +146,14 @@ pub trait NicFunction: Send {
     fn set_memory(&mut self, mem: GuestRam);
     /// Delivers a frame from the wire to the receive path.
     fn receive(&mut self, frame: &[u8]);
+    /// Delivers a frame that left its sender at `sent_ns` (on the shared
+    /// [`Clock`]) and was queued on the way: the frame arrives, for IEEE 1588
+    /// receive time stamps, when it was sent (plus the port's wire delay), not
+    /// when the transport got round to delivering it. Default: [`Self::receive`].
+    fn receive_at(&mut self, frame: &[u8], sent_ns: u64) {
+        let _ = sent_ns;
+        self.receive(frame);
+    }
     /// The BARs of the function.
     fn bars(&self) -> &[Bar];
     /// Number of MSI-X vectors.
@@ -155,6 +172,12 @@ pub trait NicFunction: Send {
     fn inject(&mut self, fault: Fault) -> Result<(), FaultError>;
     /// What the driver has programmed.
     fn driver_view(&self) -> DriverView;
+    /// Sets the wire delay of frames arriving at this function: their IEEE 1588
+    /// receive time stamps are taken `ns` nanoseconds after arrival, so a
+    /// path-delay measurement sees the delay (see [`ptp`]). Default: ignored.
+    fn set_wire_delay_ns(&mut self, ns: u64) {
+        let _ = ns;
+    }
     /// Called by the transport when a deadline armed through [`TimerSink`] passed.
     fn on_timer(&mut self, now_ns: u64) {
         let _ = now_ns;

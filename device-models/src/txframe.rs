@@ -27,6 +27,8 @@ pub struct FrameOpts {
     pub legacy_vlan: Option<u16>,
     /// Legacy checksum offset/start (legacy IC).
     pub legacy_csum: Option<(u8, u8)>,
+    /// IEEE 1588: latch the transmit time stamp (`ADVTXD_MAC_TSTAMP`).
+    pub tstamp: bool,
 }
 
 /// How a gathered frame must be finished, per device settings.

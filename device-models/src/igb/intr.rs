@@ -16,6 +16,8 @@ pub const ICR_TXDW: u32 = 1 << 0;
 pub const ICR_LSC: u32 = 1 << 2;
 /// ICR: receiver timer interrupt (frame received).
 pub const ICR_RXT0: u32 = 1 << 7;
+/// ICR: time sync event (TSICR & TSIM).
+pub const ICR_TS: u32 = 1 << 19;
 /// ICR: interrupt asserted.
 pub const ICR_INT_ASSERTED: u32 = 1 << 31;
 

@@ -16,6 +16,7 @@ mod tx;
 use crate::nvm::Nvm;
 use crate::pci::ConfigSpace;
 use crate::phy::Phy;
+use crate::ptp::{BasePeriod, TimeSync};
 use crate::regfile::RegFile;
 use crate::{put_le_value, Bar, DeviceEnv, GuestRam, NicFunction};
 
@@ -141,6 +142,8 @@ pub struct Igb {
     link_reported: bool,
     /// EITR interrupt moderation of the MSI-X vectors.
     moderation: crate::moderation::Moderation,
+    /// IEEE 1588 clock and time stamp latches (§7.9).
+    ts: TimeSync,
 }
 
 impl std::fmt::Debug for Igb {
@@ -158,6 +161,7 @@ pub const MAX_TX_FRAME: usize = 64 * 1024 + 256;
 impl Igb {
     /// Creates a function in its power-on state.
     pub fn new(cfg: IgbConfig, env: DeviceEnv) -> Self {
+        let now = env.clock.now_ns();
         let mut d = Igb {
             cfg,
             config: pci::config_space(),
@@ -176,6 +180,7 @@ impl Igb {
             faults: crate::fault::Faults::default(),
             link_reported: false,
             moderation: crate::moderation::Moderation::new(25),
+            ts: TimeSync::new(BasePeriod::I82576, now),
         };
         d.totals = crate::stats::Totals::for_file(&d.regs);
         d.device_reset();
@@ -227,6 +232,7 @@ impl Igb {
         }
         self.link_reported = self.phy.link_up();
         self.moderation.reset();
+        self.ts.reset(self.env.clock.now_ns());
     }
 
     fn nvm_mac(&self) -> [u8; 6] {
@@ -295,6 +301,7 @@ impl Igb {
                 v
             }
             Some(Hook::Eitr) => v & 0x7fff_ffff,
+            Some(Hook::Ts(r)) => self.ts.read(r, self.env.clock.now_ns()),
             _ => v,
         }
     }
@@ -393,6 +400,7 @@ impl Igb {
                     self.moderation.restart(usize::from(w.id.elem));
                 }
             }
+            Hook::Ts(r) => self.ts.write(r, w.raw, self.env.clock.now_ns()),
         }
     }
 
@@ -494,6 +502,12 @@ impl NicFunction for Igb {
         self.rx_frame(frame);
     }
 
+    fn receive_at(&mut self, frame: &[u8], sent_ns: u64) {
+        self.ts.set_arrival(Some(sent_ns));
+        self.rx_frame(frame);
+        self.ts.set_arrival(None);
+    }
+
     fn bars(&self) -> &[Bar] {
         &self.bars
     }
@@ -533,8 +547,11 @@ impl NicFunction for Igb {
                     return Err(crate::FaultError::UnknownCounter(name.clone()));
                 }
             }
-            crate::Fault::ClockStep(_) => {
-                return Err(crate::FaultError::Unsupported("PTP clock step"))
+            crate::Fault::ClockStep(ns) => {
+                // A jump of SYSTIM the driver did not make: its timecounter
+                // shows the step on the PHC.
+                let now = self.env.clock.now_ns();
+                self.ts.clock.step_ns(now, *ns);
             }
             f => self.faults.arm(f, NUM_QUEUES as u16)?,
         }
@@ -571,6 +588,10 @@ impl NicFunction for Igb {
             interrupts,
             driver_loaded: self.regs.peek(CTRL_EXT) & (1 << 28) != 0,
         }
+    }
+
+    fn set_wire_delay_ns(&mut self, ns: u64) {
+        self.ts.set_rx_delay_ns(ns);
     }
 
     fn on_timer(&mut self, _now_ns: u64) {

@@ -6,6 +6,7 @@
 //! stick, the mask includes them. Registers with behaviour beyond the generic
 //! access kinds carry a [`Hook`].
 
+use crate::ptp::TsReg;
 use crate::regfile::RegDef;
 
 /// Device-specific behaviour attached to a register.
@@ -57,6 +58,8 @@ pub enum Hook {
     TxHead,
     /// Interrupt throttle: CNT_IGNR reads as 0.
     Eitr,
+    /// IEEE 1588 time sync register served by [`crate::ptp::TimeSync`].
+    Ts(TsReg),
 }
 
 // ---- offsets (e1000_regs.h) ----
@@ -130,6 +133,16 @@ pub const SWSM: u32 = 0x5b50;
 pub const SW_FW_SYNC: u32 = 0x5b5c;
 /// Redirection table.
 pub const RETA: u32 = 0x5c00;
+/// Ethertype queue filters (8).
+pub const ETQF: u32 = 0x5cb0;
+/// Time sync receive configuration (PTP v1 control / v2 message type).
+pub const TSYNCRXCFG: u32 = 0x5f50;
+/// System time, low.
+pub const SYSTIML: u32 = 0xb600;
+/// Time sync interrupt cause.
+pub const TSICR: u32 = 0xb66c;
+/// Time sync interrupt mask.
+pub const TSIM: u32 = 0xb674;
 /// RSS random key.
 pub const RSSRK: u32 = 0x5c80;
 
@@ -362,7 +375,7 @@ pub static TABLE: &[RegDef<Hook>] = &[
     RegDef::new("DCA_CTRL", 0x5b74),
     RegDef::new("RETA", RETA).array(32, 4),
     RegDef::new("RSSRK", RSSRK).array(10, 4),
-    RegDef::new("ETQF", 0x5cb0).array(8, 4),
+    RegDef::new("ETQF", ETQF).array(8, 4),
     RegDef::new("VLVF", 0x5d00).array(32, 4),
     // Transmit (§8.12)
     RegDef::new("DTXSWC", 0x3500),
@@ -465,13 +478,43 @@ pub static TABLE: &[RegDef<Hook>] = &[
     stat("HGOTCH", 0x4134),
     stat("LENERRS", 0x4138),
     stat("SCVPC", 0x4228),
-    // Time sync (§8.16): storage now, the clock model comes with PTP support.
-    RegDef::new("TSYNCRXCTL", 0xb620),
-    RegDef::new("TSYNCTXCTL", 0xb614),
-    RegDef::new("SYSTIML", 0xb600),
-    RegDef::new("SYSTIMH", 0xb604),
-    RegDef::new("TIMINCA", 0xb608),
+    // Time sync (§8.15, §7.9): SYSTIM and the stamp latches live in
+    // `crate::ptp::TimeSync`; the rest is storage.
+    RegDef::new("SYSTIML", SYSTIML).hook(Hook::Ts(TsReg::SystimL)),
+    RegDef::new("SYSTIMH", 0xb604).hook(Hook::Ts(TsReg::SystimH)),
+    RegDef::new("TIMINCA", 0xb608).hook(Hook::Ts(TsReg::Timinca)),
+    RegDef::new("TIMADJL", 0xb60c).hook(Hook::Ts(TsReg::TimadjL)),
+    RegDef::new("TIMADJH", 0xb610).hook(Hook::Ts(TsReg::TimadjH)),
+    RegDef::new("TSYNCTXCTL", 0xb614).hook(Hook::Ts(TsReg::TxCtl)),
+    RegDef::new("TXSTMPL", 0xb618)
+        .ro()
+        .hook(Hook::Ts(TsReg::TxStmpL)),
+    RegDef::new("TXSTMPH", 0xb61c)
+        .ro()
+        .hook(Hook::Ts(TsReg::TxStmpH)),
+    RegDef::new("TSYNCRXCTL", 0xb620).hook(Hook::Ts(TsReg::RxCtl)),
+    RegDef::new("RXSTMPL", 0xb624)
+        .ro()
+        .hook(Hook::Ts(TsReg::RxStmpL)),
+    RegDef::new("RXSTMPH", 0xb628)
+        .ro()
+        .hook(Hook::Ts(TsReg::RxStmpH)),
+    RegDef::new("RXSATRL", 0xb62c)
+        .ro()
+        .hook(Hook::Ts(TsReg::RxSatrL)),
+    RegDef::new("RXSATRH", 0xb630)
+        .ro()
+        .hook(Hook::Ts(TsReg::RxSatrH)),
     RegDef::new("TSAUXC", 0xb640),
-    RegDef::new("TSICR", 0xb66c).rc(),
-    RegDef::new("TSIM", 0xb674),
+    RegDef::new("TSICR", TSICR).rc(),
+    RegDef::new("TSIM", TSIM),
+    RegDef::new("TSYNCRXCFG", TSYNCRXCFG).mask(0x0000_0fff),
+    // Two-tuple / L4 filters the driver programs for UDP port 319
+    // (`igb_ptp_set_timestamp_mode`): storage.
+    RegDef::new("SAQF", 0x5980).array(8, 4),
+    RegDef::new("DAQF", 0x59a0).array(8, 4),
+    RegDef::new("SPQF", 0x59c0).array(8, 4),
+    RegDef::new("FTQF", 0x59e0).array(8, 4),
+    RegDef::new("IMIR", 0x5a80).array(8, 4),
+    RegDef::new("IMIREXT", 0x5aa0).array(8, 4),
 ];

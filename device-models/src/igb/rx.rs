@@ -11,9 +11,14 @@ use crate::desc::{
 };
 use crate::fault::RxFault;
 use crate::offload;
+use crate::ptp::{self, RxFilter};
 use crate::ring::{self, Ring};
 use crate::rss::{self, RssType};
 
+/// ETQF: filter enable.
+const ETQF_FILTER_ENABLE: u32 = 1 << 26;
+/// ETQF: time stamp frames of this ethertype (IEEE 1588).
+const ETQF_1588: u32 = 1 << 30;
 /// RXCSUM: IPv4 checksum offload.
 const RXCSUM_IPOFL: u32 = 1 << 8;
 /// RXCSUM: TCP/UDP checksum offload.
@@ -60,9 +65,36 @@ impl Igb {
         if !self.rx_accept(frame, rctl) {
             return;
         }
+        let ts = self.rx_timestamp(frame);
         let (rss, rss_type) = self.rss_hash(frame);
         let qi = self.rx_queue_for(rss, rss_type);
-        self.rx_to_queue(qi, frame, rss, rss_type);
+        self.rx_to_queue(qi, frame, rss, rss_type, ts);
+    }
+
+    /// IEEE 1588 receive stamp (§7.9.2.3): TSYNCRXCTL selects the frame with
+    /// TSYNCRXCFG, the ETQF filters with the 1588 bit for L2 and UDP port 319
+    /// for L4 messages. The latch is taken when the frame passed the address
+    /// filters, before a receive buffer is known (a frame then dropped for lack
+    /// of descriptors leaves the latch locked, as `igb_ptp_rx_hang` expects).
+    fn rx_timestamp(&mut self, frame: &[u8]) -> bool {
+        if !self.ts.rx_enabled() {
+            return false;
+        }
+        let regs = &self.regs;
+        let cfg = regs.peek(TSYNCRXCFG);
+        let filter = RxFilter {
+            kind: self.ts.rxctl() & ptp::TSYNCRXCTL_TYPE_MASK,
+            v1_ctrl: cfg as u8,
+            v2_msg: ((cfg >> 8) & 0xf) as u8,
+            udp_port: ptp::PTP_EVENT_PORT,
+            l2_1588: |et: u16| {
+                (0..8).any(|i| {
+                    let q = regs.peek(ETQF + 4 * i);
+                    q & ETQF_FILTER_ENABLE != 0 && q & ETQF_1588 != 0 && q as u16 == et
+                })
+            },
+        };
+        self.ts.rx_stamp(self.env.clock.now_ns(), frame, &filter)
     }
 
     /// RSS hash of a frame when MRQC enables RSS (§7.1.2.8).
@@ -161,7 +193,7 @@ impl Igb {
     }
 
     /// Places a frame into receive queue `qi`, spanning descriptors if needed.
-    fn rx_to_queue(&mut self, qi: usize, frame: &[u8], rss: u32, rss_type: RssType) {
+    fn rx_to_queue(&mut self, qi: usize, frame: &[u8], rss: u32, rss_type: RssType, ts: bool) {
         let base = RXQ_BASE + qi as u32 * QUEUE_STRIDE;
         let miss = |d: &mut Igb| {
             d.stat_add(stat::MPC, 1);
@@ -239,6 +271,9 @@ impl Igb {
             let mut st = RXD_STAT_DD | status_vp;
             if off >= total {
                 st |= RXD_STAT_EOP | csum_st;
+                if ts {
+                    st |= ptp::RXD_STAT_TS;
+                }
             }
             let wb = rx_writeback(pkt_info, hi, st, chunk as u16, vlan);
             if ring::write_desc(&self.mem, daddr, &wb).is_err() {

@@ -611,3 +611,155 @@ fn faults_and_control_counters() {
     d.set_link(true);
     assert_ne!(rd(&mut d, STATUS) & status::LU, 0);
 }
+
+/// A PTP v2 Sync over Ethernet (ptp4l -2) to 01:1b:19:00:00:00.
+fn ptp_l2_frame(msg: u8, seq: u16) -> Vec<u8> {
+    let mut f = vec![0u8; 14 + 44];
+    f[..6].copy_from_slice(&[0x01, 0x1b, 0x19, 0, 0, 0]);
+    f[6..12].copy_from_slice(&[0x52, 0x54, 0, 0, 0, 2]);
+    f[12..14].copy_from_slice(&0x88f7u16.to_be_bytes());
+    f[14] = msg;
+    f[15] = 2;
+    f[14 + 30..14 + 32].copy_from_slice(&seq.to_be_bytes());
+    f
+}
+
+const SYSTIML: u32 = 0xb600;
+const SYSTIMH: u32 = 0xb604;
+const TIMINCA: u32 = 0xb608;
+const TSYNCTXCTL: u32 = 0xb614;
+const TXSTMPL: u32 = 0xb618;
+const TXSTMPH: u32 = 0xb61c;
+const TSYNCRXCTL: u32 = 0xb620;
+const RXSTMPL: u32 = 0xb624;
+const RXSTMPH: u32 = 0xb628;
+const RXSATRH: u32 = 0xb630;
+
+/// `igb_ptp_read_82576`: SYSTIML then SYSTIMH.
+fn systim(d: &mut Igb) -> u64 {
+    let lo = rd(d, SYSTIML);
+    u64::from(lo) | (u64::from(rd(d, SYSTIMH)) << 32)
+}
+
+#[test]
+fn ptp_clock_rate_frequency_adjust_and_latch() {
+    let (mut d, t) = dev();
+    t.clock.set(1_000);
+    assert_eq!(systim(&mut d), 0);
+    // igb_ptp_init: INCPERIOD 1, INCVALUE 16 << 19; cc.shift 19.
+    wr(&mut d, TIMINCA, (1 << 24) | (16 << 19));
+    assert_eq!(rd(&mut d, TIMINCA), (1 << 24) | (16 << 19));
+    t.clock.set(1_000 + 2_000_000_000);
+    let lo = rd(&mut d, SYSTIML);
+    t.clock.set(1_000 + 9_000_000_000);
+    let hi = rd(&mut d, SYSTIMH);
+    let cycles = u64::from(lo) | (u64::from(hi) << 32);
+    assert_eq!(cycles >> 19, 2_000_000_000, "H latched with the L read");
+    // igb_ptp_adjfine_82576 for +100000 ppb: IV = 16 << 19 + 838.
+    let base = 16u64 << 19;
+    let iv = base + base * (100_000 * 65536 / 1000) / (1_000_000 << 16);
+    t.clock.set(10_000_000_000);
+    let before = systim(&mut d);
+    wr(&mut d, TIMINCA, (1 << 24) | iv as u32);
+    t.clock.set(12_000_000_000);
+    let elapsed = (systim(&mut d) - before) >> 19;
+    let ppb = (elapsed as f64 / 2e9 - 1.0) * 1e9;
+    // IV has a resolution of 1 / (16 << 19) = 119 ppb: the driver asks 838.
+    assert!((ppb - 100_000.0).abs() < 120.0, "{ppb} ppb");
+    // CTRL.RST resets the time sync unit; the driver re-dials TIMINCA.
+    let v = rd(&mut d, CTRL) | ctrl::RST;
+    wr(&mut d, CTRL, v);
+    assert_eq!((rd(&mut d, TIMINCA), systim(&mut d)), (0, 0));
+}
+
+#[test]
+fn ptp_tx_stamp_latches_until_txstmph_is_read() {
+    let (mut d, t) = dev();
+    setup_rings(&mut d, 16);
+    let v = rd(&mut d, CTRL) | ctrl::SLU;
+    wr(&mut d, CTRL, v);
+    wr(&mut d, TIMINCA, (1 << 24) | (16 << 19));
+    wr(&mut d, TSYNCTXCTL, 0x10);
+    let f = ptp_l2_frame(0, 1);
+    // Data descriptor with ADVTXD_MAC_TSTAMP (igb_tx_cmd_type).
+    let stamp_send = |d: &mut Igb, idx: u32| {
+        let buf = 0x80000 + u64::from(idx) * 2048;
+        d.mem.write_slice(&f, GuestAddress(buf)).unwrap();
+        let desc = 0x10000 + u64::from(idx) * 16;
+        d.mem.write_obj(buf, GuestAddress(desc)).unwrap();
+        let cmd = 0x2b38_0000u32 | f.len() as u32;
+        d.mem.write_obj(cmd, GuestAddress(desc + 8)).unwrap();
+        d.mem
+            .write_obj((f.len() as u32) << 14, GuestAddress(desc + 12))
+            .unwrap();
+        wr(d, 0x3818, idx + 1);
+    };
+    t.clock.set(5_000);
+    send(&mut d, 0, 16, &f);
+    assert_eq!(rd(&mut d, TSYNCTXCTL), 0x10, "no stamp without MAC_TSTAMP");
+    t.clock.set(7_000);
+    stamp_send(&mut d, 1);
+    assert_eq!(t.wire.take().len(), 2);
+    assert_eq!(rd(&mut d, TSYNCTXCTL), 0x11, "VALID");
+    assert_eq!(rd(&mut d, 0xb66c) & 2, 2, "TSICR.TXTS");
+    t.clock.set(9_000);
+    stamp_send(&mut d, 2);
+    let lo = rd(&mut d, TXSTMPL);
+    assert_eq!(rd(&mut d, TSYNCTXCTL), 0x11, "TXSTMPL does not unlock");
+    let hi = rd(&mut d, TXSTMPH);
+    assert_eq!(
+        u64::from(lo) | (u64::from(hi) << 32),
+        7_000 << 19,
+        "first stamp kept"
+    );
+    assert_eq!(rd(&mut d, TSYNCTXCTL), 0x10, "TXSTMPH unlocks");
+    t.clock.set(11_000);
+    stamp_send(&mut d, 3);
+    assert_eq!(rd(&mut d, TXSTMPL), (11_000u64 << 19) as u32);
+}
+
+#[test]
+fn ptp_rx_stamp_descriptor_bit_delay_and_unlock() {
+    let (mut d, t) = dev();
+    setup_rings(&mut d, 16);
+    let v = rd(&mut d, RCTL) | rctl::MPE;
+    wr(&mut d, RCTL, v);
+    wr(&mut d, TIMINCA, (1 << 24) | (16 << 19));
+    d.set_wire_delay_ns(2_500);
+    // igb_ptp_set_timestamp_mode for HWTSTAMP_FILTER_PTP_V2_EVENT.
+    wr(&mut d, TSYNCRXCTL, 0x10 | 0x0a);
+    wr(&mut d, 0x5f50, 0);
+    wr(&mut d, 0x5cb0 + 12, (1 << 26) | (1 << 30) | 0x88f7);
+    let status = |d: &mut Igb, i: u64| -> u32 {
+        d.mem.read_obj(GuestAddress(0x20000 + i * 16 + 8)).unwrap()
+    };
+    t.clock.set(100_000);
+    d.receive(&ptp_l2_frame(0, 7));
+    assert_eq!(status(&mut d, 0) & 0x1_0003, 0x1_0003, "DD|EOP|TS");
+    assert_eq!(rd(&mut d, TSYNCRXCTL), 0x1b, "VALID");
+    t.clock.set(200_000);
+    d.receive(&ptp_l2_frame(0, 8));
+    assert_eq!(status(&mut d, 1) & 0x1_0000, 0, "locked: no stamp");
+    d.receive(&ptp_l2_frame(8, 9));
+    assert_eq!(status(&mut d, 2) & 0x1_0000, 0, "Follow_Up is no event");
+    assert_eq!(
+        rd(&mut d, RXSATRH) >> 16,
+        7,
+        "sequence id of the stamped frame"
+    );
+    let lo = rd(&mut d, RXSTMPL);
+    let hi = rd(&mut d, RXSTMPH);
+    assert_eq!(
+        u64::from(lo) | (u64::from(hi) << 32),
+        102_500 << 19,
+        "arrival plus wire delay"
+    );
+    assert_eq!(rd(&mut d, TSYNCRXCTL), 0x1a, "RXSTMPH unlocks");
+    d.receive(&ptp_l2_frame(1, 10));
+    assert_eq!(status(&mut d, 3) & 0x1_0000, 0x1_0000);
+    // Without the ETQF 1588 filter L2 frames are not stamped.
+    let _ = rd(&mut d, RXSTMPH);
+    wr(&mut d, 0x5cb0 + 12, 0);
+    d.receive(&ptp_l2_frame(0, 11));
+    assert_eq!(status(&mut d, 4) & 0x1_0000, 0);
+}

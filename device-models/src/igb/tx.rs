@@ -9,6 +9,9 @@ use crate::desc::{parse_tx, TxDesc, TXD_CMD_RS, TXD_STAT_DD};
 use crate::ring::{self, Ring};
 use crate::txframe::{FinishSettings, Finished, FrameOpts, Gathered, TxQueue};
 
+/// TSICR / TSIM: transmit time stamp taken.
+const TSICR_TXTS: u32 = 1 << 1;
+
 impl Igb {
     /// Processes transmit queue `qi` after its tail moved: at most one pass over
     /// the ring per doorbell.
@@ -58,12 +61,14 @@ impl Igb {
                     cmd,
                     popts,
                     idx,
+                    tstamp,
                     ..
                 } => {
                     let opts = FrameOpts {
                         cmd,
                         popts,
                         idx: idx & 1,
+                        tstamp,
                         ..Default::default()
                     };
                     self.tx_gather(qi, addr, usize::from(len), opts);
@@ -129,10 +134,16 @@ impl Igb {
             tpid: self.regs.peek(0x0038) as u16,
             pad: self.regs.peek(TCTL) & tctl::PSP != 0,
         };
+        // The frame leaves the MAC now: one instant for its 1588 stamp and
+        // its departure on the wire.
+        let now = self.env.clock.now_ns();
+        if first.tstamp {
+            self.tx_timestamp(now);
+        }
         // The queue is taken out while its frame leaves, so the send path
         // (which may loop back into this device) can borrow the device.
         let mut q = std::mem::replace(&mut self.txq[qi], TxQueue::placeholder());
-        let res = q.finish(first, s, |f| self.tx_out(f));
+        let res = q.finish(first, s, |f| self.tx_out(f, now));
         self.txq[qi] = q;
         match res {
             Ok(Finished::Segments(_)) => self.stat_add(stat::TSCTC, 1),
@@ -146,13 +157,27 @@ impl Igb {
 
     /// Puts a finished frame on the wire, or back into the receiver when the
     /// PHY or MAC loops back.
-    fn tx_out(&mut self, frame: &[u8]) {
+    fn tx_out(&mut self, frame: &[u8], sent: u64) {
         self.count_tx(frame);
         let mac_loop = self.regs.peek(RCTL) & rctl::LBM_MASK == rctl::LBM_MAC;
         if self.phy.loopback() || mac_loop {
+            self.ts.set_arrival(Some(sent));
             self.rx_frame(frame);
+            self.ts.set_arrival(None);
         } else if self.regs.peek(CTRL) & ctrl::SLU != 0 || self.phy.link_up() {
-            self.env.wire.transmit(frame);
+            self.env.wire.transmit_at(frame, sent);
+        }
+    }
+
+    /// The frame leaves the MAC now: latch TXSTMPL/H (§7.9.2.2) and report
+    /// TSICR.TXTS, which reaches ICR.TS when TSIM enables it. (The igb driver
+    /// polls TSYNCTXCTL.VALID on the 82576, `igb_ptp_tx_work`.)
+    fn tx_timestamp(&mut self, now: u64) {
+        if self.ts.tx_stamp(now) {
+            self.regs.set_bits(TSICR, TSICR_TXTS);
+            if self.regs.peek(TSIM) & TSICR_TXTS != 0 {
+                self.raise_icr(super::intr::ICR_TS);
+            }
         }
     }
 }

@@ -6,6 +6,7 @@
 //! bits to stick, the mask includes them. Registers with behaviour beyond the
 //! generic access kinds carry a [`Hook`].
 
+use crate::ptp::TsReg;
 use crate::regfile::RegDef;
 
 /// Device-specific behaviour attached to a register.
@@ -69,6 +70,8 @@ pub enum Hook {
     Fdirctrl,
     /// Flow director command: completes at once.
     Fdircmd,
+    /// IEEE 1588 time sync register served by [`crate::ptp::TimeSync`].
+    Ts(TsReg),
 }
 
 // ---- offsets (ixgbe_type.h) ----
@@ -158,6 +161,10 @@ pub const VFTA: u32 = 0xa000;
 pub const RAL: u32 = 0xa200;
 /// Legacy location of receive address entries 0..15.
 pub const RAL_LEGACY: u32 = 0x5400;
+/// Ethertype queue filters (8).
+pub const ETQF: u32 = 0x5128;
+/// Receive message type / UDP port of time-stamped PTP messages.
+pub const RXMTRL: u32 = 0x5120;
 /// Flow director control.
 pub const FDIRCTRL: u32 = 0xee00;
 /// Flow director command.
@@ -441,8 +448,21 @@ pub static TABLE: &[RegDef<Hook>] = &[
         .reset(0x8100)
         .mask(0x7000_ffff),
     RegDef::new("MCSTCTRL", MCSTCTRL).mask(0x7),
-    RegDef::new("ETQF", 0x5128).array(8, 4),
-    RegDef::new("TSYNCRXCTL", 0x5188),
+    RegDef::new("ETQF", ETQF).array(8, 4),
+    RegDef::new("RXMTRL", RXMTRL),
+    RegDef::new("TSYNCRXCTL", 0x5188).hook(Hook::Ts(TsReg::RxCtl)),
+    RegDef::new("RXSATRL", 0x51a0)
+        .ro()
+        .hook(Hook::Ts(TsReg::RxSatrL)),
+    RegDef::new("RXSTMPH", 0x51a4)
+        .ro()
+        .hook(Hook::Ts(TsReg::RxStmpH)),
+    RegDef::new("RXSATRH", 0x51a8)
+        .ro()
+        .hook(Hook::Ts(TsReg::RxSatrH)),
+    RegDef::new("RXSTMPL", 0x51e8)
+        .ro()
+        .hook(Hook::Ts(TsReg::RxStmpL)),
     RegDef::new("VMTXSW", 0x5180).array(2, 4),
     RegDef::new("VT_CTL", 0x51b0),
     RegDef::new("VFRE", 0x51e0).array(2, 4),
@@ -525,13 +545,24 @@ pub static TABLE: &[RegDef<Hook>] = &[
     RegDef::new("SECTXSTAT", 0x8804).reset(1).ro(),
     RegDef::new("SECTXBUFFAF", 0x8808).reset(0x250),
     RegDef::new("SECTXMINIFG", 0x8810).reset(0x0000_1001),
-    RegDef::new("TSYNCTXCTL", 0x8c00),
-    RegDef::new("SYSTIML", 0x8c0c).ro(),
-    RegDef::new("SYSTIMH", 0x8c10).ro(),
-    RegDef::new("TIMINCA", 0x8c14),
-    RegDef::new("TIMADJL", 0x8c18),
-    RegDef::new("TIMADJH", 0x8c1c),
+    // Time sync (§8.2.3.26, §7.9): SYSTIM and the stamp latches live in
+    // `crate::ptp::TimeSync`.
+    RegDef::new("TSYNCTXCTL", 0x8c00).hook(Hook::Ts(TsReg::TxCtl)),
+    RegDef::new("TXSTMPL", 0x8c04)
+        .ro()
+        .hook(Hook::Ts(TsReg::TxStmpL)),
+    RegDef::new("TXSTMPH", 0x8c08)
+        .ro()
+        .hook(Hook::Ts(TsReg::TxStmpH)),
+    RegDef::new("SYSTIML", 0x8c0c).hook(Hook::Ts(TsReg::SystimL)),
+    RegDef::new("SYSTIMH", 0x8c10).hook(Hook::Ts(TsReg::SystimH)),
+    RegDef::new("TIMINCA", 0x8c14).hook(Hook::Ts(TsReg::Timinca)),
+    RegDef::new("TIMADJL", 0x8c18).hook(Hook::Ts(TsReg::TimadjL)),
+    RegDef::new("TIMADJH", 0x8c1c).hook(Hook::Ts(TsReg::TimadjH)),
     RegDef::new("TSAUXC", 0x8c20),
+    RegDef::new("TRGTTIML0", 0x8c24).array(4, 4),
+    RegDef::new("FREQOUT", 0x8c34).array(2, 4),
+    RegDef::new("AUXSTMP", 0x8c3c).array(4, 4).ro(),
     RegDef::new("SECRXCTRL", 0x8d00),
     RegDef::new("SECRXSTAT", 0x8d04).reset(1).ro(),
     RegDef::new("RTTUP2TC", 0xc800),

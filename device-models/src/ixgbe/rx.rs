@@ -9,9 +9,14 @@ use super::regs::*;
 use super::{fctrl, hlreg0, Ixgbe};
 use crate::desc::{rx_writeback, RXD_STAT_DD, RXD_STAT_EOP, RXD_STAT_IPCS, RXD_STAT_VP};
 use crate::offload;
+use crate::ptp::{self, RxFilter};
 use crate::ring::{self, Ring};
 use crate::rss::{self, RssType};
 
+/// ETQF: filter enable.
+const ETQF_FILTER_EN: u32 = 1 << 31;
+/// ETQF: time stamp frames of this ethertype (IEEE 1588).
+const ETQF_1588: u32 = 1 << 30;
 /// RXCTRL: receive enable.
 const RXCTRL_RXEN: u32 = 1 << 0;
 /// VLNCTRL: VLAN filter enable.
@@ -66,9 +71,36 @@ impl Ixgbe {
         if !self.rx_accept(frame, tagged) {
             return;
         }
+        let ts = self.rx_timestamp(frame);
         let (hash, ty) = self.rss_hash(frame);
         let qi = self.rx_queue_for(hash, ty);
-        self.rx_to_queue(qi, frame, hash, ty, tagged);
+        self.rx_to_queue(qi, frame, hash, ty, tagged, ts);
+    }
+
+    /// IEEE 1588 receive stamp (§7.9.1.1): TSYNCRXCTL selects the frame with
+    /// RXMTRL (v1 control, v2 message type, UDP port in bits 31:16; 319 when
+    /// 0) and the ETQF filters with the 1588 bit. Taken once the frame passed
+    /// the address filters; the latch stays locked until RXSTMPH is read.
+    fn rx_timestamp(&mut self, frame: &[u8]) -> bool {
+        if !self.ts.rx_enabled() {
+            return false;
+        }
+        let regs = &self.regs;
+        let mtrl = regs.peek(RXMTRL);
+        let port = (mtrl >> 16) as u16;
+        let filter = RxFilter {
+            kind: self.ts.rxctl() & ptp::TSYNCRXCTL_TYPE_MASK,
+            v1_ctrl: mtrl as u8,
+            v2_msg: ((mtrl >> 8) & 0xf) as u8,
+            udp_port: if port == 0 { ptp::PTP_EVENT_PORT } else { port },
+            l2_1588: |et: u16| {
+                (0..8).any(|i| {
+                    let q = regs.peek(ETQF + 4 * i);
+                    q & ETQF_FILTER_EN != 0 && q & ETQF_1588 != 0 && q as u16 == et
+                })
+            },
+        };
+        self.ts.rx_stamp(self.env.clock.now_ns(), frame, &filter)
     }
 
     /// RSS hash when MRQC.MRQE selects RSS (§7.1.2.8).
@@ -161,7 +193,15 @@ impl Ixgbe {
     }
 
     /// Places a frame into receive queue `qi`, spanning descriptors if needed.
-    fn rx_to_queue(&mut self, qi: usize, frame: &[u8], hash: u32, ty: RssType, tagged: bool) {
+    fn rx_to_queue(
+        &mut self,
+        qi: usize,
+        frame: &[u8],
+        hash: u32,
+        ty: RssType,
+        tagged: bool,
+        ts: bool,
+    ) {
         let base = rxq_base(qi as u32);
         if self.regs.peek(base + q::DCTL) & QUEUE_ENABLE == 0 {
             self.count_rx_drop(qi);
@@ -226,6 +266,9 @@ impl Ixgbe {
             let mut st = RXD_STAT_DD | status_vp;
             if off >= total {
                 st |= RXD_STAT_EOP | csum_st;
+                if ts {
+                    st |= ptp::RXD_STAT_TS;
+                }
             }
             let wb = rx_writeback(pkt_info, hash, st, chunk as u16, vlan);
             if ring::write_desc(&self.mem, daddr, &wb).is_err() {

@@ -696,3 +696,146 @@ fn eitr_moderates_queue_vectors() {
         "EITR of vectors above 23"
     );
 }
+
+/// A PTP v2 message over Ethernet (ptp4l -2) to 01:1b:19:00:00:00.
+fn ptp_l2_frame(msg: u8) -> Vec<u8> {
+    let mut f = vec![0u8; 14 + 44];
+    f[..6].copy_from_slice(&[0x01, 0x1b, 0x19, 0, 0, 0]);
+    f[6..12].copy_from_slice(&[0x52, 0x54, 0, 0, 0, 2]);
+    f[12..14].copy_from_slice(&0x88f7u16.to_be_bytes());
+    f[14] = msg;
+    f[15] = 2;
+    f
+}
+
+/// A PTP v2 message over UDP/IPv4 to port 319 (ptp4l -4).
+fn ptp_udp_frame(msg: u8) -> Vec<u8> {
+    let mut f = vec![0u8; 14 + 20 + 8];
+    f[..6].copy_from_slice(&[0x01, 0x00, 0x5e, 0x00, 0x01, 0x81]);
+    f[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
+    f[14] = 0x45;
+    f[14 + 8] = 1;
+    f[14 + 9] = 17;
+    f[34..36].copy_from_slice(&319u16.to_be_bytes());
+    f[36..38].copy_from_slice(&319u16.to_be_bytes());
+    f.extend_from_slice(&ptp_l2_frame(msg)[14..]);
+    f
+}
+
+const TSYNCRXCTL: u32 = 0x5188;
+const RXSTMPL: u32 = 0x51e8;
+const RXSTMPH: u32 = 0x51a4;
+const TSYNCTXCTL: u32 = 0x8c00;
+const TXSTMPL: u32 = 0x8c04;
+const TXSTMPH: u32 = 0x8c08;
+const SYSTIML: u32 = 0x8c0c;
+const SYSTIMH: u32 = 0x8c10;
+const TIMINCA: u32 = 0x8c14;
+const TIMADJL: u32 = 0x8c18;
+const TIMADJH: u32 = 0x8c1c;
+/// `ixgbe_ptp_start_cyclecounter` at 10 Gb/s: IV 0x66666666 >> 7, shift 21.
+const TIMINCA_10G: u32 = (1 << 24) | (0x6666_6666 >> 7);
+
+/// `ixgbe_ptp_read_82599`: SYSTIML then SYSTIMH.
+fn systim(d: &mut Ixgbe) -> u64 {
+    let lo = rd(d, SYSTIML);
+    u64::from(lo) | (u64::from(rd(d, SYSTIMH)) << 32)
+}
+
+#[test]
+fn ptp_clock_rate_frequency_adjust_timadj() {
+    let (mut d, t) = dev();
+    wr(&mut d, TIMINCA, TIMINCA_10G);
+    t.clock.set(3_000_000_000);
+    let ns = systim(&mut d) >> 21;
+    assert!(
+        ns.abs_diff(3_000_000_000) < 300,
+        "{ns}: 0.06 ppm slow at most"
+    );
+    // ixgbe_ptp_adjfine_82599 for -100000 ppb.
+    let base = u64::from(0x6666_6666u32 >> 7);
+    let iv = base - base * (100_000 * 65536 / 1000) / (1_000_000 << 16);
+    let before = systim(&mut d);
+    wr(&mut d, TIMINCA, (1 << 24) | iv as u32);
+    t.clock.set(5_000_000_000);
+    let elapsed = (systim(&mut d) - before) >> 21;
+    let ppb = (elapsed as f64 / 2e9 - 1.0) * 1e9;
+    assert!((ppb + 100_000.0).abs() < 150.0, "{ppb} ppb");
+    // SYSTIM writes (ixgbe_ptp_reset on X540-style paths) and TIMADJ.
+    wr(&mut d, SYSTIML, 0);
+    wr(&mut d, SYSTIMH, 0);
+    assert_eq!(systim(&mut d), 0);
+    wr(&mut d, TIMADJL, 1000);
+    wr(&mut d, TIMADJH, 0);
+    assert_eq!(systim(&mut d), 1000);
+    wr(&mut d, TIMADJL, 10);
+    wr(&mut d, TIMADJH, 1 << 31);
+    assert_eq!(systim(&mut d), 990);
+}
+
+#[test]
+fn ptp_tx_and_rx_stamps() {
+    let (mut d, t) = dev();
+    let n = 16;
+    setup_rings(&mut d, n);
+    let v = rd(&mut d, FCTRL) | fctrl::MPE;
+    wr(&mut d, FCTRL, v);
+    wr(&mut d, TIMINCA, TIMINCA_10G);
+    d.set_wire_delay_ns(640);
+    // ixgbe_ptp_set_timestamp_mode for HWTSTAMP_TX_ON / PTP_V2_EVENT.
+    wr(&mut d, 0x5128 + 12, 0xc000_0000 | 0x88f7);
+    wr(&mut d, TSYNCTXCTL, 0x10);
+    wr(&mut d, TSYNCRXCTL, 0x10 | 0x0a);
+    wr(&mut d, 0x5120, 319 << 16);
+    // Transmit with ADVTXD_MAC_TSTAMP.
+    t.clock.set(64_000);
+    let f = ptp_l2_frame(0);
+    send(&mut d, 0, n, &f);
+    assert_eq!(rd(&mut d, TSYNCTXCTL), 0x10, "no stamp without MAC_TSTAMP");
+    let (desc, buf) = (TX_RING + 16, TX_BUFS + 2048);
+    d.mem.write_slice(&f, GuestAddress(buf)).unwrap();
+    d.mem.write_obj(buf, GuestAddress(desc)).unwrap();
+    d.mem
+        .write_obj(0x2b38_0000u32 | f.len() as u32, GuestAddress(desc + 8))
+        .unwrap();
+    d.mem
+        .write_obj((f.len() as u32) << 14, GuestAddress(desc + 12))
+        .unwrap();
+    wr(&mut d, txq_base(0) + q::T, 2);
+    assert_eq!(t.wire.take().len(), 2);
+    assert_eq!(rd(&mut d, TSYNCTXCTL), 0x11);
+    let lo = rd(&mut d, TXSTMPL);
+    let hi = rd(&mut d, TXSTMPH);
+    let cycles = u64::from(lo) | (u64::from(hi) << 32);
+    assert_eq!(
+        cycles,
+        10_000 * 0xcc_cccc,
+        "64 us = 10000 periods of 6.4 ns"
+    );
+    assert_eq!(rd(&mut d, TSYNCTXCTL), 0x10, "TXSTMPH unlocks");
+    // Receive: L2 and UDP event messages.
+    let status = |d: &mut Ixgbe, i: u64| -> u32 {
+        d.mem.read_obj(GuestAddress(RX_RING + i * 16 + 8)).unwrap()
+    };
+    t.clock.set(128_000 - 640);
+    d.receive(&ptp_l2_frame(0));
+    assert_eq!(status(&mut d, 0) & 0x1_0003, 0x1_0003);
+    assert_eq!(rd(&mut d, TSYNCRXCTL), 0x1b);
+    let lo = rd(&mut d, RXSTMPL);
+    let hi = rd(&mut d, RXSTMPH);
+    assert_eq!(
+        u64::from(lo) | (u64::from(hi) << 32),
+        20_000 * 0xcc_cccc,
+        "arrival plus wire delay"
+    );
+    d.receive(&ptp_udp_frame(1));
+    assert_eq!(status(&mut d, 1) & 0x1_0000, 0x1_0000, "UDP Delay_Req");
+    d.receive(&ptp_udp_frame(2));
+    assert_eq!(status(&mut d, 2) & 0x1_0000, 0, "still locked");
+    let _ = rd(&mut d, RXSTMPH);
+    d.receive(&ptp_udp_frame(0xb));
+    assert_eq!(status(&mut d, 3) & 0x1_0000, 0, "Announce is no event");
+    // Link reset clears the time sync unit.
+    wr(&mut d, CTRL, ctrl::LNK_RST);
+    assert_eq!((rd(&mut d, TSYNCRXCTL), rd(&mut d, TIMINCA)), (0, 0));
+}

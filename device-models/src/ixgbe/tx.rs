@@ -66,12 +66,14 @@ impl Ixgbe {
                     cmd,
                     popts,
                     idx,
+                    tstamp,
                     ..
                 } => {
                     let opts = FrameOpts {
                         cmd,
                         popts,
                         idx: idx & 1,
+                        tstamp,
                         ..Default::default()
                     };
                     self.tx_gather(qi, addr, usize::from(len), opts);
@@ -140,10 +142,16 @@ impl Ixgbe {
             },
             pad: self.regs.peek(HLREG0) & hlreg0::TXPADEN != 0,
         };
+        // The frame leaves the MAC now: one instant for its 1588 stamp and
+        // its departure on the wire.
+        let now = self.env.clock.now_ns();
+        if first.tstamp {
+            self.tx_timestamp(now);
+        }
         // The queue is taken out while its frame leaves, so the send path
         // (which may loop back into this device) can borrow the device.
         let mut q = std::mem::replace(&mut self.txq[qi], TxQueue::placeholder());
-        let res = q.finish(first, s, |f| self.tx_out(qi, f));
+        let res = q.finish(first, s, |f| self.tx_out(qi, f, now));
         self.txq[qi] = q;
         match res {
             Ok(Finished::Segments(_)) => {}
@@ -157,12 +165,21 @@ impl Ixgbe {
 
     /// Puts a finished frame on the wire, or back into the receiver when the
     /// MAC loops back (HLREG0.LPBK).
-    fn tx_out(&mut self, qi: usize, frame: &[u8]) {
+    fn tx_out(&mut self, qi: usize, frame: &[u8], sent: u64) {
         self.count_tx(qi, frame);
         if self.loopback() {
+            self.ts.set_arrival(Some(sent));
             self.rx_frame(frame);
+            self.ts.set_arrival(None);
         } else if self.link_up() {
-            self.env.wire.transmit(frame);
+            self.env.wire.transmit_at(frame, sent);
         }
+    }
+
+    /// The frame leaves the MAC now: latch TXSTMPL/H (§7.9.1.2). The driver
+    /// polls TSYNCTXCTL.VALID (`ixgbe_ptp_tx_hwtstamp_work`); the 82599 has no
+    /// interrupt for it.
+    fn tx_timestamp(&mut self, now: u64) {
+        self.ts.tx_stamp(now);
     }
 }
