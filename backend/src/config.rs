@@ -32,7 +32,13 @@ pub struct DeviceSpec {
     pub net: String,
     /// Queue pairs (virtio-net).
     pub queues: u16,
+    /// Wire delay of frames arriving at this port, in ns: IEEE 1588 receive
+    /// time stamps are taken this much later (igb, ixgbe).
+    pub delay_ns: u64,
 }
+
+/// Largest accepted `delay=` (one second).
+pub const MAX_DELAY_NS: u64 = 1_000_000_000;
 
 /// Parses a MAC address `aa:bb:cc:dd:ee:ff`.
 pub fn parse_mac(s: &str) -> Option<[u8; 6]> {
@@ -84,6 +90,7 @@ impl DeviceSpec {
             }
         };
         let (mut id, mut socket, mut mac, mut net, mut queues) = (None, None, None, None, None);
+        let mut delay_ns = None;
         for kv in parts {
             let (k, v) = key_value(kv).map_err(bad)?;
             match k {
@@ -110,15 +117,32 @@ impl DeviceSpec {
                             })?;
                     queues = Some(n);
                 }
+                "delay" => {
+                    let n: u64 =
+                        v.parse()
+                            .ok()
+                            .filter(|n| *n <= MAX_DELAY_NS)
+                            .ok_or_else(|| {
+                                bad(format!(
+                                    "delay '{v}' must be nanoseconds from 0 to {MAX_DELAY_NS}"
+                                ))
+                            })?;
+                    delay_ns = Some(n);
+                }
                 other => {
                     return Err(bad(format!(
-                        "unknown key '{other}' (known: id, socket, mac, net, queues)"
+                        "unknown key '{other}' (known: id, socket, mac, net, queues, delay)"
                     )))
                 }
             }
         }
         if queues.is_some() && kind != DeviceKind::VirtioNet {
             return Err(bad("queues= applies to virtio-net only".into()));
+        }
+        if delay_ns.is_some() && kind == DeviceKind::VirtioNet {
+            return Err(bad(
+                "delay= applies to igb and ixgbe (PTP time stamps) only".into(),
+            ));
         }
         Ok(DeviceSpec {
             kind,
@@ -127,6 +151,7 @@ impl DeviceSpec {
             mac: mac.unwrap_or_else(|| default_mac(index)),
             net: net.unwrap_or_else(|| "lan0".into()),
             queues: queues.unwrap_or(1),
+            delay_ns: delay_ns.unwrap_or(0),
         })
     }
 }
@@ -248,6 +273,9 @@ mod tests {
         assert_eq!(d.id, "igb0");
         assert_eq!(d.mac, [0x52, 0x54, 0, 0, 0, 1]);
         assert_eq!(d.net, "lan1");
+        assert_eq!(d.delay_ns, 0);
+        let d = DeviceSpec::parse("ixgbe,id=x,socket=/s,delay=1500", 1).unwrap();
+        assert_eq!(d.delay_ns, 1500);
         let d = DeviceSpec::parse("virtio-net,id=v,socket=/s,queues=4", 3).unwrap();
         assert_eq!(d.queues, 4);
         assert_eq!(d.net, "lan0");
@@ -268,6 +296,9 @@ mod tests {
             ("igb,id=,socket=/s", "needs a value"),
             ("virtio-net,id=a,socket=/s,queues=0", "1 to 64"),
             ("igb,id=a,socket=/s,queues=2", "virtio-net only"),
+            ("igb,id=a,socket=/s,delay=-1", "nanoseconds"),
+            ("igb,id=a,socket=/s,delay=2000000000", "nanoseconds"),
+            ("virtio-net,id=a,socket=/s,delay=5", "igb and ixgbe"),
         ] {
             let e = DeviceSpec::parse(spec, 0).unwrap_err().to_string();
             assert!(e.contains(needle), "{spec}: {e}");

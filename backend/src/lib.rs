@@ -33,8 +33,10 @@ pub struct Cli {
     /// `nicemu ctl …` talks to a running nicemu instead of starting one.
     #[command(subcommand)]
     pub command: Option<Command>,
-    /// A PCI function or port: KIND,id=NAME,socket=PATH[,mac=MAC][,net=NET][,queues=N]
-    /// (KIND: igb, ixgbe, virtio-net; net defaults to lan0).
+    /// A PCI function or port: KIND,id=NAME,socket=PATH[,mac=MAC][,net=NET][,queues=N][,delay=NS]
+    /// (KIND: igb, ixgbe, virtio-net; net defaults to lan0; delay: wire delay in ns
+    /// of frames arriving at an igb/ixgbe port, seen in its PTP receive time
+    /// stamps; give both ends delay=D for a symmetric wire of D ns).
     #[arg(long = "device", value_name = "SPEC")]
     pub devices: Vec<String>,
     /// A wire joining a network to the outside: stream,path=SOCKET[,net=NET]

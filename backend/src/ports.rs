@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use device_models::igb::{self, IgbConfig};
 use device_models::ixgbe::{self, IxgbeConfig, SfpKind};
-use device_models::{DeviceEnv, MonotonicClock};
+use device_models::{Clock, DeviceEnv, MonotonicClock};
 
 use crate::config::{DeviceKind, DeviceSpec, WireSpec};
 use crate::error::Error;
@@ -99,16 +99,20 @@ struct DirectDevice {
 
 impl DirectRx for DirectDevice {
     fn try_receive(&self, frame: &[u8]) -> bool {
+        self.try_receive_at(frame, MonotonicClock.now_ns())
+    }
+
+    fn try_receive_at(&self, frame: &[u8], sent_ns: u64) -> bool {
         let Some(dev) = self.dev.get() else {
             return false;
         };
         match dev.try_lock() {
             Ok(mut d) => {
-                d.receive(frame);
+                d.receive_at(frame, sent_ns);
                 true
             }
             Err(std::sync::TryLockError::Poisoned(p)) => {
-                p.into_inner().receive(frame);
+                p.into_inner().receive_at(frame, sent_ns);
                 true
             }
             Err(std::sync::TryLockError::WouldBlock) => false,
@@ -194,13 +198,14 @@ fn start_one(
         ),
         _ => igb::new_function(IgbConfig { mac: spec.mac }, env),
     }));
+    vfio::lock(&dev).set_wire_delay_ns(spec.delay_ns);
     // Receive thread: frames from the switch into the device.
     let rx_dev = dev.clone();
     std::thread::Builder::new()
         .name(format!("rx-{}", spec.id))
         .spawn(move || {
-            while let Some(frame) = rx.recv() {
-                vfio::lock(&rx_dev).receive(&frame);
+            while let Some((frame, sent)) = rx.recv_timed() {
+                vfio::lock(&rx_dev).receive_at(&frame, sent);
                 rx.recycle(frame);
             }
         })

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, RwLock};
 
-use device_models::FrameSink;
+use device_models::{Clock, FrameSink, MonotonicClock};
 
 /// Frames a port's receive queue holds before it drops.
 pub const PORT_QUEUE: usize = 1024;
@@ -44,10 +44,11 @@ impl FramePool {
     }
 }
 
-/// The receiving end of a port: frames the switch delivered to it.
+/// The receiving end of a port: frames the switch delivered to it, each with
+/// the time it entered the switch (host monotonic ns, the devices' clock).
 #[derive(Debug)]
 pub struct PortRx {
-    rx: Receiver<Vec<u8>>,
+    rx: Receiver<(Vec<u8>, u64)>,
     pool: Arc<FramePool>,
     queued: Arc<AtomicUsize>,
 }
@@ -55,6 +56,12 @@ pub struct PortRx {
 impl PortRx {
     /// Waits for the next frame; `None` when the switch is gone.
     pub fn recv(&self) -> Option<Vec<u8>> {
+        self.rx.recv().ok().map(|(f, _)| f)
+    }
+
+    /// Waits for the next frame and the time it was sent (so a device can
+    /// time-stamp it as arriving then, not after the queue).
+    pub fn recv_timed(&self) -> Option<(Vec<u8>, u64)> {
         self.rx.recv().ok()
     }
 
@@ -83,10 +90,15 @@ pub struct PortCounters {
 pub trait DirectRx: Send + Sync {
     /// Delivers `frame` now and returns true, or returns false when busy.
     fn try_receive(&self, frame: &[u8]) -> bool;
+    /// As [`Self::try_receive`] for a frame sent at `sent_ns` (device clock).
+    fn try_receive_at(&self, frame: &[u8], sent_ns: u64) -> bool {
+        let _ = sent_ns;
+        self.try_receive(frame)
+    }
 }
 
 struct Port {
-    queue: SyncSender<Vec<u8>>,
+    queue: SyncSender<(Vec<u8>, u64)>,
     counters: Arc<PortCounters>,
     /// Frames queued and not yet consumed; direct delivery only when 0, so
     /// frames are never reordered.
@@ -159,20 +171,20 @@ impl Switch {
         )
     }
 
-    fn deliver(&self, to: &Port, frame: &[u8]) {
+    fn deliver(&self, to: &Port, frame: &[u8], sent: u64) {
         to.counters.capture.record(frame);
         if let Some(d) = &to.direct {
-            if to.queued.load(Ordering::Acquire) == 0 && d.try_receive(frame) {
+            if to.queued.load(Ordering::Acquire) == 0 && d.try_receive_at(frame, sent) {
                 to.counters.rx_frames.fetch_add(1, Ordering::Relaxed);
                 return;
             }
         }
         to.queued.fetch_add(1, Ordering::AcqRel);
-        match to.queue.try_send(self.pool.copy_of(frame)) {
+        match to.queue.try_send((self.pool.copy_of(frame), sent)) {
             Ok(()) => {
                 to.counters.rx_frames.fetch_add(1, Ordering::Relaxed);
             }
-            Err(TrySendError::Full(b)) | Err(TrySendError::Disconnected(b)) => {
+            Err(TrySendError::Full((b, _))) | Err(TrySendError::Disconnected((b, _))) => {
                 to.queued.fetch_sub(1, Ordering::AcqRel);
                 to.counters.rx_drops.fetch_add(1, Ordering::Relaxed);
                 self.pool.recycle(b);
@@ -183,6 +195,12 @@ impl Switch {
     /// Forwards a frame from port `from`: learn the source, send to the port
     /// that owns the destination, or flood.
     pub fn forward(&self, from: usize, frame: &[u8]) {
+        self.forward_at(from, frame, MonotonicClock.now_ns());
+    }
+
+    /// [`Self::forward`] for a frame that left its sender at `sent` (host
+    /// monotonic ns, the devices' clock); receivers get the time with it.
+    pub fn forward_at(&self, from: usize, frame: &[u8], sent: u64) {
         if frame.len() < 14 {
             return;
         }
@@ -203,14 +221,14 @@ impl Switch {
         match known {
             Some(p) if p != from => {
                 if let Some(port) = ports.get(p) {
-                    self.deliver(port, frame);
+                    self.deliver(port, frame, sent);
                 }
             }
             Some(_) => {}
             None => {
                 for (i, port) in ports.iter().enumerate() {
                     if i != from {
-                        self.deliver(port, frame);
+                        self.deliver(port, frame, sent);
                     }
                 }
             }
@@ -223,6 +241,12 @@ impl FrameSink for PortHandle {
         self.counters.tx_frames.fetch_add(1, Ordering::Relaxed);
         self.counters.capture.record(frame);
         self.switch.forward(self.index, frame);
+    }
+
+    fn transmit_at(&self, frame: &[u8], sent_ns: u64) {
+        self.counters.tx_frames.fetch_add(1, Ordering::Relaxed);
+        self.counters.capture.record(frame);
+        self.switch.forward_at(self.index, frame, sent_ns);
     }
 }
 
