@@ -198,6 +198,7 @@ fn start_one(
         ),
         _ => igb::new_function(IgbConfig { mac: spec.mac }, env),
     }));
+    let _ = direct.dev.set(dev.clone());
     vfio::lock(&dev).set_wire_delay_ns(spec.delay_ns);
     // Receive thread: frames from the switch into the device.
     let rx_dev = dev.clone();
