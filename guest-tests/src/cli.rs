@@ -86,7 +86,9 @@ pub struct RunArgs {
     /// Scenario parameter KEY=VALUE (repeatable; see `list`).
     #[arg(long = "param")]
     pub params: Vec<String>,
-    /// Peer placement: netns (a second port in a network namespace) or single (no peer).
+    /// Peer placement: netns (a second port of the same kind in a network namespace),
+    /// single (no peer), interop-igb / interop-e1000e (nicemu device under test, QEMU's
+    /// igb / e1000e as the peer, joined through nicemu's stream wire).
     #[arg(long, value_enum)]
     pub topology: Option<Topology>,
     /// Run only shard K of N (cells round robin), e.g. --shard 2/4.

@@ -57,7 +57,8 @@ fn dispatch(cmd: cli::Command) -> Result<i32> {
                 image::kernel::NAMES.join(", ")
             );
             println!("scenarios: {}", scenario::NAMES.join(", "));
-            println!("topology:  netns (default), single");
+            let topos: Vec<&str> = vm::device::Topology::ALL.iter().map(|t| t.name()).collect();
+            println!("topology:  {} (netns is the default)", topos.join(", "));
             println!("parameters (--param KEY=VALUE or [params] in a matrix file):");
             for (k, d, m) in params::KNOWN {
                 println!("  {k:<26} {:<34} {m}", format!("[{d}]"));

@@ -165,11 +165,21 @@ impl Matrix {
             params.set_pair(p)?;
         }
         params.validate()?;
+        let topology = o.topology.or(f.topology).unwrap_or(Topology::Netns);
+        if let Some(peer) = topology.interop_peer() {
+            if let Some(d) = devices.iter().find(|d| d.nicemu_kind().is_none()) {
+                return Err(Error::Usage(format!(
+                    "topology {} puts QEMU's {peer} next to a nicemu device under test; \
+                     {d} is not a nicemu device (use nicemu-igb or nicemu-ixgbe)",
+                    topology.name()
+                )));
+            }
+        }
         Ok(Matrix {
             kernels,
             devices,
             scenarios: dedup(scenarios),
-            topology: o.topology.or(f.topology).unwrap_or(Topology::Netns),
+            topology,
             params,
         })
     }
@@ -289,6 +299,23 @@ mod tests {
         assert!(Matrix::build(Some(f), &Overrides::default()).is_err());
         let o = Overrides {
             scenarios: vec!["pong".into()],
+            ..Default::default()
+        };
+        assert!(Matrix::build(None, &o).is_err());
+    }
+
+    #[test]
+    fn interop_needs_nicemu_devices() {
+        let f = MatrixFile::parse(
+            "devices = [\"nicemu-igb\"]\nscenarios = [\"ping\"]\ntopology = \"interop-e1000e\"\n",
+            "t",
+        )
+        .unwrap();
+        let m = Matrix::build(Some(f), &Overrides::default()).unwrap();
+        assert_eq!(m.topology, Topology::InteropE1000e);
+        let o = Overrides {
+            devices: vec!["qemu-igb".into()],
+            topology: Some(Topology::InteropIgb),
             ..Default::default()
         };
         assert!(Matrix::build(None, &o).is_err());

@@ -59,6 +59,21 @@ pub const KNOWN: &[(&str, &str, &str)] = &[
     ("qdisc.duration", "5", "seconds of UDP load"),
     ("qdisc.size", "64", "UDP message size"),
     ("qdisc.rate", "200mbit", "tbf rate"),
+    (
+        "faults.cases",
+        "stats,capture,crc,link,stall",
+        "fault cases to run (nicemu devices only)",
+    ),
+    (
+        "rss.duration",
+        "1",
+        "seconds of netperf TCP_CRR (many flows) and TCP_RR (one flow) per channel count",
+    ),
+    (
+        "rss.max_combined",
+        "0",
+        "highest `ethtool -L combined` count tried (0 = the driver's maximum)",
+    ),
 ];
 
 /// Parameter values (only overrides; defaults come from [`KNOWN`]).

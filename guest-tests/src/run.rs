@@ -14,6 +14,7 @@ use crate::report::{self, CellRun, RunReport};
 use crate::scenario::{self, setup, Console, Scenario, ScenarioResult, Target};
 use crate::vm::accel::{self, Accel};
 use crate::vm::device::{DeviceKind, Topology, TEST_MAC};
+use crate::vm::host::{HostActions, CONTROL_SOCKET};
 use crate::vm::launch::{self, BootSpec, Exit};
 use crate::vm::nicemu_proc::{self, NicemuProcess};
 use crate::vm::run_dir::{self, RunDir};
@@ -84,6 +85,13 @@ pub fn run(args: &RunArgs) -> Result<RunReport> {
         None
     };
 
+    if nicemu_bin.is_some() && matrix.scenarios.iter().any(|s| s == "faults") {
+        // The faults scenario's capture check decodes the pcap with the host's tcpdump.
+        match crate::vm::host::ensure_tcpdump() {
+            Ok(m) => println!("{m}"),
+            Err(e) => println!("warning: {e}; the faults capture check will fail"),
+        }
+    }
     let prov = provision::provision()?;
     let chroot = match &prov.qemu {
         QemuLauncher::Chroot(root) => Some(root.clone()),
@@ -286,7 +294,7 @@ fn kvm_probe(ctx: &Ctx, base: &[u8], mods: &[String], kdir: &RunDir, kernel: &st
     s.append = format!("{APPEND} {}", init_script::PROBE_ARG);
     s.timeout = accel::PROBE_TIMEOUT;
     s.done_marker = init_script::PROBE_MARKER;
-    let out = launch::boot(&s)?;
+    let out = launch::boot(&s, None)?;
     Ok(Console::parse(&out.console).probe_ok)
 }
 
@@ -295,6 +303,60 @@ fn target(topology: Topology, dev: DeviceKind) -> Target {
         mac: TEST_MAC.to_owned(),
         driver: dev.driver().to_owned(),
         peer_mac: topology.macs().get(1).map(|m| m.to_string()),
+        host_actions: dev.nicemu_kind().is_some(),
+    }
+}
+
+/// The nicemu command line, the sockets to wait for, the QEMU device arguments and the
+/// host actions of one cell served by nicemu (`kind` igb or ixgbe).
+struct NicemuCell {
+    args: Vec<String>,
+    sockets: Vec<PathBuf>,
+    qemu: Vec<String>,
+    host: HostActions,
+}
+
+fn nicemu_cell(bin: &Path, kind: &str, topo: Topology, dev: DeviceKind, d: &RunDir) -> NicemuCell {
+    let mut args = Vec::new();
+    let mut sockets = Vec::new();
+    let mut guest_socks = Vec::new();
+    // The interop peer is QEMU's; only the device under test is nicemu's then.
+    let ports = if topo.interop_peer().is_some() {
+        &topo.macs()[..1]
+    } else {
+        topo.macs()
+    };
+    for (i, mac) in ports.iter().enumerate() {
+        let (host, guest) = d.file(&format!("{kind}{i}.sock"));
+        args.push("--device".to_owned());
+        args.push(format!(
+            "{kind},id={kind}{i},socket={},mac={mac},net=lan0",
+            host.display()
+        ));
+        sockets.push(host);
+        guest_socks.push(guest);
+    }
+    let qemu = match topo.interop_peer() {
+        Some(model) => {
+            let (host, guest) = d.file("wire.sock");
+            args.push("--wire".to_owned());
+            args.push(format!("stream,path={},net=lan0", host.display()));
+            sockets.push(host);
+            DeviceKind::interop_args(&guest_socks[0], model, &guest)
+        }
+        None => dev.qemu_args(&d.guest.to_string_lossy(), &guest_socks, topo.macs()),
+    };
+    let (control, _) = d.file(CONTROL_SOCKET);
+    args.push("--control".to_owned());
+    args.push(control.display().to_string());
+    sockets.push(control.clone());
+    let peer = (ports.len() > 1).then(|| format!("{kind}1"));
+    let host = HostActions::new(bin, &control, &d.host, &format!("{kind}0"), peer.as_deref());
+    NicemuCell {
+        args,
+        sockets,
+        qemu,
+        host,
     }
 }
 
@@ -343,31 +405,19 @@ fn run_cell(
     let (initrd_host, initrd_guest) = d.file("initrd.cpio");
     image::write_initrd(base, &init_script::render(mods, &body), &initrd_host)?;
     let mut s = spec(ctx, accel, kernel_guest, initrd_guest, d);
-    let macs = topo.macs();
     let mut nicemu = None;
-    let mut sockets = Vec::new();
+    let mut host = None;
     if let (Some(kind), Some(bin)) = (dev.nicemu_kind(), ctx.nicemu_bin) {
-        let mut specs = Vec::new();
-        let mut hosts = Vec::new();
-        for (i, mac) in macs.iter().enumerate() {
-            let (host, guest) = d.file(&format!("{kind}{i}.sock"));
-            specs.push(format!(
-                "{kind},id={kind}{i},socket={},mac={mac},net=lan0",
-                host.display()
-            ));
-            hosts.push(host);
-            sockets.push(guest);
-        }
+        let c = nicemu_cell(bin, kind, topo, dev, d);
         let log = d.host.join("nicemu.log");
-        println!(
-            "  nicemu --device {} (log {})",
-            specs.join(" --device "),
-            log.display()
-        );
-        nicemu = Some(NicemuProcess::start(bin, &specs, &hosts, &log)?);
+        println!("  nicemu {} (log {})", c.args.join(" "), log.display());
+        nicemu = Some(NicemuProcess::start(bin, &c.args, &c.sockets, &log)?);
+        s.extra = c.qemu;
+        host = Some(c.host);
+    } else {
+        s.extra = dev.qemu_args(&d.guest.to_string_lossy(), &[], topo.macs());
     }
-    s.extra = dev.qemu_args(&d.guest.to_string_lossy(), &sockets, macs);
-    let out = launch::boot(&s)?;
+    let out = launch::boot(&s, host.as_mut())?;
     let mut nicemu_note = None;
     if let Some(n) = nicemu.as_mut() {
         if let Some(st) = n.exited() {

@@ -84,6 +84,33 @@ nicemu_carrier() {
 }
 # nicemu_peer CMD...: runs CMD in the peer's network namespace.
 nicemu_peer() { /usr/bin/ip netns exec peer "$@"; }
+# nicemu_host TAG VERB ARGS...: asks the harness (reading this console) to act on the host
+# (VERB ctl: `nicemu ctl ARGS`, DUT/PEER name the devices; VERB pcap FILE: tcpdump -r) and
+# waits up to 30 s for its acknowledgement on the console input. Prints TAG_ack=RC (or
+# timeout); returns 0 when the action exited 0.
+nicemu_host() {
+    local tag line rc n=0
+    tag=$1; shift
+    echo "@@NICEMU-HOST $SCEN $tag $*"
+    while [ $n -lt 30 ]; do
+        if read -t 1 -r line; then
+            case "$line" in
+            *"@@NICEMU-ACK $SCEN $tag rc="*)
+                rc=$(echo "${line##*rc=}" | tr -dc 0-9-)
+                nicemu_kv "${tag}_ack" "$rc"
+                [ "$rc" = 0 ]
+                return
+                ;;
+            esac
+        else
+            n=$((n+1))
+        fi
+    done
+    nicemu_kv "${tag}_ack" timeout
+    return 1
+}
+# The harness writes acknowledgements to the console: do not echo them back.
+stty -echo 2>/dev/null
 "#;
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ fn target() -> Target {
         mac: TEST_MAC.into(),
         driver: "igb".into(),
         peer_mac: Some(PEER_MAC.into()),
+        host_actions: true,
     }
 }
 
@@ -25,7 +26,8 @@ fn every_scenario_of_the_capture_passes() {
     let setup = setup::parse(c.sections.get(setup::NAME), &target());
     assert_eq!(setup.status, Status::Pass, "{:?}", setup.reason);
     assert_eq!(setup.metrics["peer_iface"], "eth1");
-    for name in NAMES {
+    // The capture predates `faults` and `rss` (they have their own captures below).
+    for name in NAMES.iter().filter(|n| !["faults", "rss"].contains(n)) {
         let r = eval(name, ALL);
         assert_eq!(r.status, Status::Pass, "{name}: {:?}", r.reason);
         assert!(r.summary.is_some(), "{name} has no headline");
@@ -129,4 +131,114 @@ fn nicemu_igb_capture_passes_stats_channels_qdisc_ptp() {
         assert_eq!(r.status, Status::Pass, "{name}: {:?}", r.reason);
     }
     assert_eq!(eval("stats", text).metrics["checked"], 14);
+}
+
+const IGB_FAULTS: &str = include_str!("../../tests/fixtures/nicemu-igb-faults-rss.serial.log");
+const IXGBE_FAULTS: &str = include_str!("../../tests/fixtures/nicemu-ixgbe-faults-rss.serial.log");
+
+fn eval_as(name: &str, text: &str, driver: &str, host_actions: bool) -> ScenarioResult {
+    let mut t = target();
+    t.driver = driver.into();
+    t.host_actions = host_actions;
+    let sc = by_name(name).unwrap();
+    evaluate(sc.as_ref(), &Console::parse(text), &t)
+}
+
+#[test]
+fn nicemu_igb_faults_capture_passes_every_case() {
+    let r = eval_as("faults", IGB_FAULTS, "igb", true);
+    assert_eq!(r.status, Status::Pass, "{:?}", r.reason);
+    let m = &r.metrics;
+    assert_eq!(m["passed_cases"].as_array().unwrap().len(), 5);
+    assert_eq!(m["crc_errors_delta"], 10);
+    assert_eq!(m["capture_echo"]["requests"], 5);
+    assert_eq!(m["capture_echo"]["replies"], 5);
+    assert_eq!(m["stats_compared"]["rx_packets/GPRC"]["ctl"], 40);
+    assert_eq!(m["stats_compared"]["rx_packets/GPRC"]["ethtool"], 40);
+    assert_eq!(m["stats_compared"]["tx_multicast/MPTC"]["ctl"], 10);
+    assert!(m["stall_hang_log"]
+        .as_str()
+        .unwrap()
+        .contains("Detected Tx Unit Hang"));
+    assert!(m["link_down_log"]
+        .as_str()
+        .unwrap()
+        .contains("Link is Down"));
+}
+
+#[test]
+fn nicemu_igb_faults_failures_are_caught() {
+    let crc = IGB_FAULTS.replacen(
+        "crc_b      rx_crc_errors: 10",
+        "crc_b      rx_crc_errors: 9",
+        1,
+    );
+    let r = eval_as("faults", &crc, "igb", true);
+    assert_eq!(r.status, Status::Fail);
+    assert!(r
+        .reason
+        .unwrap()
+        .contains("rx_crc_errors +9 (expected +10)"));
+    let no_reset = IGB_FAULTS.replace("eth0: Reset adapter", "eth0: nothing");
+    let r = eval_as("faults", &no_reset, "igb", true);
+    assert!(r.reason.unwrap().contains("did not reset the adapter"));
+    let disturbed = IGB_FAULTS.replacen("st_b2      rx_packets: 43", "st_b2      rx_packets: 0", 1);
+    let r = eval_as("faults", &disturbed, "igb", true);
+    assert!(r
+        .reason
+        .unwrap()
+        .contains("reading nicemu ctl stats changed what the guest read next"));
+    let carrier = IGB_FAULTS.replace("down_carrier=0", "down_carrier=1");
+    let r = eval_as("faults", &carrier, "igb", true);
+    assert!(r.reason.unwrap().contains("carrier stayed on"));
+    // QEMU's devices have no control socket: skipped, not failed.
+    let r = eval_as("faults", IGB_FAULTS, "igb", false);
+    assert_eq!(r.status, Status::Skip);
+}
+
+#[test]
+fn nicemu_ixgbe_faults_capture_passes_with_ixgbe_names() {
+    let r = eval_as("faults", IXGBE_FAULTS, "ixgbe", true);
+    assert_eq!(r.status, Status::Pass, "{:?}", r.reason);
+    let m = &r.metrics;
+    // ixgbe's rx_bytes are the rings' (no FCS); the register is rx_bytes_nic.
+    assert!(m["stats_compared"].get("rx_bytes/GORC").is_none());
+    assert_eq!(m["stats_compared"]["rx_bytes_nic/GORC"]["ctl"], 4960);
+    assert!(m["stall_hang_log"].as_str().unwrap().contains("tx hang"));
+}
+
+#[test]
+fn rss_spreads_many_flows_and_keeps_one_flow_on_one_queue() {
+    let r = eval_as("rss", IGB_FAULTS, "igb", true);
+    assert_eq!(r.status, Status::Pass, "{:?}", r.reason);
+    let counts = r.metrics["counts"].as_object().unwrap();
+    assert_eq!(counts.len(), 8);
+    assert_eq!(counts["8"]["many_per_queue"].as_array().unwrap().len(), 8);
+    assert_eq!(counts["8"]["one_flow_queue"], 2);
+    let r = eval_as("rss", IXGBE_FAULTS, "ixgbe", true);
+    assert_eq!(r.status, Status::Pass, "{:?}", r.reason);
+    assert_eq!(r.metrics["counts"].as_object().unwrap().len(), 2);
+    let q = include_str!("../../tests/fixtures/qemu-igb-rss.serial.log");
+    let r = eval_as("rss", q, "igb", false);
+    assert_eq!(r.status, Status::Pass, "{:?}", r.reason);
+    // One flow split over two queues, and an active queue left idle, are failures.
+    let split = IGB_FAULTS.replacen(
+        "c8      rx_queue_2_packets: 843",
+        "c8      rx_queue_2_packets: 400",
+        1,
+    );
+    let split = split.replacen(
+        "c8      rx_queue_3_packets: 85",
+        "c8      rx_queue_3_packets: 528",
+        1,
+    );
+    let r = eval_as("rss", &split, "igb", true);
+    assert!(r.reason.unwrap().contains("combined 8: one flow spread"));
+    let idle = IGB_FAULTS.replacen(
+        "b8      rx_queue_5_packets: 76",
+        "b8      rx_queue_5_packets: 0",
+        1,
+    );
+    let r = eval_as("rss", &idle, "igb", true);
+    assert!(r.reason.unwrap().contains("left active queue(s) [5]"));
 }

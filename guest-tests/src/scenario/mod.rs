@@ -15,6 +15,7 @@
 pub mod channels;
 pub mod console;
 pub mod cyclictest;
+pub mod faults;
 #[cfg(test)]
 mod fixture_tests;
 pub mod netperf;
@@ -23,6 +24,7 @@ pub mod probe;
 pub mod ptp;
 pub mod qdisc;
 pub mod result;
+pub mod rss;
 pub mod selftest;
 pub mod setup;
 pub mod stats;
@@ -46,6 +48,9 @@ pub struct Target {
     pub driver: String,
     /// MAC of the peer port, if the topology has one.
     pub peer_mac: Option<String>,
+    /// True when the harness serves host-side actions (`nicemu_host`, a nicemu device
+    /// under test with a control socket).
+    pub host_actions: bool,
 }
 
 /// One test scenario.
@@ -57,6 +62,11 @@ pub trait Scenario {
     fn script(&self, p: &Params) -> String;
     /// True if the scenario needs a peer on the network.
     fn needs_peer(&self) -> bool {
+        false
+    }
+    /// True if the scenario asks the harness for host-side actions (`nicemu_host`: nicemu
+    /// ctl, pcap reading); it is skipped on devices without a control socket.
+    fn needs_host(&self) -> bool {
         false
     }
     /// Rough guest seconds the scenario takes under TCG (for the default timeout).
@@ -78,6 +88,8 @@ pub const NAMES: &[&str] = &[
     "channels",
     "qdisc",
     "ptp",
+    "faults",
+    "rss",
 ];
 
 /// Looks a scenario up by name.
@@ -92,6 +104,8 @@ pub fn by_name(name: &str) -> Option<Box<dyn Scenario>> {
         "channels" => Box::new(channels::Channels),
         "qdisc" => Box::new(qdisc::Qdisc),
         "ptp" => Box::new(ptp::Ptp),
+        "faults" => Box::new(faults::Faults),
+        "rss" => Box::new(rss::Rss),
         _ => return None,
     })
 }
@@ -101,7 +115,9 @@ pub fn render_body(scenarios: &[Box<dyn Scenario>], target: &Target, p: &Params)
     let mut s = setup::render(target);
     for sc in scenarios {
         let name = sc.name();
-        if sc.needs_peer() && target.peer_mac.is_none() {
+        if (sc.needs_peer() && target.peer_mac.is_none())
+            || (sc.needs_host() && !target.host_actions)
+        {
             continue;
         }
         s.push_str(&format!("echo \"@@NICEMU-BEGIN {name}\"\n"));
@@ -121,6 +137,16 @@ pub fn evaluate(scenario: &dyn Scenario, console: &Console, target: &Target) -> 
     let name = scenario.name();
     if scenario.needs_peer() && target.peer_mac.is_none() {
         return ScenarioResult::skip(name, "needs a peer; the topology has none");
+    }
+    if scenario.needs_host() && !target.host_actions {
+        return ScenarioResult::skip(
+            name,
+            format!(
+                "needs host-side actions through nicemu's control socket; the {} device \
+                 under test is QEMU's own (no control socket)",
+                target.driver
+            ),
+        );
     }
     match console.sections.get(name) {
         None => ScenarioResult::fail(name, "the guest never started this scenario"),

@@ -142,6 +142,7 @@ mod tests {
             mac: "52:54:00:12:34:56".into(),
             driver: driver.into(),
             peer_mac: None,
+            host_actions: false,
         }
     }
 

@@ -105,6 +105,7 @@ mod tests {
             mac: "52:54:00:12:34:56".into(),
             driver: "igb".into(),
             peer_mac: None,
+            host_actions: false,
         }
     }
 

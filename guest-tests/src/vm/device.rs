@@ -13,20 +13,37 @@ pub const PEER_MAC: &str = "52:54:00:12:34:57";
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
 )]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "kebab-case")]
 pub enum Topology {
     /// A second port of the same kind in the same guest, moved into netns `peer`.
     Netns,
     /// Only the device under test (scenarios needing a peer are skipped).
     Single,
+    /// The device under test is nicemu's; the peer (in netns `peer`) is QEMU's built-in
+    /// igb whose `-netdev stream` connects to nicemu's `--wire stream` on the same net.
+    #[value(name = "interop-igb")]
+    #[serde(rename = "interop-igb")]
+    InteropIgb,
+    /// As `interop-igb` with QEMU's built-in e1000e as the peer.
+    #[value(name = "interop-e1000e")]
+    #[serde(rename = "interop-e1000e")]
+    InteropE1000e,
 }
 
 impl Topology {
+    /// All topologies, for help texts.
+    pub const ALL: &'static [Topology] = &[
+        Topology::Netns,
+        Topology::Single,
+        Topology::InteropIgb,
+        Topology::InteropE1000e,
+    ];
+
     /// MACs of the ports: the device under test first.
     pub fn macs(self) -> &'static [&'static str] {
         match self {
-            Topology::Netns => &[TEST_MAC, PEER_MAC],
             Topology::Single => &[TEST_MAC],
+            _ => &[TEST_MAC, PEER_MAC],
         }
     }
 
@@ -35,6 +52,17 @@ impl Topology {
         match self {
             Topology::Netns => "netns",
             Topology::Single => "single",
+            Topology::InteropIgb => "interop-igb",
+            Topology::InteropE1000e => "interop-e1000e",
+        }
+    }
+
+    /// QEMU's built-in model of the peer port in an interop topology.
+    pub fn interop_peer(self) -> Option<&'static str> {
+        match self {
+            Topology::InteropIgb => Some("igb"),
+            Topology::InteropE1000e => Some("e1000e"),
+            _ => None,
         }
     }
 }
@@ -103,6 +131,30 @@ impl DeviceKind {
                     names.join(", ")
                 ))
             })
+    }
+
+    /// QEMU arguments for an interop cell: the device under test over vfio-user at
+    /// `socket` (MAC `TEST_MAC`, root port `rp1`) and QEMU's built-in `peer_model`
+    /// (MAC `PEER_MAC`, root port `rp2`) whose `-netdev stream` connects to nicemu's
+    /// stream wire at `wire` (paths as QEMU sees them).
+    pub fn interop_args(socket: &str, peer_model: &str, wire: &str) -> Vec<String> {
+        vec![
+            "-device".into(),
+            "pcie-root-port,id=rp1,chassis=1,slot=1".into(),
+            "-device".into(),
+            serde_json::json!({
+                "driver": "vfio-user-pci",
+                "bus": "rp1",
+                "socket": {"type": "unix", "path": socket},
+            })
+            .to_string(),
+            "-device".into(),
+            "pcie-root-port,id=rp2,chassis=2,slot=2".into(),
+            "-netdev".into(),
+            format!("stream,id=n2,server=off,addr.type=unix,addr.path={wire}"),
+            "-device".into(),
+            format!("{peer_model},netdev=n2,bus=rp2,mac={PEER_MAC}"),
+        ]
     }
 
     /// QEMU arguments attaching one port per MAC in `macs`, each behind its own PCIe
@@ -187,5 +239,23 @@ mod tests {
         let socks = ["/r/igb0.sock".to_owned(), "/r/igb1.sock".to_owned()];
         let a = DeviceKind::NicemuIgb.qemu_args("/r", &socks, &[TEST_MAC, PEER_MAC]);
         assert!(a.join(" ").contains("\"bus\":\"rp2\""));
+    }
+
+    #[test]
+    fn interop_peer_connects_to_the_stream_wire() {
+        let a = DeviceKind::interop_args("/r/igb0.sock", "e1000e", "/r/wire.sock");
+        let joined = a.join(" ");
+        assert!(joined.contains("\"path\":\"/r/igb0.sock\""));
+        assert!(joined
+            .contains("-netdev stream,id=n2,server=off,addr.type=unix,addr.path=/r/wire.sock"));
+        assert!(joined.contains("e1000e,netdev=n2,bus=rp2,mac=52:54:00:12:34:57"));
+        for t in Topology::ALL {
+            let v = serde_json::to_value(t).unwrap();
+            assert_eq!(v, t.name());
+            assert_eq!(
+                <Topology as clap::ValueEnum>::from_str(t.name(), false).unwrap(),
+                *t
+            );
+        }
     }
 }

@@ -11,6 +11,7 @@ use crate::error::{Error, Result};
 use crate::provision::QemuLauncher;
 
 use super::accel::Accel;
+use super::host::{HostActions, REQUEST_MARKER};
 
 /// Everything needed to boot a guest.
 #[derive(Debug, Clone)]
@@ -114,14 +115,20 @@ pub fn command(spec: &BootSpec) -> Command {
 }
 
 /// Boots the guest and waits for the done marker, QEMU's exit, the timeout or a signal.
-pub fn boot(spec: &BootSpec) -> Result<BootOutcome> {
+/// With `host`, guest requests (`@@NICEMU-HOST …`) are served as they appear: their
+/// results join the console and the acknowledgement goes to the guest's serial input.
+pub fn boot(spec: &BootSpec, mut host: Option<&mut HostActions>) -> Result<BootOutcome> {
     let qlog = std::fs::File::create(&spec.qemu_log).map_err(|e| Error::io(&spec.qemu_log, e))?;
     let mut serial =
         std::fs::File::create(&spec.serial_log).map_err(|e| Error::io(&spec.serial_log, e))?;
     let mut cmd = command(spec);
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::from(qlog));
+    cmd.stdin(if host.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    })
+    .stdout(Stdio::piped())
+    .stderr(Stdio::from(qlog));
     log::info!("starting {}", crate::cmd::display(&cmd));
     let _ = std::fs::write(
         spec.qemu_log.with_extension("cmd"),
@@ -133,6 +140,7 @@ pub fn boot(spec: &BootSpec) -> Result<BootOutcome> {
         detail: e.to_string(),
     })?;
     let stdout = child.stdout.take().expect("stdout is piped");
+    let mut serial_in = child.stdin.take();
     let (tx, rx) = mpsc::channel::<String>();
     let reader = std::thread::spawn(move || {
         let mut r = BufReader::new(stdout);
@@ -172,6 +180,20 @@ pub fn boot(spec: &BootSpec) -> Result<BootOutcome> {
                     out.to_done = Some(start.elapsed());
                 }
                 out.console.push_str(&line);
+                if let (Some(h), Some(pos)) = (host.as_deref_mut(), line.find(REQUEST_MARKER)) {
+                    let handled = h.handle(&line[pos..]);
+                    for l in &handled.console {
+                        let _ = writeln!(serial, "[host] {l}");
+                        out.console.push_str(l);
+                        out.console.push('\n');
+                    }
+                    if let Some(w) = serial_in.as_mut() {
+                        let sent = writeln!(w, "{}", handled.ack).and_then(|_| w.flush());
+                        if let Err(e) = sent {
+                            log::warn!("cannot acknowledge a host action to the guest: {e}");
+                        }
+                    }
+                }
                 continue;
             }
             Err(mpsc::RecvTimeoutError::Disconnected) => {

@@ -3,6 +3,7 @@
 
 pub mod accel;
 pub mod device;
+pub mod host;
 pub mod launch;
 pub mod nicemu_proc;
 pub mod run_dir;

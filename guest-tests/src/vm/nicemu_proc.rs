@@ -47,10 +47,10 @@ pub struct NicemuProcess {
 }
 
 impl NicemuProcess {
-    /// Starts `binary --device SPEC…` (one process, all ports on one switch) with
-    /// stderr/stdout to `log`, then waits until every socket exists (failing early if
-    /// nicemu exits).
-    pub fn start(binary: &Path, specs: &[String], sockets: &[PathBuf], log: &Path) -> Result<Self> {
+    /// Starts `binary ARGS…` (`--device SPEC`, `--wire SPEC`, `--control PATH`: one
+    /// process, all ports on one switch) with stderr/stdout to `log`, then waits until
+    /// every socket in `sockets` exists (failing early if nicemu exits).
+    pub fn start(binary: &Path, args: &[String], sockets: &[PathBuf], log: &Path) -> Result<Self> {
         for socket in sockets {
             if socket.as_os_str().len() >= 108 {
                 return Err(Error::Usage(format!(
@@ -62,9 +62,7 @@ impl NicemuProcess {
         let out = std::fs::File::create(log).map_err(|e| Error::io(log, e))?;
         let err = out.try_clone().map_err(|e| Error::io(log, e))?;
         let mut cmd = Command::new(binary);
-        for spec in specs {
-            cmd.arg("--device").arg(spec);
-        }
+        cmd.args(args);
         cmd.stdin(Stdio::null()).stdout(out).stderr(err);
         if std::env::var_os("RUST_LOG").is_none() {
             cmd.env("RUST_LOG", "info");

@@ -1,0 +1,227 @@
+//! `rss`: receive-side scaling as the guest driver sees it (issues 4 and 5). For every
+//! `ethtool -L IFACE combined N` (N = 1 … the driver's maximum, or `rss.max_combined`):
+//! netperf TCP_CRR to the peer (a new connection, so a new TCP 4-tuple, per transaction:
+//! many flows) must put received packets on every active RX queue (`rx_queue_Q_packets`
+//! in `ethtool -S`) and none on inactive ones; then one TCP_RR connection (one flow) must
+//! land on one queue (the netperf control connection may add a handful elsewhere). Drivers
+//! without `ethtool -L` (one queue) are skipped.
+
+use std::collections::BTreeMap;
+
+use serde_json::json;
+
+use super::netperf::parse_keyval;
+use super::{Scenario, ScenarioResult, Section, Target, NEED_IFACE, NEED_PEER};
+use crate::params::Params;
+
+/// RSS spreading scenario.
+#[derive(Debug)]
+pub struct Rss;
+
+/// Share of a single flow's received packets that must land on its one queue.
+pub const ONE_FLOW_SHARE: f64 = 0.9;
+
+/// Parses `rx_queue_Q_packets: V` lines into queue → packets.
+pub fn parse_rx_queues(lines: &[&str]) -> BTreeMap<u32, u64> {
+    lines
+        .iter()
+        .filter_map(|l| {
+            let (k, v) = l.trim().split_once(':')?;
+            let q = k.strip_prefix("rx_queue_")?.strip_suffix("_packets")?;
+            Some((q.parse().ok()?, v.trim().parse().ok()?))
+        })
+        .collect()
+}
+
+/// Per-queue increase from `a` to `b` (queues missing in `a` count from 0).
+pub fn queue_deltas(a: &BTreeMap<u32, u64>, b: &BTreeMap<u32, u64>) -> BTreeMap<u32, u64> {
+    b.iter()
+        .map(|(q, v)| (*q, v.saturating_sub(*a.get(q).unwrap_or(&0))))
+        .collect()
+}
+
+const SCRIPT: &str = r#"nicemu_out l /usr/sbin/ethtool -l "$IFACE"
+max=$(/usr/sbin/ethtool -l "$IFACE" 2>/dev/null | awk '/^Pre-set/ {p=1} /^Current/ {p=0} p && /^Combined:/ {print $2}')
+cur=$(/usr/sbin/ethtool -l "$IFACE" 2>/dev/null | awk '/^Current/ {p=1} p && /^Combined:/ {print $2}')
+if [ -z "$max" ] || [ "$max" = 0 ] || [ "$max" = n/a ]; then nicemu_kv supported 0; exit 0; fi
+nicemu_kv supported 1
+nicemu_kv max_combined $max
+nicemu_kv initial_combined $cur
+[ "$LIMIT" -gt 0 ] && [ "$max" -gt "$LIMIT" ] && max=$LIMIT
+# Queues that received nothing are left out (ixgbe lists all 64).
+nicemu_rxq() { /usr/sbin/ethtool -S "$IFACE" | grep -E 'rx_queue_[0-9]+_packets' | grep -v ': 0$'; true; }
+for c in $(seq 1 $max); do
+    nicemu_kv count$c tried
+    nicemu_out set$c /usr/sbin/ethtool -L "$IFACE" combined $c
+    nicemu_carrier "$IFACE" 150
+    n=0
+    while [ $n -lt 30 ]; do /usr/bin/ping -c 1 -W 1 $PEER_IP >/dev/null 2>&1 && break; n=$((n+1)); done
+    nicemu_kv reach$c $n
+    nicemu_out a$c nicemu_rxq
+    nicemu_out many$c timeout $((D * 3 + 20)) /usr/bin/netperf -H $PEER_IP -t TCP_CRR -l $D -- -k THROUGHPUT,THROUGHPUT_UNITS
+    nicemu_out b$c nicemu_rxq
+    nicemu_out one$c timeout $((D * 3 + 20)) /usr/bin/netperf -H $PEER_IP -t TCP_RR -l $D -- -k THROUGHPUT,THROUGHPUT_UNITS
+    nicemu_out c$c nicemu_rxq
+done
+[ -n "$cur" ] && /usr/sbin/ethtool -L "$IFACE" combined $cur
+nicemu_carrier "$IFACE" 150
+true"#;
+
+impl Scenario for Rss {
+    fn name(&self) -> &'static str {
+        "rss"
+    }
+
+    fn needs_peer(&self) -> bool {
+        true
+    }
+
+    fn budget_secs(&self, p: &Params) -> u64 {
+        let d = p.num("rss.duration").max(1.0) as u64;
+        let limit = p.num("rss.max_combined") as u64;
+        let counts = if limit == 0 { 8 } else { limit.min(8) };
+        counts * (2 * d + 8) + 10
+    }
+
+    fn script(&self, p: &Params) -> String {
+        format!(
+            "{NEED_IFACE}{NEED_PEER}D={}\nLIMIT={}\n{SCRIPT}",
+            p.num("rss.duration").max(1.0) as u64,
+            p.num("rss.max_combined") as u64
+        )
+    }
+
+    fn parse(&self, s: &Section, _t: &Target) -> ScenarioResult {
+        let mut r = ScenarioResult::pass(self.name());
+        if s.get("supported") != Some("1") {
+            let l: Vec<&str> = s.lines("l").collect();
+            r.set_skip(format!(
+                "driver has no combined channels, one queue (ethtool -l: {})",
+                l.last().copied().unwrap_or("no output")
+            ));
+            return r;
+        }
+        let max: u32 = s
+            .get("max_combined")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        r.metric("max_combined", json!(max));
+        let read = |tag: String| parse_rx_queues(&s.lines(&tag).collect::<Vec<_>>());
+        let mut counts = serde_json::Map::new();
+        let mut tried = 0;
+        for n in 1..=max {
+            if s.get(&format!("count{n}")).is_none() {
+                continue;
+            }
+            tried = n;
+            let mut c = serde_json::Map::new();
+            if s.get(&format!("set{n}_rc")) != Some("0") {
+                let out: Vec<&str> = s.lines(&format!("set{n}")).collect();
+                r.add_failure(format!("ethtool -L combined {n} failed: {}", out.join(" ")));
+                continue;
+            }
+            let (a, b, cc) = (
+                read(format!("a{n}")),
+                read(format!("b{n}")),
+                read(format!("c{n}")),
+            );
+            if b.is_empty() || cc.is_empty() {
+                r.add_failure(format!(
+                    "combined {n}: ethtool -S has no rx_queue_N_packets"
+                ));
+                continue;
+            }
+            for (tag, label) in [("many", "TCP_CRR"), ("one", "TCP_RR")] {
+                let rc = s.get(&format!("{tag}{n}_rc"));
+                let out: Vec<&str> = s.lines(&format!("{tag}{n}")).collect();
+                let kv = parse_keyval(&out);
+                match kv.get("THROUGHPUT").and_then(|v| super::num(v)) {
+                    Some(t) if rc == Some("0") => {
+                        c.insert(format!("{tag}_trans_per_s"), json!(super::round(t, 1)));
+                    }
+                    _ => r.add_failure(format!(
+                        "combined {n}: netperf {label} gave no result ({})",
+                        super::describe_rc(rc)
+                    )),
+                }
+            }
+            let many = queue_deltas(&a, &b);
+            let one = queue_deltas(&b, &cc);
+            let active: Vec<u32> = (0..n).collect();
+            let idle: Vec<u32> = active
+                .iter()
+                .copied()
+                .filter(|q| many.get(q).copied().unwrap_or(0) == 0)
+                .collect();
+            if !idle.is_empty() {
+                r.add_failure(format!(
+                    "combined {n}: many flows left active queue(s) {idle:?} without packets ({many:?})"
+                ));
+            }
+            let stray: Vec<u32> = many
+                .iter()
+                .chain(one.iter())
+                .filter(|(q, v)| **q >= n && **v > 0)
+                .map(|(q, _)| *q)
+                .collect();
+            if !stray.is_empty() {
+                r.add_failure(format!(
+                    "combined {n}: packets on inactive queue(s) {stray:?}"
+                ));
+            }
+            let total: u64 = one.values().sum();
+            let (top_q, top) = one
+                .iter()
+                .max_by_key(|(_, v)| **v)
+                .map(|(q, v)| (*q, *v))
+                .unwrap_or((0, 0));
+            let share = if total > 0 {
+                top as f64 / total as f64
+            } else {
+                0.0
+            };
+            if total == 0 || share < ONE_FLOW_SHARE {
+                r.add_failure(format!(
+                    "combined {n}: one flow spread over queues ({one:?}; top queue {top_q} has {:.0}%)",
+                    share * 100.0
+                ));
+            }
+            let per_queue = |d: &BTreeMap<u32, u64>| -> Vec<u64> {
+                (0..n).map(|q| d.get(&q).copied().unwrap_or(0)).collect()
+            };
+            c.insert("many_per_queue".into(), json!(per_queue(&many)));
+            c.insert("one_per_queue".into(), json!(per_queue(&one)));
+            c.insert("one_flow_queue".into(), json!(top_q));
+            c.insert("one_flow_share".into(), json!(super::round(share, 3)));
+            counts.insert(n.to_string(), serde_json::Value::Object(c));
+        }
+        if tried == 0 {
+            r.add_failure("no channel count was tried");
+        }
+        r.metric("counts", serde_json::Value::Object(counts));
+        r.summary = Some(format!(
+            "combined 1..{tried}: spread and single-flow checked"
+        ));
+        r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queue_counters_and_deltas() {
+        let a = parse_rx_queues(&[
+            "     rx_queue_0_packets: 10",
+            "     rx_queue_1_packets: 5",
+            "     rx_queue_10_packets: 0",
+        ]);
+        assert_eq!(a[&0], 10);
+        assert_eq!(a[&10], 0);
+        let b = parse_rx_queues(&["rx_queue_0_packets: 12", "rx_queue_1_packets: 5"]);
+        let d = queue_deltas(&a, &b);
+        assert_eq!(d[&0], 2);
+        assert_eq!(d[&1], 0);
+    }
+}
