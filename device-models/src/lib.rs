@@ -8,6 +8,7 @@
 //! sockets live here, so unit tests drive a device with in-memory guest RAM and a
 //! recording interrupt sink.
 
+pub mod bar;
 pub mod desc;
 pub mod fault;
 pub mod igb;

@@ -67,6 +67,19 @@ impl Ring {
         })
     }
 
+    /// Builds a ring from a queue register block at `base` (`peek` reads a
+    /// register): BAL, BAH, LEN, H and T at 0x00, 0x04, 0x08, 0x10 and 0x18,
+    /// the layout of both the 82576 and the 82599 queue blocks.
+    pub fn from_block(peek: impl Fn(u32) -> u32, base: u32) -> Result<Ring, RingError> {
+        Ring::new(
+            peek(base),
+            peek(base + 0x04),
+            peek(base + 0x08),
+            peek(base + 0x10),
+            peek(base + 0x18),
+        )
+    }
+
     /// Descriptors between head and tail (owned by the device).
     pub fn pending(&self) -> u32 {
         (self.tail + self.count - self.head) % self.count

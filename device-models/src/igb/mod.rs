@@ -13,12 +13,13 @@ mod rx;
 mod stats;
 mod tx;
 
+use crate::bar::{self, IoWindow, RegisterWindow};
 use crate::nvm::Nvm;
 use crate::pci::ConfigSpace;
 use crate::phy::Phy;
 use crate::ptp::{BasePeriod, TimeSync};
 use crate::regfile::RegFile;
-use crate::{put_le_value, Bar, DeviceEnv, GuestRam, NicFunction};
+use crate::{Bar, DeviceEnv, GuestRam, NicFunction};
 
 pub use eeprom::NVM_WORDS;
 pub use pci::{DEVICE_82576, MSIX_VECTORS, VENDOR_INTEL};
@@ -131,8 +132,8 @@ pub struct Igb {
     mem: GuestRam,
     bars: [Bar; 4],
     txq: Vec<crate::txframe::TxQueue>,
-    /// BAR2 IOADDR register (indirect access window).
-    ioaddr: u32,
+    /// BAR2 indirect register window (IOADDR/IODATA).
+    io: IoWindow,
     errors: GuestErrors,
     /// Faults injected through the control path.
     faults: crate::fault::Faults,
@@ -174,7 +175,7 @@ impl Igb {
             txq: (0..NUM_QUEUES)
                 .map(|_| crate::txframe::TxQueue::with_max(MAX_TX_FRAME))
                 .collect(),
-            ioaddr: 0,
+            io: IoWindow::default(),
             errors: GuestErrors::default(),
             totals: crate::stats::Totals::default(),
             faults: crate::fault::Faults::default(),
@@ -286,7 +287,7 @@ impl Igb {
     }
 
     /// Register read with side effects.
-    fn reg_read(&mut self, offset: u64) -> u32 {
+    fn register_read(&mut self, offset: u64) -> u32 {
         let Some((id, v)) = self.regs.read(offset) else {
             self.errors.unknown_regs += 1;
             log::debug!("igb: read of unknown register {offset:#x}");
@@ -307,7 +308,7 @@ impl Igb {
     }
 
     /// Register write with side effects.
-    fn reg_write(&mut self, offset: u64, val: u32) {
+    fn register_write(&mut self, offset: u64, val: u32) {
         let Some(w) = self.regs.write(offset, val) else {
             self.errors.unknown_regs += 1;
             log::debug!("igb: write of unknown register {offset:#x} = {val:#x} ignored");
@@ -403,38 +404,26 @@ impl Igb {
             Hook::Ts(r) => self.ts.write(r, w.raw, self.env.clock.now_ns()),
         }
     }
+}
 
-    fn bar0_read(&mut self, offset: u64, data: &mut [u8]) {
-        let aligned = offset & !3;
-        let v = self.reg_read(aligned);
-        let shift = (offset & 3) * 8;
-        put_le_value(data, u64::from(v >> shift));
+impl RegisterWindow for Igb {
+    const SIZE: u64 = pci::BAR0_SIZE;
+
+    fn reg_read(&mut self, offset: u64) -> u32 {
+        self.register_read(offset)
     }
 
-    fn bar0_write(&mut self, offset: u64, data: &[u8]) {
-        let aligned = offset & !3;
-        if data.len() == 4 && offset & 3 == 0 {
-            let v = u32::from_le_bytes([data[0], data[1], data[2], data[3]]);
-            self.reg_write(aligned, v);
-        } else if data.len() == 8 && offset & 3 == 0 {
-            let lo = u32::from_le_bytes([data[0], data[1], data[2], data[3]]);
-            let hi = u32::from_le_bytes([data[4], data[5], data[6], data[7]]);
-            self.reg_write(aligned, lo);
-            self.reg_write(aligned + 4, hi);
-        } else {
-            // Sub-dword write: merge into the stored value without read side effects.
-            let Some(id) = self.regs.decode(aligned) else {
-                self.errors.unknown_regs += 1;
-                return;
-            };
-            let _ = id;
-            let cur = self.regs.peek(aligned as u32);
-            let mut b = cur.to_le_bytes();
-            let start = (offset & 3) as usize;
-            let end = (start + data.len()).min(4);
-            b[start..end].copy_from_slice(&data[..end - start]);
-            self.reg_write(aligned, u32::from_le_bytes(b));
-        }
+    fn reg_write(&mut self, offset: u64, value: u32) {
+        self.register_write(offset, value)
+    }
+
+    fn reg_stored(&self, offset: u64) -> Option<u32> {
+        self.regs.decode(offset)?;
+        Some(self.regs.peek(offset as u32))
+    }
+
+    fn unknown_access(&mut self) {
+        self.errors.unknown_regs += 1;
     }
 }
 
@@ -457,32 +446,24 @@ impl NicFunction for Igb {
     }
 
     fn bar_read(&mut self, bar: usize, offset: u64, data: &mut [u8]) {
-        data.fill(0);
         match bar {
-            0 if offset < pci::BAR0_SIZE => self.bar0_read(offset, data),
-            2 => match offset {
-                0 => put_le_value(data, u64::from(self.ioaddr)),
-                4 => {
-                    let v = self.reg_read(u64::from(self.ioaddr & 0x1fffc));
-                    put_le_value(data, u64::from(v));
-                }
-                _ => {}
-            },
-            _ => {}
+            0 => bar::mmio_read(self, offset, data),
+            2 => {
+                let io = self.io;
+                io.read(self, offset, data);
+            }
+            _ => data.fill(0),
         }
     }
 
     fn bar_write(&mut self, bar: usize, offset: u64, data: &[u8]) {
         match bar {
-            0 if offset < pci::BAR0_SIZE => self.bar0_write(offset, data),
-            2 => match offset {
-                0 => self.ioaddr = crate::le_value(data) as u32,
-                4 => {
-                    let a = u64::from(self.ioaddr & 0x1fffc);
-                    self.reg_write(a, crate::le_value(data) as u32);
-                }
-                _ => {}
-            },
+            0 => bar::mmio_write(self, offset, data),
+            2 => {
+                let mut io = self.io;
+                io.write(self, offset, data);
+                self.io = io;
+            }
             _ => log::debug!("igb: write to BAR{bar} offset {offset:#x} ignored"),
         }
     }
@@ -491,7 +472,7 @@ impl NicFunction for Igb {
         self.config.reset();
         self.device_reset();
         self.totals.clear();
-        self.ioaddr = 0;
+        self.io = IoWindow::default();
     }
 
     fn set_memory(&mut self, mem: GuestRam) {
@@ -521,10 +502,7 @@ impl NicFunction for Igb {
             0 => self.regs.name_at(offset & !3),
             2 => match offset {
                 0 => "IOADDR".into(),
-                4 => format!(
-                    "IODATA({})",
-                    self.regs.name_at(u64::from(self.ioaddr & 0x1fffc))
-                ),
+                4 => format!("IODATA({})", self.regs.name_at(self.io.target::<Self>())),
                 _ => format!("IO?{offset:#x}"),
             },
             3 => "MSIX".into(),

@@ -23,13 +23,7 @@ impl Igb {
         if self.regs.peek(base + q::DCTL) & QUEUE_ENABLE == 0 {
             return;
         }
-        let mut r = match Ring::new(
-            self.regs.peek(base + q::BAL),
-            self.regs.peek(base + q::BAH),
-            self.regs.peek(base + q::LEN),
-            self.regs.peek(base + q::H),
-            self.regs.peek(base + q::T),
-        ) {
+        let mut r = match Ring::from_block(|o| self.regs.peek(o), base) {
             Ok(r) => r,
             Err(e) => {
                 self.errors.ring_errors += 1;

@@ -18,11 +18,12 @@ pub mod sfp;
 mod stats;
 mod tx;
 
+use crate::bar::{self, IoWindow, RegisterWindow};
 use crate::nvm::Nvm;
 use crate::pci::ConfigSpace;
 use crate::ptp::{BasePeriod, TimeSync};
 use crate::regfile::RegFile;
-use crate::{put_le_value, Bar, DeviceEnv, GuestRam, NicFunction};
+use crate::{Bar, DeviceEnv, GuestRam, NicFunction};
 
 pub use eeprom::NVM_WORDS;
 pub use pci::{DEVICE_82599_SFP, MSIX_VECTORS, VENDOR_INTEL};
@@ -119,8 +120,8 @@ pub struct Ixgbe {
     mem: GuestRam,
     bars: [Bar; 3],
     txq: Vec<crate::txframe::TxQueue>,
-    /// BAR2 IOADDR register (indirect access window).
-    ioaddr: u32,
+    /// BAR2 indirect register window (IOADDR/IODATA).
+    io: IoWindow,
     /// I2C bus to the SFP+ module.
     i2c: sfp::I2cBus,
     /// MSI-X vector causes (EICR_EX) and masks (EIMS_EX), vectors 0..63.
@@ -170,7 +171,7 @@ impl Ixgbe {
             txq: (0..NUM_QUEUES)
                 .map(|_| crate::txframe::TxQueue::with_max(MAX_TX_FRAME))
                 .collect(),
-            ioaddr: 0,
+            io: IoWindow::default(),
             i2c: sfp::I2cBus::new(cfg.sfp),
             vec_cause: 0,
             moderation: crate::moderation::Moderation::new(MSIX_VECTORS as usize),
@@ -289,7 +290,7 @@ impl Ixgbe {
     }
 
     /// Register read with side effects.
-    fn reg_read(&mut self, offset: u64) -> u32 {
+    fn register_read(&mut self, offset: u64) -> u32 {
         let Some((id, v)) = self.regs.read(offset) else {
             self.errors.unknown_regs += 1;
             log::debug!("ixgbe: read of unknown register {offset:#x}");
@@ -326,7 +327,7 @@ impl Ixgbe {
     }
 
     /// Register write with side effects.
-    fn reg_write(&mut self, offset: u64, val: u32) {
+    fn register_write(&mut self, offset: u64, val: u32) {
         let Some(w) = self.regs.write(offset, val) else {
             self.errors.unknown_regs += 1;
             log::debug!("ixgbe: write of unknown register {offset:#x} = {val:#x} ignored");
@@ -449,38 +450,26 @@ impl Ixgbe {
             Hook::Ts(r) => self.ts.write(r, w.raw, self.env.clock.now_ns()),
         }
     }
+}
 
-    fn bar0_read(&mut self, offset: u64, data: &mut [u8]) {
-        let aligned = offset & !3;
-        let v = self.reg_read(aligned);
-        let shift = (offset & 3) * 8;
-        put_le_value(data, u64::from(v >> shift));
+impl RegisterWindow for Ixgbe {
+    const SIZE: u64 = pci::REGS_SIZE;
+
+    fn reg_read(&mut self, offset: u64) -> u32 {
+        self.register_read(offset)
     }
 
-    fn bar0_write(&mut self, offset: u64, data: &[u8]) {
-        let aligned = offset & !3;
-        if data.len() == 4 && offset & 3 == 0 {
-            let v = u32::from_le_bytes([data[0], data[1], data[2], data[3]]);
-            self.reg_write(aligned, v);
-        } else if data.len() == 8 && offset & 3 == 0 {
-            // 64-bit writes (e.g. FDIRHASH/FDIRCMD) are two dword writes, low first.
-            let lo = u32::from_le_bytes([data[0], data[1], data[2], data[3]]);
-            let hi = u32::from_le_bytes([data[4], data[5], data[6], data[7]]);
-            self.reg_write(aligned, lo);
-            self.reg_write(aligned + 4, hi);
-        } else {
-            // Sub-dword write: merge into the stored value without read side effects.
-            if self.regs.decode(aligned).is_none() {
-                self.errors.unknown_regs += 1;
-                return;
-            }
-            let cur = self.regs.peek(aligned as u32);
-            let mut b = cur.to_le_bytes();
-            let start = (offset & 3) as usize;
-            let end = (start + data.len()).min(4);
-            b[start..end].copy_from_slice(&data[..end - start]);
-            self.reg_write(aligned, u32::from_le_bytes(b));
-        }
+    fn reg_write(&mut self, offset: u64, value: u32) {
+        self.register_write(offset, value)
+    }
+
+    fn reg_stored(&self, offset: u64) -> Option<u32> {
+        self.regs.decode(offset)?;
+        Some(self.regs.peek(offset as u32))
+    }
+
+    fn unknown_access(&mut self) {
+        self.errors.unknown_regs += 1;
     }
 }
 
@@ -503,33 +492,24 @@ impl NicFunction for Ixgbe {
     }
 
     fn bar_read(&mut self, bar: usize, offset: u64, data: &mut [u8]) {
-        data.fill(0);
         match bar {
-            0 if offset < pci::REGS_SIZE => self.bar0_read(offset, data),
-            2 => match offset {
-                0 => put_le_value(data, u64::from(self.ioaddr)),
-                4 => {
-                    let a = u64::from(self.ioaddr) & (pci::REGS_SIZE - 4);
-                    let v = self.reg_read(a);
-                    put_le_value(data, u64::from(v));
-                }
-                _ => {}
-            },
-            _ => {}
+            0 => bar::mmio_read(self, offset, data),
+            2 => {
+                let io = self.io;
+                io.read(self, offset, data);
+            }
+            _ => data.fill(0),
         }
     }
 
     fn bar_write(&mut self, bar: usize, offset: u64, data: &[u8]) {
         match bar {
-            0 if offset < pci::REGS_SIZE => self.bar0_write(offset, data),
-            2 => match offset {
-                0 => self.ioaddr = crate::le_value(data) as u32,
-                4 => {
-                    let a = u64::from(self.ioaddr) & (pci::REGS_SIZE - 4);
-                    self.reg_write(a, crate::le_value(data) as u32);
-                }
-                _ => {}
-            },
+            0 => bar::mmio_write(self, offset, data),
+            2 => {
+                let mut io = self.io;
+                io.write(self, offset, data);
+                self.io = io;
+            }
             _ => log::debug!("ixgbe: write to BAR{bar} offset {offset:#x} ignored"),
         }
     }
@@ -538,7 +518,7 @@ impl NicFunction for Ixgbe {
         self.config.reset();
         self.device_reset();
         self.totals.clear();
-        self.ioaddr = 0;
+        self.io = IoWindow::default();
     }
 
     fn set_memory(&mut self, mem: GuestRam) {
@@ -570,11 +550,7 @@ impl NicFunction for Ixgbe {
             0 => self.regs.name_at(offset & !3),
             2 => match offset {
                 0 => "IOADDR".into(),
-                4 => format!(
-                    "IODATA({})",
-                    self.regs
-                        .name_at(u64::from(self.ioaddr) & (pci::REGS_SIZE - 4))
-                ),
+                4 => format!("IODATA({})", self.regs.name_at(self.io.target::<Self>())),
                 _ => format!("IO?{offset:#x}"),
             },
             4 => "MSIX".into(),

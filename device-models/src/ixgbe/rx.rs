@@ -207,13 +207,7 @@ impl Ixgbe {
             self.count_rx_drop(qi);
             return;
         }
-        let mut r = match Ring::new(
-            self.regs.peek(base + q::BAL),
-            self.regs.peek(base + q::BAH),
-            self.regs.peek(base + q::LEN),
-            self.regs.peek(base + q::H),
-            self.regs.peek(base + q::T),
-        ) {
+        let mut r = match Ring::from_block(|o| self.regs.peek(o), base) {
             Ok(r) => r,
             Err(e) => {
                 self.errors.ring_errors += 1;
