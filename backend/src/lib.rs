@@ -11,6 +11,7 @@ pub mod switch;
 pub mod timer;
 pub mod trace;
 pub mod vfio;
+pub mod vhost;
 pub mod wire;
 
 use std::path::PathBuf;

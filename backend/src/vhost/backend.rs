@@ -1,0 +1,650 @@
+//! The vhost-user-net backend: feature negotiation, configuration space,
+//! queue workers (one epoll thread per queue pair), the transmit path into
+//! the switch and the receive path out of it.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, RwLock};
+use std::time::Duration;
+
+use device_models::offload::{segment_tcp, OffloadError};
+use device_models::{rss, FrameSink};
+use vhost::vhost_user::message::VhostUserProtocolFeatures;
+use vhost_user_backend::{VhostUserBackend, VringRwLock, VringT};
+use virtio_queue::QueueT;
+use vm_memory::{GuestAddressSpace, GuestMemoryAtomic, GuestMemoryMmap};
+use vmm_sys_util::epoll::EventSet;
+use vmm_sys_util::event::{
+    new_event_consumer_and_notifier, EventConsumer, EventFlag, EventNotifier,
+};
+
+use super::config::{self, Negotiated};
+use super::counters::{add, inc, PortCounters, QueueCounters};
+use super::offload::{self as voff, accept, NetHdr, MAX_HDR_LEN};
+use super::rx::{self, RxOutcome};
+use super::tx::{self, TxChainError, MAX_TX_BYTES};
+use crate::switch::Switch;
+
+/// Guest memory as the backend sees it.
+pub type Mem = GuestMemoryAtomic<GuestMemoryMmap<()>>;
+/// A virtqueue with its kick/call eventfds.
+pub type Vring = VringRwLock<Mem>;
+
+/// Largest queue size offered.
+pub const MAX_QUEUE_SIZE: usize = 1024;
+
+/// Largest number of MAC addresses remembered as GSO-capable per network.
+const MAX_GSO_PEERS: usize = 4096;
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// MAC addresses behind virtio-net ports of one network and which GSO kinds
+/// their drivers accept, so a transmitting port can pass a large segment on
+/// whole instead of segmenting it.
+#[derive(Debug, Default)]
+pub struct GsoPeers {
+    map: Mutex<HashMap<[u8; 6], Arc<AtomicU8>>>,
+}
+
+impl GsoPeers {
+    /// The registry of the network `switch` serves.
+    pub fn for_switch(switch: &Arc<Switch>) -> Arc<GsoPeers> {
+        static ALL: OnceLock<Mutex<HashMap<usize, Arc<GsoPeers>>>> = OnceLock::new();
+        let key = Arc::as_ptr(switch) as usize;
+        lock(ALL.get_or_init(Default::default))
+            .entry(key)
+            .or_default()
+            .clone()
+    }
+
+    fn learn(&self, mac: [u8; 6], flags: &Arc<AtomicU8>) {
+        if mac[0] & 1 != 0 {
+            return;
+        }
+        let mut m = lock(&self.map);
+        match m.get(&mac) {
+            Some(a) if Arc::ptr_eq(a, flags) => {}
+            _ if m.len() >= MAX_GSO_PEERS && !m.contains_key(&mac) => {}
+            _ => {
+                m.insert(mac, flags.clone());
+            }
+        }
+    }
+
+    fn accepts(&self, mac: &[u8], bit: u8) -> bool {
+        let Ok(mac) = <[u8; 6]>::try_from(mac) else {
+            return false;
+        };
+        bit != 0
+            && mac[0] & 1 == 0
+            && lock(&self.map)
+                .get(&mac)
+                .is_some_and(|a| a.load(Ordering::Acquire) & bit != 0)
+    }
+}
+
+/// What the current connection negotiated.
+#[derive(Default)]
+struct Conn {
+    mem: Option<Mem>,
+    neg: Negotiated,
+    event_idx: bool,
+}
+
+struct TxSide {
+    vring: Option<Vring>,
+    buf: Vec<u8>,
+    seg: Vec<u8>,
+    last_src: [u8; 6],
+}
+
+struct RxSide {
+    vring: Option<Vring>,
+    used: Vec<(u16, u32)>,
+    seg: Vec<u8>,
+}
+
+struct Pair {
+    tx: Mutex<TxSide>,
+    rx: Mutex<RxSide>,
+}
+
+/// Result of offering a frame to the port.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Delivery {
+    /// Delivered or dropped (and counted): the frame is consumed.
+    Done,
+    /// The guest has no receive buffers now; try again after a kick.
+    Busy,
+}
+
+/// One virtio-net port's backend state, shared by the vhost-user handler,
+/// its queue workers, the switch (direct receive) and the receive thread.
+pub struct NetBackend {
+    pub(crate) id: String,
+    mac: [u8; 6],
+    pairs: u16,
+    sink: Box<dyn FrameSink>,
+    pub(crate) link_up: AtomicBool,
+    pub(crate) connected: AtomicBool,
+    conn: RwLock<Conn>,
+    queues: Vec<Pair>,
+    /// Receive queues the driver has kicked while enabled (bit per pair).
+    active: AtomicU64,
+    /// Per queue pair counters.
+    pub counters: Vec<QueueCounters>,
+    /// Port counters.
+    pub port_counters: PortCounters,
+    /// Bumped on every receive kick and state change; the receive thread
+    /// waits on it for buffers.
+    wake: (Mutex<u64>, Condvar),
+    peers: Arc<GsoPeers>,
+    /// GSO kinds this port's driver accepts now (`offload::accept`).
+    accept: Arc<AtomicU8>,
+    token: u64,
+}
+
+impl std::fmt::Debug for NetBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NetBackend")
+            .field("id", &self.id)
+            .field("pairs", &self.pairs)
+            .finish()
+    }
+}
+
+/// A token no guest can guess, marking frames that carry a GSO trailer.
+fn process_token() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    static TOKEN: OnceLock<u64> = OnceLock::new();
+    *TOKEN.get_or_init(|| {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u64(std::process::id().into());
+        h.finish() | 1
+    })
+}
+
+/// Chooses a queue pair for a frame by its addresses and ports, so one flow
+/// stays on one queue.
+fn flow_hash(f: &[u8]) -> u32 {
+    let Some(p) = rss::parse(f) else { return 0 };
+    let mut h: u32 = 0x811c_9dc5;
+    let mut mix = |b: &[u8]| {
+        for &x in b {
+            h = (h ^ u32::from(x)).wrapping_mul(0x0100_0193);
+        }
+    };
+    if p.ipv4 {
+        mix(f.get(p.l3 + 12..p.l3 + 20).unwrap_or(&[]));
+    } else {
+        mix(f.get(p.l3 + 8..p.l3 + 40).unwrap_or(&[]));
+    }
+    if let Some(l4) = p.l4 {
+        mix(f.get(l4..l4 + 4).unwrap_or(&[]));
+    }
+    h ^ (h >> 16)
+}
+
+impl NetBackend {
+    /// A backend with `pairs` queue pairs transmitting into `sink`.
+    pub fn new(
+        id: String,
+        mac: [u8; 6],
+        pairs: u16,
+        sink: Box<dyn FrameSink>,
+        peers: Arc<GsoPeers>,
+    ) -> Self {
+        let pairs = pairs.clamp(1, 32);
+        let queues = (0..pairs)
+            .map(|_| Pair {
+                tx: Mutex::new(TxSide {
+                    vring: None,
+                    buf: Vec::with_capacity(MAX_TX_BYTES + voff::TRAILER_LEN),
+                    seg: Vec::with_capacity(MAX_TX_BYTES),
+                    last_src: [0; 6],
+                }),
+                rx: Mutex::new(RxSide {
+                    vring: None,
+                    used: Vec::with_capacity(MAX_QUEUE_SIZE),
+                    seg: Vec::with_capacity(MAX_TX_BYTES),
+                }),
+            })
+            .collect();
+        NetBackend {
+            id,
+            mac,
+            pairs,
+            sink,
+            link_up: AtomicBool::new(true),
+            connected: AtomicBool::new(false),
+            conn: RwLock::new(Conn::default()),
+            queues,
+            active: AtomicU64::new(0),
+            counters: (0..pairs).map(|_| QueueCounters::default()).collect(),
+            port_counters: PortCounters::default(),
+            wake: (Mutex::new(0), Condvar::new()),
+            peers,
+            accept: Arc::new(AtomicU8::new(0)),
+            token: process_token(),
+        }
+    }
+
+    /// Queue pairs.
+    pub fn pairs(&self) -> u16 {
+        self.pairs
+    }
+
+    fn conn(&self) -> std::sync::RwLockReadGuard<'_, Conn> {
+        self.conn.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn conn_mut(&self) -> std::sync::RwLockWriteGuard<'_, Conn> {
+        self.conn.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Recomputes which GSO kinds other ports may pass to this one.
+    pub(crate) fn update_accept(&self) {
+        let neg = self.conn().neg;
+        let ok = self.link_up.load(Ordering::Acquire) && self.connected.load(Ordering::Acquire);
+        let mut bits = 0;
+        if ok && neg.guest_tso4 {
+            bits |= accept::TCP4;
+        }
+        if ok && neg.guest_tso6 {
+            bits |= accept::TCP6;
+        }
+        self.accept.store(bits, Ordering::Release);
+    }
+
+    /// Wakes the receive thread (buffers may have arrived, or state changed).
+    pub(crate) fn wake(&self) {
+        let mut g = lock(&self.wake.0);
+        *g = g.wrapping_add(1);
+        self.wake.1.notify_all();
+    }
+
+    /// The wake generation, to pass to [`Self::wait`].
+    pub(crate) fn generation(&self) -> u64 {
+        *lock(&self.wake.0)
+    }
+
+    /// Waits until the generation moves past `seen` or `timeout` passes.
+    pub(crate) fn wait(&self, seen: u64, timeout: Duration) {
+        let g = lock(&self.wake.0);
+        if *g != seen {
+            return;
+        }
+        let _ = self.wake.1.wait_timeout(g, timeout);
+    }
+
+    /// Forgets everything about the connection that ended.
+    pub(crate) fn disconnected(&self) {
+        self.connected.store(false, Ordering::Release);
+        *self.conn_mut() = Conn::default();
+        self.active.store(0, Ordering::Release);
+        for p in &self.queues {
+            lock(&p.tx).vring = None;
+            lock(&p.rx).vring = None;
+        }
+        self.update_accept();
+        self.wake();
+    }
+
+    /// Offers a frame from the switch to the guest. With `try_only`, returns
+    /// `Busy` instead of waiting for a receive queue lock.
+    pub fn deliver(&self, frame: &[u8], try_only: bool) -> Delivery {
+        if !self.link_up.load(Ordering::Acquire) {
+            inc(&self.port_counters.link_drops);
+            return Delivery::Done;
+        }
+        let (mem, neg) = {
+            let c = self.conn();
+            match &c.mem {
+                Some(m) if c.neg.hdr_len != 0 => (m.memory(), c.neg),
+                _ => {
+                    inc(&self.port_counters.rx_not_ready);
+                    return Delivery::Done;
+                }
+            }
+        };
+        let (frame, meta) = voff::split_trailer(frame, self.token);
+        let active = self.active.load(Ordering::Acquire);
+        let n = active.count_ones();
+        if n == 0 {
+            inc(&self.port_counters.rx_not_ready);
+            return Delivery::Done;
+        }
+        let mut k = flow_hash(frame) % n;
+        let mut q = 0usize;
+        for i in 0..64 {
+            if active & (1 << i) != 0 {
+                if k == 0 {
+                    q = i;
+                    break;
+                }
+                k -= 1;
+            }
+        }
+        let Some(pair) = self.queues.get(q) else {
+            return Delivery::Done;
+        };
+        let mut side = if try_only {
+            match pair.rx.try_lock() {
+                Ok(g) => g,
+                Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) => return Delivery::Busy,
+            }
+        } else {
+            lock(&pair.rx)
+        };
+        let side = &mut *side;
+        let Some(vring) = side.vring.clone() else {
+            self.active.fetch_and(!(1 << q), Ordering::AcqRel);
+            inc(&self.port_counters.rx_not_ready);
+            return Delivery::Done;
+        };
+        let mut vr = vring.get_mut();
+        if !vr.is_enabled() || !vr.get_queue().ready() {
+            self.active.fetch_and(!(1 << q), Ordering::AcqRel);
+            inc(&self.port_counters.rx_not_ready);
+            return Delivery::Done;
+        }
+        let c = &self.counters[q];
+        let mut hdr_buf = [0u8; MAX_HDR_LEN];
+        let hdr_len = neg.hdr_len.min(MAX_HDR_LEN);
+        let mut outcome = RxOutcome::Delivered { buffers: 0 };
+        match meta {
+            Some(h)
+                if (voff::accept_bit(h.gso_kind()) & self.accept.load(Ordering::Acquire)) != 0 =>
+            {
+                h.write(&mut hdr_buf[..hdr_len], 0);
+                outcome = rx::write_frame(
+                    vr.get_queue_mut(),
+                    &*mem,
+                    &mut hdr_buf[..hdr_len],
+                    frame,
+                    neg.mrg_rxbuf,
+                    &mut side.used,
+                );
+                if matches!(outcome, RxOutcome::Delivered { .. }) {
+                    inc(&c.rx_gso);
+                    inc(&c.rx_frames);
+                    add(&c.rx_bytes, frame.len() as u64);
+                }
+            }
+            Some(h) => {
+                // The driver stopped accepting GSO since the sender looked:
+                // segment here. Frames that find no buffer are dropped.
+                let r = voff::tso_request(&h, frame).and_then(|t| {
+                    segment_tcp(frame, &t.ctx, &mut side.seg, |s| {
+                        let hh = voff::rx_hdr_plain(s, neg.guest_csum);
+                        hh.write(&mut hdr_buf[..hdr_len], 0);
+                        let o = rx::write_frame(
+                            vr.get_queue_mut(),
+                            &*mem,
+                            &mut hdr_buf[..hdr_len],
+                            s,
+                            neg.mrg_rxbuf,
+                            &mut side.used,
+                        );
+                        self.count_rx(c, o, s.len());
+                    })
+                });
+                if r.is_err() {
+                    inc(&c.rx_bad_chain);
+                }
+                outcome = RxOutcome::Delivered { buffers: 0 };
+            }
+            None => {
+                voff::rx_hdr_plain(frame, neg.guest_csum).write(&mut hdr_buf[..hdr_len], 0);
+                for _ in 0..2 {
+                    outcome = rx::write_frame(
+                        vr.get_queue_mut(),
+                        &*mem,
+                        &mut hdr_buf[..hdr_len],
+                        frame,
+                        neg.mrg_rxbuf,
+                        &mut side.used,
+                    );
+                    // Out of buffers: re-arm the kick; retry once if the
+                    // driver added some meanwhile.
+                    if outcome != RxOutcome::NoBuffers || !vr.enable_notification().unwrap_or(false)
+                    {
+                        break;
+                    }
+                }
+                if outcome != RxOutcome::NoBuffers {
+                    self.count_rx(c, outcome, frame.len());
+                }
+            }
+        }
+        if outcome == RxOutcome::NoBuffers {
+            let _ = vr.enable_notification();
+            inc(&c.rx_no_buffers);
+            return Delivery::Busy;
+        }
+        if vr.needs_notification().unwrap_or(true) {
+            let _ = vr.signal_used_queue();
+        }
+        Delivery::Done
+    }
+
+    fn count_rx(&self, c: &QueueCounters, o: RxOutcome, len: usize) {
+        match o {
+            RxOutcome::Delivered { .. } => {
+                inc(&c.rx_frames);
+                add(&c.rx_bytes, len as u64);
+            }
+            RxOutcome::NoBuffers => inc(&c.rx_no_buffers),
+            RxOutcome::TooBig => inc(&c.rx_too_big),
+            RxOutcome::BadChain => inc(&c.rx_bad_chain),
+        }
+    }
+
+    /// Processes the transmit queue of pair `q`.
+    fn process_tx(&self, q: usize, vring: &Vring) {
+        let (mem, neg, event_idx) = {
+            let c = self.conn();
+            match &c.mem {
+                Some(m) if c.neg.hdr_len != 0 => (m.memory(), c.neg, c.event_idx),
+                _ => return,
+            }
+        };
+        let (Some(pair), Some(c)) = (self.queues.get(q), self.counters.get(q)) else {
+            return;
+        };
+        let mut side = lock(&pair.tx);
+        let side = &mut *side;
+        let mut vr = vring.get_mut();
+        loop {
+            if event_idx {
+                let _ = vr.disable_notification();
+            }
+            while let Some(chain) = vr.get_queue_mut().pop_descriptor_chain(&*mem) {
+                let head = chain.head_index();
+                let r = tx::read_chain(chain, &mut side.buf, neg.hdr_len);
+                let _ = vr.add_used(head, 0);
+                inc(&c.tx_chains);
+                match r {
+                    Ok(()) => self.send(c, side, neg.hdr_len),
+                    Err(e) => inc(match e {
+                        TxChainError::WriteOnly => &c.tx_bad_write_only,
+                        TxChainError::TooLong => &c.tx_bad_too_long,
+                        TxChainError::TooBig => &c.tx_bad_too_big,
+                        TxChainError::BadAddress => &c.tx_bad_address,
+                        TxChainError::Runt => &c.tx_bad_runt,
+                    }),
+                }
+            }
+            if !event_idx || !vr.enable_notification().unwrap_or(false) {
+                break;
+            }
+        }
+        if vr.needs_notification().unwrap_or(true) {
+            let _ = vr.signal_used_queue();
+        }
+    }
+
+    /// Sends the frame in `side.buf` (after the virtio-net header) into the
+    /// switch, applying the offloads its header asks for.
+    fn send(&self, c: &QueueCounters, side: &mut TxSide, hdr_len: usize) {
+        if !self.link_up.load(Ordering::Acquire) {
+            inc(&self.port_counters.link_drops);
+            return;
+        }
+        let Some(hdr) = NetHdr::parse(&side.buf) else {
+            inc(&c.tx_bad_runt);
+            return;
+        };
+        let src: [u8; 6] = side.buf[hdr_len + 6..hdr_len + 12]
+            .try_into()
+            .unwrap_or([0; 6]);
+        if src != side.last_src {
+            side.last_src = src;
+            self.peers.learn(src, &self.accept);
+        }
+        if voff::is_plain(&hdr) {
+            if voff::needs_csum(&hdr)
+                && voff::complete_csum(&hdr, &mut side.buf[hdr_len..]).is_err()
+            {
+                inc(&c.tx_bad_offload);
+                return;
+            }
+            let f = &side.buf[hdr_len..];
+            self.sink.transmit(f);
+            inc(&c.tx_frames);
+            add(&c.tx_bytes, f.len() as u64);
+            return;
+        }
+        let tso = match voff::tso_request(&hdr, &side.buf[hdr_len..]) {
+            Ok(t) => t,
+            Err(_) => {
+                inc(&c.tx_bad_offload);
+                return;
+            }
+        };
+        let bit = voff::accept_bit(hdr.gso_kind());
+        if self.peers.accepts(&side.buf[hdr_len..hdr_len + 6], bit) {
+            let len = side.buf.len() - hdr_len;
+            voff::push_trailer(&mut side.buf, &tso, self.token);
+            self.sink.transmit(&side.buf[hdr_len..]);
+            inc(&c.tx_gso_passed);
+            inc(&c.tx_frames);
+            add(&c.tx_bytes, len as u64);
+            return;
+        }
+        let r: Result<usize, OffloadError> =
+            segment_tcp(&side.buf[hdr_len..], &tso.ctx, &mut side.seg, |s| {
+                self.sink.transmit(s);
+                add(&c.tx_bytes, s.len() as u64);
+            });
+        match r {
+            Ok(n) => {
+                inc(&c.tx_gso_segmented);
+                add(&c.tx_frames, n as u64);
+            }
+            Err(_) => inc(&c.tx_bad_offload),
+        }
+    }
+
+    /// Remembers the vrings of pair `q` (the handler owns them; the receive
+    /// path needs them outside its events).
+    fn stash(&self, q: usize, vrings: &[Vring]) {
+        let (Some(pair), Some(rxv), Some(txv)) =
+            (self.queues.get(q), vrings.first(), vrings.get(1))
+        else {
+            return;
+        };
+        {
+            let mut rx = lock(&pair.rx);
+            if rx.vring.is_none() {
+                rx.vring = Some(rxv.clone());
+            }
+        }
+        let mut tx = lock(&pair.tx);
+        if tx.vring.is_none() {
+            tx.vring = Some(txv.clone());
+        }
+    }
+}
+
+impl VhostUserBackend for NetBackend {
+    type Bitmap = ();
+    type Vring = Vring;
+
+    fn num_queues(&self) -> usize {
+        usize::from(self.pairs) * 2
+    }
+
+    fn max_queue_size(&self) -> usize {
+        MAX_QUEUE_SIZE
+    }
+
+    fn features(&self) -> u64 {
+        config::device_features(self.pairs)
+    }
+
+    fn acked_features(&self, features: u64) {
+        self.conn_mut().neg = Negotiated::from_features(features);
+        log::debug!("{}: features acked {features:#x}", self.id);
+        self.update_accept();
+    }
+
+    fn protocol_features(&self) -> VhostUserProtocolFeatures {
+        VhostUserProtocolFeatures::MQ | VhostUserProtocolFeatures::CONFIGURE_MEM_SLOTS
+    }
+
+    fn set_event_idx(&self, enabled: bool) {
+        self.conn_mut().event_idx = enabled;
+    }
+
+    fn get_config(&self, offset: u32, size: u32) -> Vec<u8> {
+        let space =
+            config::config_space(self.mac, self.link_up.load(Ordering::Acquire), self.pairs);
+        config::config_window(&space, offset, size)
+    }
+
+    fn update_memory(&self, mem: Mem) -> std::io::Result<()> {
+        self.conn_mut().mem = Some(mem);
+        Ok(())
+    }
+
+    fn queues_per_thread(&self) -> Vec<u64> {
+        (0..self.pairs).map(|p| 0b11u64 << (2 * p)).collect()
+    }
+
+    fn exit_event(&self, _thread_index: usize) -> Option<(EventConsumer, EventNotifier)> {
+        new_event_consumer_and_notifier(EventFlag::NONBLOCK).ok()
+    }
+
+    fn handle_event(
+        &self,
+        device_event: u16,
+        _evset: EventSet,
+        vrings: &[Vring],
+        thread_id: usize,
+    ) -> std::io::Result<()> {
+        // Thread `thread_id` serves pair `thread_id`: event 0 is its receive
+        // queue, 1 its transmit queue. Errors are never returned: an error
+        // would stop this worker for good.
+        log::trace!("{}: event {device_event} on worker {thread_id}", self.id);
+        self.stash(thread_id, vrings);
+        match device_event {
+            0 => {
+                if thread_id < 64 {
+                    self.active.fetch_or(1 << thread_id, Ordering::AcqRel);
+                }
+                self.wake();
+            }
+            1 => {
+                if let Some(v) = vrings.get(1) {
+                    self.process_tx(thread_id, v);
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,318 @@
+//! virtio-net ports served over vhost-user.
+//!
+//! Each `--device virtio-net` port is one [`VirtioNetPort`]: a vhost-user-net
+//! backend ([`backend::NetBackend`]) with one worker thread per queue pair,
+//! attached to its network's switch. Frames the guest transmits go into the
+//! switch from the worker of the queue they came on; frames for the guest
+//! are written into a receive queue chosen by a flow hash, directly from the
+//! sender's thread when the queue is idle, else from the port's receive thread.
+//!
+//! Offloads: the guest may hand over partially checksummed frames and TCP
+//! segments up to 64 KiB (`CSUM`, `HOST_TSO4/6`). A segment is passed on whole
+//! only when its destination MAC is behind a virtio-net port of the same
+//! network whose driver accepts GSO (`GUEST_TSO4/6`); every other destination
+//! (igb/ixgbe functions, wires, floods, broadcasts) receives MTU-sized frames
+//! segmented and checksummed here by `device_models::offload::segment_tcp`.
+//! Received plain frames whose checksums verify are marked `DATA_VALID`.
+//!
+//! Connections: when the frontend disconnects (VM shutdown or restart) the
+//! port forgets the connection and listens again on the same socket; other
+//! ports are not affected. [`VirtioNetPort::set_link`] takes the link down
+//! by closing the connection and not listening until the link comes back:
+//! QEMU's virtio-net reports the vhost-user disconnect to the guest as link
+//! down through a configuration-change interrupt, and link up when its
+//! chardev (`reconnect-ms=`) connects again.
+
+pub mod backend;
+pub mod config;
+pub mod counters;
+pub mod offload;
+mod proxy;
+pub mod rx;
+pub mod tx;
+
+#[cfg(test)]
+mod tests;
+
+use std::os::linux::net::SocketAddrExt;
+use std::os::unix::net::{SocketAddr, UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use vhost::vhost_user::Listener;
+use vhost_user_backend::VhostUserDaemon;
+use vm_memory::{GuestMemoryAtomic, GuestMemoryMmap};
+
+use crate::config::DeviceSpec;
+use crate::error::Error;
+use crate::switch::{DirectRx, Switch};
+use backend::{Delivery, GsoPeers, NetBackend};
+use counters::{PortStats, QueueStats};
+
+/// A running virtio-net port; cheap to clone (the control socket keeps one).
+#[derive(Clone, Debug)]
+pub struct VirtioNetPort {
+    inner: Arc<Shared>,
+}
+
+struct Shared {
+    backend: Arc<NetBackend>,
+    socket: PathBuf,
+    /// The frontend's connection while one is up.
+    conn: Mutex<Option<UnixStream>>,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared")
+            .field("socket", &self.socket)
+            .finish()
+    }
+}
+
+/// Direct receive from the switch when the receive queue is free.
+#[derive(Default)]
+struct DirectVhost {
+    backend: OnceLock<Arc<NetBackend>>,
+}
+
+impl DirectRx for DirectVhost {
+    fn try_receive(&self, frame: &[u8]) -> bool {
+        match self.backend.get() {
+            Some(b) => b.deliver(frame, true) == Delivery::Done,
+            None => false,
+        }
+    }
+}
+
+impl VirtioNetPort {
+    /// Attaches the port to `switch` and listens on its socket.
+    pub fn start(spec: &DeviceSpec, switch: &Arc<Switch>) -> Result<Self, Error> {
+        let listen_err = |e: std::io::Error| Error::Listen {
+            path: spec.socket.clone(),
+            source: e,
+        };
+        if spec.socket.exists() {
+            return Err(Error::SocketExists(spec.socket.clone()));
+        }
+        let listener = UnixListener::bind(&spec.socket).map_err(listen_err)?;
+        let direct = Arc::new(DirectVhost::default());
+        let (port, rx) = switch.attach_direct(Some(direct.clone()));
+        let backend = Arc::new(NetBackend::new(
+            spec.id.clone(),
+            spec.mac,
+            spec.queues.max(1),
+            Box::new(port),
+            GsoPeers::for_switch(switch),
+        ));
+        let _ = direct.backend.set(backend.clone());
+        let inner = Arc::new(Shared {
+            backend: backend.clone(),
+            socket: spec.socket.clone(),
+            conn: Mutex::new(None),
+        });
+        // Receive thread: frames the switch queued while the guest was busy.
+        let rb = backend.clone();
+        std::thread::Builder::new()
+            .name(format!("rx-{}", spec.id))
+            .spawn(move || {
+                while let Some(frame) = rx.recv() {
+                    loop {
+                        let seen = rb.generation();
+                        if rb.deliver(&frame, false) == Delivery::Done {
+                            break;
+                        }
+                        rb.wait(seen, Duration::from_millis(100));
+                    }
+                    rx.recycle(frame);
+                }
+            })
+            .map_err(listen_err)?;
+        let s = inner.clone();
+        std::thread::Builder::new()
+            .name(format!("vhost-{}", spec.id))
+            .spawn(move || serve(&s, Some(listener)))
+            .map_err(listen_err)?;
+        Ok(VirtioNetPort { inner })
+    }
+
+    /// Sets the link state. Down: traffic is dropped (counted), the
+    /// connection is closed and the socket is not listened on, so the
+    /// frontend reports link down to the guest; up: listening again.
+    pub fn set_link(&self, up: bool) {
+        let b = &self.inner.backend;
+        if b.link_up.swap(up, Ordering::AcqRel) == up {
+            return;
+        }
+        log::info!("{}: link {}", b.id, if up { "up" } else { "down" });
+        b.update_accept();
+        b.wake();
+        if !up {
+            match lock(&self.inner.conn).as_ref() {
+                Some(c) => {
+                    let _ = c.shutdown(std::net::Shutdown::Both);
+                }
+                // Idle in accept(): a connection of our own wakes it.
+                None => drop(UnixStream::connect(&self.inner.socket)),
+            }
+        }
+    }
+
+    /// The link state.
+    pub fn link_up(&self) -> bool {
+        self.inner.backend.link_up.load(Ordering::Acquire)
+    }
+
+    /// True while a frontend is connected.
+    pub fn connected(&self) -> bool {
+        self.inner.backend.connected.load(Ordering::Acquire)
+    }
+
+    /// Counters of each queue pair.
+    pub fn queue_stats(&self) -> Vec<QueueStats> {
+        self.inner
+            .backend
+            .counters
+            .iter()
+            .map(|c| c.snapshot())
+            .collect()
+    }
+
+    /// Counters of the port.
+    pub fn port_stats(&self) -> PortStats {
+        self.inner.backend.port_counters.snapshot()
+    }
+
+    /// The socket the port listens on.
+    pub fn socket(&self) -> &Path {
+        &self.inner.socket
+    }
+}
+
+/// Listens on the port's socket, creating it (again) when needed.
+fn bind(path: &Path) -> std::io::Result<UnixListener> {
+    match std::fs::remove_file(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    UnixListener::bind(path)
+}
+
+/// Accepts frontends one after another for as long as the process runs.
+/// Each connection is relayed ([`proxy`]) to a private abstract socket the
+/// vhost-user daemon serves.
+fn serve(s: &Shared, mut listener: Option<UnixListener>) {
+    let b = &s.backend;
+    let backoff = || std::thread::sleep(Duration::from_secs(1));
+    let inner_name = format!("nicemu-vhost-{}-{}", std::process::id(), b.id);
+    let inner = SocketAddr::from_abstract_name(inner_name.as_bytes())
+        .and_then(|a| UnixListener::bind_addr(&a).map(|l| (a, l)));
+    let (inner_addr, inner) = match inner {
+        Ok(x) => x,
+        Err(e) => {
+            log::error!("{}: cannot create the handler socket: {e}", b.id);
+            return;
+        }
+    };
+    let mut inner = Listener::from(inner);
+    loop {
+        if !b.link_up.load(Ordering::Acquire) {
+            // Link down: not listening, so the frontend cannot attach.
+            if listener.take().is_some() {
+                let _ = std::fs::remove_file(&s.socket);
+            }
+            let seen = b.generation();
+            b.wait(seen, Duration::from_millis(200));
+            continue;
+        }
+        let l = match listener.as_mut() {
+            Some(l) => l,
+            None => match bind(&s.socket) {
+                Ok(l) => listener.insert(l),
+                Err(e) => {
+                    log::error!("{}: cannot listen on {}: {e}", b.id, s.socket.display());
+                    backoff();
+                    continue;
+                }
+            },
+        };
+        let frontend = match l.accept() {
+            Ok((c, _)) => c,
+            Err(e) => {
+                log::warn!("{}: accept on {}: {e}", b.id, s.socket.display());
+                backoff();
+                continue;
+            }
+        };
+        if !b.link_up.load(Ordering::Acquire) {
+            continue;
+        }
+        if let Err(e) = run_connection(s, frontend, &inner_addr, &mut inner) {
+            log::warn!("{}: connection failed: {e}", b.id);
+            backoff();
+        }
+        b.disconnected();
+        log::info!(
+            "{}: frontend disconnected; listening again ({:?}; queues {:?})",
+            b.id,
+            b.port_counters.snapshot(),
+            b.counters.iter().map(|c| c.snapshot()).collect::<Vec<_>>()
+        );
+    }
+}
+
+/// Serves one frontend connection until it ends.
+fn run_connection(
+    s: &Shared,
+    frontend: UnixStream,
+    inner_addr: &SocketAddr,
+    inner: &mut Listener,
+) -> std::io::Result<()> {
+    let b = &s.backend;
+    let to_handler = UnixStream::connect_addr(inner_addr)?;
+    let mem = GuestMemoryAtomic::new(GuestMemoryMmap::<()>::default());
+    let mut daemon = VhostUserDaemon::new(format!("vhost-{}", b.id), b.clone(), mem)
+        .map_err(|e| std::io::Error::other(e.to_string()))?;
+    daemon
+        .start(inner)
+        .map_err(|e| std::io::Error::other(e.to_string()))?;
+    counters::inc(&b.port_counters.connections);
+    b.connected.store(true, Ordering::Release);
+    b.update_accept();
+    log::info!("{}: frontend connected on {}", b.id, s.socket.display());
+    let reply = Arc::new(Mutex::new(frontend.try_clone()?));
+    *lock(&s.conn) = Some(frontend.try_clone()?);
+    let (h1, f1, r1, id) = (
+        to_handler.try_clone()?,
+        frontend,
+        reply.clone(),
+        b.id.clone(),
+    );
+    let up = std::thread::Builder::new()
+        .name(format!("vhost-up-{}", b.id))
+        .spawn(move || proxy::frontend_to_handler(&f1, &h1, &r1, &id))?;
+    let h2 = to_handler.try_clone()?;
+    let down = std::thread::Builder::new()
+        .name(format!("vhost-down-{}", b.id))
+        .spawn(move || proxy::handler_to_frontend(&h2, &reply))?;
+    if let Err(e) = daemon.wait() {
+        log::info!("{}: connection ended: {e}", b.id);
+    }
+    if let Some(c) = lock(&s.conn).take() {
+        let _ = c.shutdown(std::net::Shutdown::Both);
+    }
+    let _ = to_handler.shutdown(std::net::Shutdown::Both);
+    let _ = up.join();
+    let _ = down.join();
+    for h in daemon.get_epoll_handlers() {
+        h.send_exit_event();
+    }
+    Ok(())
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}

@@ -1,0 +1,262 @@
+//! Descriptor-chain edge cases over `virtio_queue` mock queues: every guest
+//! mistake ends in a defined outcome (drop + reason), never a panic.
+
+use virtio_bindings::bindings::virtio_ring::{
+    VRING_DESC_F_INDIRECT, VRING_DESC_F_NEXT, VRING_DESC_F_WRITE,
+};
+use virtio_queue::desc::{split::Descriptor as SplitDescriptor, RawDescriptor};
+use virtio_queue::mock::MockSplitQueue;
+use virtio_queue::{Queue, QueueT};
+use vm_memory::{Bytes, GuestAddress, GuestMemoryMmap};
+
+use super::rx::{write_frame, RxOutcome};
+use super::tx::{read_chain, TxChainError, MAX_TX_DESCS};
+
+const W: u16 = VRING_DESC_F_WRITE as u16;
+const BUF: u64 = 0x10_0000;
+
+fn mem() -> GuestMemoryMmap<()> {
+    GuestMemoryMmap::from_ranges(&[(GuestAddress(0), 0x40_0000)]).unwrap()
+}
+
+/// Descriptors of chains laid out from table index `first`: each inner slice
+/// is one chain of (addr, len, flags) linked with NEXT.
+fn chains(first: u16, list: &[&[(u64, u32, u16)]]) -> Vec<RawDescriptor> {
+    let mut out = Vec::new();
+    let mut idx = first;
+    for c in list {
+        for (i, &(a, l, f)) in c.iter().enumerate() {
+            let last = i + 1 == c.len();
+            let flags = if last {
+                f
+            } else {
+                f | VRING_DESC_F_NEXT as u16
+            };
+            let next = if last { 0 } else { idx + 1 };
+            out.push(RawDescriptor::from(SplitDescriptor::new(a, l, flags, next)));
+            idx += 1;
+        }
+    }
+    out
+}
+
+fn queue_with(m: &GuestMemoryMmap<()>, size: u16, list: &[&[(u64, u32, u16)]]) -> Queue {
+    let vq = MockSplitQueue::new(m, size);
+    vq.add_desc_chains(&chains(0, list), 0).unwrap();
+    vq.create_queue::<Queue>().unwrap()
+}
+
+fn pop_read(m: &GuestMemoryMmap<()>, q: &mut Queue, buf: &mut Vec<u8>) -> Result<(), TxChainError> {
+    let c = q.pop_descriptor_chain(m).expect("a chain");
+    read_chain(c, buf, 12)
+}
+
+#[test]
+fn tx_reads_split_chain_skipping_zero_length() {
+    let m = mem();
+    m.write_slice(&[7u8; 12], GuestAddress(BUF)).unwrap();
+    m.write_slice(&[9u8; 60], GuestAddress(BUF + 0x1000))
+        .unwrap();
+    let mut q = queue_with(
+        &m,
+        16,
+        &[&[(BUF, 12, 0), (BUF + 0x800, 0, 0), (BUF + 0x1000, 60, 0)]],
+    );
+    let mut buf = Vec::with_capacity(1 << 16);
+    pop_read(&m, &mut q, &mut buf).unwrap();
+    assert_eq!(buf.len(), 72);
+    assert_eq!(&buf[..12], &[7u8; 12]);
+    assert_eq!(&buf[12..], &[9u8; 60]);
+}
+
+#[test]
+fn tx_write_only_descriptor_is_dropped() {
+    let m = mem();
+    let mut q = queue_with(&m, 16, &[&[(BUF, 12, 0), (BUF + 0x1000, 60, W)]]);
+    let mut buf = Vec::new();
+    assert_eq!(pop_read(&m, &mut q, &mut buf), Err(TxChainError::WriteOnly));
+}
+
+#[test]
+fn tx_chain_too_long_is_dropped() {
+    let m = mem();
+    let n = MAX_TX_DESCS + 10;
+    let descs: Vec<(u64, u32, u16)> = (0..n).map(|i| (BUF + i as u64 * 16, 16, 0)).collect();
+    let mut q = queue_with(&m, 256, &[&descs]);
+    let mut buf = Vec::new();
+    assert_eq!(pop_read(&m, &mut q, &mut buf), Err(TxChainError::TooLong));
+}
+
+#[test]
+fn tx_all_zero_length_or_short_is_runt() {
+    let m = mem();
+    let mut q = queue_with(
+        &m,
+        16,
+        &[&[(BUF, 0, 0), (BUF, 0, 0)], &[(BUF, 12, 0), (BUF, 13, 0)]],
+    );
+    let mut buf = Vec::new();
+    assert_eq!(pop_read(&m, &mut q, &mut buf), Err(TxChainError::Runt));
+    assert_eq!(pop_read(&m, &mut q, &mut buf), Err(TxChainError::Runt));
+}
+
+#[test]
+fn tx_outside_memory_and_oversize_are_dropped() {
+    let m = mem();
+    let mut q = queue_with(&m, 16, &[&[(0x4000_0000, 100, 0)], &[(BUF, 0x3f_0000, 0)]]);
+    let mut buf = Vec::new();
+    assert_eq!(
+        pop_read(&m, &mut q, &mut buf),
+        Err(TxChainError::BadAddress)
+    );
+    assert_eq!(pop_read(&m, &mut q, &mut buf), Err(TxChainError::TooBig));
+}
+
+/// Writes an indirect table of `descs` at `at`; returns the descriptor
+/// pointing to it.
+fn indirect(m: &GuestMemoryMmap<()>, at: u64, descs: &[(u64, u32, u16)]) -> (u64, u32, u16) {
+    let table = chains(0, &[descs]);
+    for (i, d) in table.iter().enumerate() {
+        m.write_obj(*d, GuestAddress(at + 16 * i as u64)).unwrap();
+    }
+    (at, 16 * descs.len() as u32, VRING_DESC_F_INDIRECT as u16)
+}
+
+#[test]
+fn tx_indirect_table_is_followed_and_nested_indirect_stops() {
+    let m = mem();
+    m.write_slice(&[5u8; 80], GuestAddress(BUF)).unwrap();
+    let good = indirect(&m, 0x20_0000, &[(BUF, 12, 0), (BUF + 12, 68, 0)]);
+    let inner = indirect(&m, 0x21_0000, &[(BUF, 80, 0)]);
+    let nested = indirect(&m, 0x22_0000, &[inner]);
+    let misaligned = (0x20_0000, 17, VRING_DESC_F_INDIRECT as u16);
+    let mut q = queue_with(&m, 16, &[&[good], &[nested], &[misaligned]]);
+    let mut buf = Vec::new();
+    pop_read(&m, &mut q, &mut buf).unwrap();
+    assert_eq!(buf.len(), 80);
+    // An indirect descriptor inside an indirect table ends the chain.
+    assert_eq!(pop_read(&m, &mut q, &mut buf), Err(TxChainError::Runt));
+    assert_eq!(pop_read(&m, &mut q, &mut buf), Err(TxChainError::Runt));
+}
+
+fn used(m: &GuestMemoryMmap<()>, q: &Queue, i: u16) -> (u32, u32) {
+    let base = q.used_ring() + 4 + 8 * u64::from(i);
+    (
+        m.read_obj::<u32>(GuestAddress(base)).unwrap(),
+        m.read_obj::<u32>(GuestAddress(base + 4)).unwrap(),
+    )
+}
+
+fn used_idx(m: &GuestMemoryMmap<()>, q: &Queue) -> u16 {
+    m.read_obj::<u16>(GuestAddress(q.used_ring() + 2)).unwrap()
+}
+
+#[test]
+fn rx_mergeable_spans_chains_and_counts_buffers() {
+    let m = mem();
+    let mut q = queue_with(
+        &m,
+        16,
+        &[
+            &[(BUF, 8, W), (BUF + 0x100, 32, W)],
+            &[(BUF + 0x1000, 40, W)],
+            &[(BUF + 0x2000, 100, W)],
+        ],
+    );
+    let frame: Vec<u8> = (0..60u8).collect();
+    let mut hdr = [0u8; 12];
+    let mut scratch = Vec::new();
+    let o = write_frame(&mut q, &m, &mut hdr, &frame, true, &mut scratch);
+    assert_eq!(o, RxOutcome::Delivered { buffers: 2 });
+    assert_eq!(used_idx(&m, &q), 2);
+    assert_eq!(used(&m, &q, 0), (0, 40));
+    assert_eq!(used(&m, &q, 1), (2, 32));
+    // num_buffers sits at bytes 10..12 of the header, which straddles the
+    // first two descriptors.
+    let mut h = [0u8; 4];
+    m.read_slice(&mut h, GuestAddress(BUF + 0x100)).unwrap();
+    assert_eq!(u16::from_le_bytes([h[2], h[3]]), 2);
+    let mut got = [0u8; 28];
+    m.read_slice(&mut got, GuestAddress(BUF + 0x104)).unwrap();
+    assert_eq!(&got[..], &frame[..28]);
+}
+
+#[test]
+fn rx_without_buffers_rolls_back() {
+    let m = mem();
+    let mut q = queue_with(&m, 16, &[&[(BUF, 20, W)]]);
+    let frame = [1u8; 60];
+    let mut hdr = [0u8; 12];
+    let mut scratch = Vec::new();
+    let o = write_frame(&mut q, &m, &mut hdr, &frame, true, &mut scratch);
+    assert_eq!(o, RxOutcome::NoBuffers);
+    assert_eq!(q.next_avail(), 0, "the popped chain is offered again");
+    assert_eq!(used_idx(&m, &q), 0);
+}
+
+#[test]
+fn rx_too_small_without_mergeable_keeps_buffer() {
+    let m = mem();
+    let mut q = queue_with(&m, 16, &[&[(BUF, 20, W)]]);
+    let mut hdr = [0u8; 12];
+    let mut scratch = Vec::new();
+    let o = write_frame(&mut q, &m, &mut hdr, &[1u8; 60], false, &mut scratch);
+    assert_eq!(o, RxOutcome::TooBig);
+    assert_eq!(q.next_avail(), 0);
+    let o = write_frame(&mut q, &m, &mut hdr[..10], &[1u8; 10], false, &mut scratch);
+    assert_eq!(o, RxOutcome::Delivered { buffers: 1 });
+}
+
+#[test]
+fn rx_read_only_or_zero_capacity_chain_is_returned_empty() {
+    let m = mem();
+    let mut q = queue_with(
+        &m,
+        16,
+        &[
+            &[(BUF, 100, W), (BUF + 0x100, 100, 0)],
+            &[(BUF, 0, W)],
+            &[(0x4000_0000, 100, W)],
+            &[(BUF, 100, W)],
+        ],
+    );
+    let mut hdr = [0u8; 12];
+    let mut scratch = Vec::new();
+    for _ in 0..3 {
+        let o = write_frame(&mut q, &m, &mut hdr, &[1u8; 60], true, &mut scratch);
+        assert_eq!(o, RxOutcome::BadChain);
+    }
+    assert_eq!(used_idx(&m, &q), 3);
+    assert_eq!(used(&m, &q, 0), (0, 0));
+    assert_eq!(used(&m, &q, 1), (2, 0));
+    let o = write_frame(&mut q, &m, &mut hdr, &[1u8; 60], true, &mut scratch);
+    assert_eq!(o, RxOutcome::Delivered { buffers: 1 });
+}
+
+#[test]
+fn rx_indirect_chain_is_written() {
+    let m = mem();
+    let ind = indirect(&m, 0x20_0000, &[(BUF, 12, W), (BUF + 0x100, 100, W)]);
+    let mut q = queue_with(&m, 16, &[&[ind]]);
+    let mut hdr = [0u8; 12];
+    let mut scratch = Vec::new();
+    let o = write_frame(&mut q, &m, &mut hdr, &[3u8; 64], true, &mut scratch);
+    assert_eq!(o, RxOutcome::Delivered { buffers: 1 });
+    let mut got = [0u8; 64];
+    m.read_slice(&mut got, GuestAddress(BUF + 0x100)).unwrap();
+    assert_eq!(got, [3u8; 64]);
+    assert_eq!(used(&m, &q, 0), (0, 76));
+}
+
+#[test]
+fn rx_chain_longer_than_limit_is_dropped() {
+    let m = mem();
+    let n = super::rx::MAX_RX_DESCS + 5;
+    let descs: Vec<(u64, u32, u16)> = (0..n).map(|i| (BUF + i as u64 * 8, 1, W)).collect();
+    let mut q = queue_with(&m, 256, &[&descs]);
+    let mut hdr = [0u8; 12];
+    let mut scratch = Vec::new();
+    // A frame needing all of them: the chain is malformed (too long).
+    let o = write_frame(&mut q, &m, &mut hdr, &[0u8; 200], true, &mut scratch);
+    assert_eq!(o, RxOutcome::BadChain);
+}
