@@ -57,6 +57,8 @@ pub struct Running {
     sockets: std::sync::Mutex<Vec<PathBuf>>,
     /// Ports for the control path.
     pub registry: Arc<Registry>,
+    /// virtio-net ports (vhost-user) by id: link state, counters.
+    pub virtio: HashMap<String, crate::vhost::VirtioNetPort>,
 }
 
 impl std::fmt::Debug for Running {
@@ -129,10 +131,33 @@ pub fn start(
     let running = Running {
         sockets: std::sync::Mutex::new(Vec::new()),
         registry: Arc::new(Registry::default()),
+        virtio: HashMap::new(),
     };
     let mut registry = Registry::default();
     let mut nets: HashMap<String, Arc<Switch>> = HashMap::new();
+    let mut virtio = HashMap::new();
     for spec in specs {
+        if spec.kind == DeviceKind::VirtioNet {
+            let switch = nets.entry(spec.net.clone()).or_default().clone();
+            match crate::vhost::VirtioNetPort::start(spec, &switch) {
+                Ok(p) => {
+                    running.add_socket(spec.socket.clone());
+                    virtio.insert(spec.id.clone(), p);
+                    log::info!(
+                        "{}: virtio-net ({} queue pairs) on {} net {}",
+                        spec.id,
+                        spec.queues.max(1),
+                        spec.socket.display(),
+                        spec.net
+                    );
+                    continue;
+                }
+                Err(e) => {
+                    running.remove_sockets();
+                    return Err(e);
+                }
+            }
+        }
         match start_one(spec, &mut nets, trace.clone()) {
             Ok(info) => {
                 running.add_socket(spec.socket.clone());
@@ -158,6 +183,7 @@ pub fn start(
     }
     Ok(Running {
         registry: Arc::new(registry),
+        virtio,
         ..running
     })
 }
