@@ -40,8 +40,10 @@ pub struct PortInfo {
 /// All ports, for the control socket.
 #[derive(Default)]
 pub struct Registry {
-    /// Ports in command-line order.
+    /// PCI functions in command-line order.
     pub ports: Vec<PortInfo>,
+    /// virtio-net ports: id, net, handle.
+    pub virtio: Vec<(String, String, crate::vhost::VirtioNetPort)>,
 }
 
 impl std::fmt::Debug for Registry {
@@ -142,6 +144,9 @@ pub fn start(
             match crate::vhost::VirtioNetPort::start(spec, &switch) {
                 Ok(p) => {
                     running.add_socket(spec.socket.clone());
+                    registry
+                        .virtio
+                        .push((spec.id.clone(), spec.net.clone(), p.clone()));
                     virtio.insert(spec.id.clone(), p);
                     log::info!(
                         "{}: virtio-net ({} queue pairs) on {} net {}",

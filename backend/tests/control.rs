@@ -207,3 +207,41 @@ fn ctl_without_a_running_nicemu_says_what_to_do() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("is nicemu running with --control"));
 }
+
+#[test]
+fn virtio_ports_in_list_stats_and_link() {
+    let n = Nicemu::start(
+        "ctl-vn",
+        &[
+            "--device",
+            "virtio-net,id=vn0,socket={dir}/vn.sock,queues=2",
+            "--device",
+            "igb,id=igb0,socket={dir}/a.sock",
+            "--control",
+            "{dir}/ctl.sock",
+        ],
+        &["vn.sock", "a.sock", "ctl.sock"],
+    );
+    let text = String::from_utf8_lossy(&n.ctl(&["list"]).stdout).to_string();
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("vn0") && l.contains("virtio-net") && l.contains(" up ")),
+        "{text}"
+    );
+    assert!(n.ctl(&["link", "vn0", "down"]).status.success());
+    let text = String::from_utf8_lossy(&n.ctl(&["list"]).stdout).to_string();
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("vn0") && l.contains(" down ")),
+        "{text}"
+    );
+    let s = n.ctl(&["stats", "vn0", "--all"]);
+    let out = String::from_utf8_lossy(&s.stdout);
+    assert!(
+        out.contains("q1.rx_frames") && out.contains("connected: false"),
+        "{out}"
+    );
+    let bad = n.ctl(&["fault", "vn0", "corrupt-rx", "1"]);
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("virtio-net port"));
+}

@@ -77,7 +77,12 @@ fn serve_conn(s: UnixStream, reg: &Registry) {
 
 fn port<'a>(reg: &'a Registry, dev: &str) -> Result<&'a PortInfo, Response> {
     reg.ports.iter().find(|p| p.id == dev).ok_or_else(|| {
-        let ids: Vec<&str> = reg.ports.iter().map(|p| p.id.as_str()).collect();
+        let ids: Vec<&str> = reg
+            .ports
+            .iter()
+            .map(|p| p.id.as_str())
+            .chain(reg.virtio.iter().map(|v| v.0.as_str()))
+            .collect();
         Response::err(format!("no device '{dev}' (devices: {})", ids.join(", ")))
     })
 }
@@ -89,7 +94,41 @@ pub fn handle(reg: &Registry, req: Request) -> Response {
     }
 }
 
+/// Requests about a virtio-net port; `None` when `dev` is not one.
+fn run_virtio(reg: &Registry, req: &Request) -> Option<Result<Response, Response>> {
+    let dev = match req {
+        Request::Stats { dev }
+        | Request::Link { dev, .. }
+        | Request::Trace { dev, .. }
+        | Request::Capture { dev, .. }
+        | Request::CaptureStop { dev }
+        | Request::Fault { dev, .. } => dev,
+        Request::List => return None,
+    };
+    let (_, _, p) = reg.virtio.iter().find(|(id, _, _)| id == dev)?;
+    Some(match req {
+        Request::Stats { .. } => Ok(Response::ok(json!({
+            "dev": dev,
+            "port": p.port_stats(),
+            "queues": p.queue_stats(),
+            "connected": p.connected(),
+        }))),
+        Request::Link { up, .. } => {
+            p.set_link(*up);
+            Ok(Response::ok(
+                json!({ "dev": dev, "link": if *up { "up" } else { "down" } }),
+            ))
+        }
+        _ => Err(Response::err(format!(
+            "{dev} is a virtio-net port: it supports list, stats and link"
+        ))),
+    })
+}
+
 fn run(reg: &Registry, req: Request) -> Result<Response, Response> {
+    if let Some(r) = run_virtio(reg, &req) {
+        return r;
+    }
     match req {
         Request::List => {
             let ports: Vec<_> = reg
@@ -109,6 +148,17 @@ fn run(reg: &Registry, req: Request) -> Result<Response, Response> {
                     })
                 })
                 .collect();
+            let mut ports = ports;
+            ports.extend(reg.virtio.iter().map(|(id, net, p)| {
+                json!({
+                    "id": id, "model": "virtio-net", "socket": p.socket(), "net": net, "mac": "",
+                    "link": if p.link_up() { "up" } else { "down" },
+                    "driver_loaded": p.connected(),
+                    "rx_queues": (0..p.queue_stats().len()).collect::<Vec<_>>(),
+                    "tx_queues": (0..p.queue_stats().len()).collect::<Vec<_>>(),
+                    "interrupts": "vhost-user",
+                })
+            }));
             Ok(Response::ok(json!({ "devices": ports })))
         }
         Request::Stats { dev } => {

@@ -11,7 +11,7 @@ macro_rules! counters {
         }
 
         /// A snapshot of the counters.
-        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
         pub struct $snap {
             $($(#[$fm])* pub $f: u64,)*
         }
