@@ -8,12 +8,16 @@
 //! sender's thread when the queue is idle, else from the port's receive thread.
 //!
 //! Offloads: the guest may hand over partially checksummed frames and TCP
-//! segments up to 64 KiB (`CSUM`, `HOST_TSO4/6`). A segment is passed on whole
-//! only when its destination MAC is behind a virtio-net port of the same
-//! network whose driver accepts GSO (`GUEST_TSO4/6`); every other destination
-//! (igb/ixgbe functions, wires, floods, broadcasts) receives MTU-sized frames
-//! segmented and checksummed here by `device_models::offload::segment_tcp`.
-//! Received plain frames whose checksums verify are marked `DATA_VALID`.
+//! segments up to 64 KiB (`CSUM`, `HOST_TSO4/6`). The transmitting port
+//! segments and checksums them (`device_models::offload::segment_tcp`), so
+//! every destination — igb/ixgbe functions, wires, floods — receives
+//! MTU-sized frames with valid checksums, and received plain frames whose
+//! checksums verify are marked `DATA_VALID` (the guest skips checksumming).
+//! With `NICEMU_VHOST_GSO_PASS=1` a segment instead crosses the switch whole
+//! (a trailer only this process recognises carries its GSO fields) when its
+//! destination MAC is behind a virtio-net port of the same network whose
+//! driver accepts GSO (`GUEST_TSO4/6`); see [`backend::gso_pass_enabled`]
+//! for why that is not the default yet.
 //!
 //! Connections: when the frontend disconnects (VM shutdown or restart) the
 //! port forgets the connection and listens again on the same socket; other
