@@ -305,6 +305,26 @@ mod tests {
     }
 
     #[test]
+    fn ci_matrix_is_valid() {
+        let f = MatrixFile::parse(include_str!("../matrix/ci.toml"), "matrix/ci.toml").unwrap();
+        let m = Matrix::build(Some(f), &Overrides::default()).unwrap();
+        assert_eq!(
+            m.devices,
+            [
+                DeviceKind::NicemuIgb,
+                DeviceKind::NicemuIxgbe,
+                DeviceKind::QemuIgb
+            ]
+        );
+        for s in [
+            "probe", "selftest", "ping", "stats", "netperf", "faults", "rss",
+        ] {
+            assert!(m.scenarios.iter().any(|x| x == s), "{s}");
+        }
+        assert_eq!(m.params.get("netperf.duration"), "3");
+    }
+
+    #[test]
     fn interop_needs_nicemu_devices() {
         let f = MatrixFile::parse(
             "devices = [\"nicemu-igb\"]\nscenarios = [\"ping\"]\ntopology = \"interop-e1000e\"\n",

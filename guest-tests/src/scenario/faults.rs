@@ -172,7 +172,11 @@ case "$CASES" in *" stall "*)
     nq=$(ls -d /sys/class/net/$IFACE/queues/tx-* | wc -l)
     nicemu_kv stall_queues $nq
     for q in $(seq 0 $((nq - 1))); do nicemu_host stall$q ctl fault DUT stall-tx $q; done
-    /usr/bin/ping -i 0.1 -W 1 $PEER_IP >/dev/null 2>&1 &
+    # Fill the stalled ring as real traffic would: a 300-frame preload with a socket buffer
+    # big enough to hold them (ping's default keeps only ~10 in flight, which after bulk
+    # traffic stays under BQL's limit, so the stack would never stop the queue and the
+    # netdev watchdog that drives igb's hang check would never fire).
+    /usr/bin/ping -S 1048576 -l 300 -i 0.05 -W 1 $PEER_IP >/dev/null 2>&1 &
     pp=$!
     n=0
     while [ $n -lt STALL_WAIT ]; do
