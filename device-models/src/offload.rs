@@ -126,7 +126,7 @@ pub fn apply_checksums(
     }
     // The IP version comes from the header itself: drivers set TUCMD.IPV4 for
     // TSO but not always for plain checksum offload (igb_tx_csum).
-    let ipv4 = f[ip] >> 4 == 4;
+    let ipv4 = f.get(ip).ok_or(OffloadError::Truncated(ip + 1))? >> 4 == 4;
     if ixsm && ipv4 {
         ipv4_header_csum(f, ip)?;
     }
@@ -377,6 +377,11 @@ mod tests {
         assert!(segment_tcp(&f, &c, &mut seg, |_| {}).is_err());
         let mut short = vec![0u8; 20];
         assert!(apply_checksums(&mut short, &ctx_tcp4(0), true, true).is_err());
+        // Found by cargo fuzz: MACLEN at the end of the frame, IPLEN 0.
+        let mut c0 = ctx_tcp4(0);
+        c0.maclen = 20;
+        c0.iplen = 0;
+        assert!(apply_checksums(&mut short, &c0, true, true).is_err());
         c = ctx_tcp4(0);
         c.iplen = 511;
         assert!(apply_checksums(&mut short, &c, true, true).is_err());

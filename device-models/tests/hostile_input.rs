@@ -3,6 +3,7 @@
 //! bounded work (each test finishes in well under a second).
 
 use device_models::igb::{Igb, IgbConfig};
+use device_models::ixgbe::{Ixgbe, IxgbeConfig, SfpKind};
 use device_models::testutil::{ram, run_program, TestEnv, XorShift};
 use device_models::NicFunction;
 use vm_memory::{Bytes, GuestAddress};
@@ -75,5 +76,59 @@ fn random_programs_focused_on_queue_registers() {
         let e = d.guest_errors();
         assert!(e.dma_errors + e.ring_errors + e.tx_malformed + e.unknown_regs < u64::MAX);
         assert_ne!(status(&mut d) & 0x80, 0, "still answers");
+    }
+}
+
+#[test]
+fn ixgbe_random_programs_and_queue_registers() {
+    let mut rng = XorShift(0x5eed);
+    for round in 0..12 {
+        let t = TestEnv::new();
+        let mut d = Ixgbe::new(
+            IxgbeConfig {
+                mac: [0x52, 0x54, 0, 0, 0, 2],
+                sfp: SfpKind::DirectAttach,
+            },
+            t.env.clone(),
+        );
+        let mem = ram(256 * 1024);
+        let mut junk = vec![0u8; 256 * 1024];
+        rng.fill(&mut junk);
+        mem.write_slice(&junk, GuestAddress(0)).unwrap();
+        d.set_memory(mem);
+        // Transmit and receive enabled, then hostile writes into the queue blocks
+        // (RX 0x1000.., TX 0x6000..) and anywhere else.
+        d.bar_write(0, 0x4a80, &1u32.to_le_bytes()); // DMATXCTL.TE
+        d.bar_write(0, 0x3000, &1u32.to_le_bytes()); // RXCTRL.RXEN
+        let mut prog = Vec::with_capacity(7 * 1500);
+        for _ in 0..1500 {
+            let r = rng.next_u64();
+            let off = if round % 2 == 0 {
+                ([0x1000u32, 0x6000][(r & 1) as usize] + ((r >> 8) as u32 % 0x800)) & !3
+            } else {
+                (r >> 8) as u32 & 0x7fffc
+            };
+            let op = if r >> 60 == 0 { 4 } else { (r >> 40) as u8 % 3 };
+            let val = if r & 0x10 != 0 {
+                0x0200_0000
+            } else {
+                (r >> 16) as u32
+            };
+            let mut step = [0u8; 7];
+            step[0] = op;
+            step[1..3].copy_from_slice(&(off as u16).to_le_bytes());
+            step[3..7].copy_from_slice(&val.to_le_bytes());
+            step[3] = (step[3] & !0x07) | (off >> 16) as u8;
+            prog.extend_from_slice(&step);
+        }
+        run_program(&mut d, &prog);
+        d.reset();
+        let mut b = [0u8; 4];
+        d.bar_read(0, 0x8, &mut b);
+        assert_ne!(
+            u32::from_le_bytes(b) & (1 << 19),
+            0,
+            "still answers after a reset (GIO master enabled)"
+        );
     }
 }
