@@ -63,7 +63,8 @@ pub struct RunArgs {
     /// it. Without it and without --device the shipped matrix/default.toml is used.
     #[arg(long)]
     pub matrix: Option<PathBuf>,
-    /// Devices under test: qemu-igb, qemu-e1000e, nicemu-igb, nicemu-ixgbe (repeatable,
+    /// Devices under test: qemu-igb, qemu-e1000e, nicemu-igb, nicemu-ixgbe,
+    /// nicemu-virtio (repeatable,
     /// comma-separated lists allowed). One guest is booted per kernel and device.
     #[arg(long = "device", value_delimiter = ',')]
     pub devices: Vec<String>,

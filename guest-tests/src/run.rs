@@ -304,6 +304,13 @@ fn target(topology: Topology, dev: DeviceKind) -> Target {
         driver: dev.driver().to_owned(),
         peer_mac: topology.macs().get(1).map(|m| m.to_string()),
         host_actions: dev.nicemu_kind().is_some(),
+        unsupported: scenario::NAMES
+            .iter()
+            .filter_map(|s| {
+                dev.unsupported(s)
+                    .map(|why| (s.to_string(), why.to_owned()))
+            })
+            .collect(),
     }
 }
 
@@ -327,11 +334,13 @@ fn nicemu_cell(bin: &Path, kind: &str, topo: Topology, dev: DeviceKind, d: &RunD
         topo.macs()
     };
     for (i, mac) in ports.iter().enumerate() {
-        let (host, guest) = d.file(&format!("{kind}{i}.sock"));
+        let id = format!("{}{i}", dev.nicemu_id().unwrap_or(kind));
+        let (host, guest) = d.file(&format!("{id}.sock"));
         args.push("--device".to_owned());
         args.push(format!(
-            "{kind},id={kind}{i},socket={},mac={mac},net=lan0",
-            host.display()
+            "{kind},id={id},socket={}{},mac={mac},net=lan0",
+            host.display(),
+            dev.nicemu_opts()
         ));
         sockets.push(host);
         guest_socks.push(guest);
@@ -350,8 +359,9 @@ fn nicemu_cell(bin: &Path, kind: &str, topo: Topology, dev: DeviceKind, d: &RunD
     args.push("--control".to_owned());
     args.push(control.display().to_string());
     sockets.push(control.clone());
-    let peer = (ports.len() > 1).then(|| format!("{kind}1"));
-    let host = HostActions::new(bin, &control, &d.host, &format!("{kind}0"), peer.as_deref());
+    let idp = dev.nicemu_id().unwrap_or(kind);
+    let peer = (ports.len() > 1).then(|| format!("{idp}1"));
+    let host = HostActions::new(bin, &control, &d.host, &format!("{idp}0"), peer.as_deref());
     NicemuCell {
         args,
         sockets,

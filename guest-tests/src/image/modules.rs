@@ -13,6 +13,7 @@ pub const DRIVERS: &[&str] = &[
     "igb",
     "ixgbe",
     "e1000e",
+    "virtio_net",
     "sch_prio",
     "sch_tbf",
     "sch_fq_codel",
@@ -123,6 +124,22 @@ fn normalize(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// sid 7.2's modules.dep lines for virtio_net: failover, net_failover, virtio_net.
+    #[test]
+    fn virtio_net_loads_after_failover() {
+        let dep = ModulesDep::parse(
+            "kernel/drivers/net/virtio_net.ko.xz: kernel/drivers/net/net_failover.ko.xz kernel/net/core/failover.ko.xz\n\
+             kernel/drivers/net/net_failover.ko.xz: kernel/net/core/failover.ko.xz\n\
+             kernel/net/core/failover.ko.xz:\n",
+        );
+        let names: Vec<String> = dep
+            .load_order(&["virtio_net"])
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
+        assert_eq!(names, ["failover", "net_failover", "virtio_net"]);
+    }
 
     const DEP: &str = "\
 kernel/drivers/net/ethernet/intel/e1000e/e1000e.ko.xz:

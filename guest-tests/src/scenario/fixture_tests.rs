@@ -12,6 +12,7 @@ fn target() -> Target {
         driver: "igb".into(),
         peer_mac: Some(PEER_MAC.into()),
         host_actions: true,
+        unsupported: Vec::new(),
     }
 }
 
@@ -319,4 +320,31 @@ fn nicemu_igb_ci_matrix_capture_passes_every_scenario() {
         .as_str()
         .unwrap()
         .contains("Detected Tx Unit Hang"));
+}
+
+/// nicemu's virtio-net (vhost-user, 2 queue pairs), sid 7.2, TCG: probe, ping and netperf
+/// pass; selftest, stats and faults are SKIPped for the device.
+#[test]
+fn nicemu_virtio_capture() {
+    let text = include_str!("../../tests/fixtures/nicemu-virtio-probe-ping-netperf.serial.log");
+    let mut t = target();
+    t.driver = "virtio_net".into();
+    t.unsupported = NAMES
+        .iter()
+        .filter_map(|s| {
+            crate::vm::device::DeviceKind::NicemuVirtio
+                .unsupported(s)
+                .map(|w| (s.to_string(), w.to_owned()))
+        })
+        .collect();
+    let c = Console::parse(text);
+    for name in ["probe", "ping", "netperf"] {
+        let r = evaluate(by_name(name).unwrap().as_ref(), &c, &t);
+        assert_eq!(r.status, Status::Pass, "{name}: {:?}", r.reason);
+    }
+    for name in ["selftest", "stats", "faults"] {
+        let r = evaluate(by_name(name).unwrap().as_ref(), &c, &t);
+        assert_eq!(r.status, Status::Skip, "{name}");
+        assert!(r.reason.unwrap().contains("virtio"), "{name}");
+    }
 }

@@ -51,6 +51,18 @@ pub struct Target {
     /// True when the harness serves host-side actions (`nicemu_host`, a nicemu device
     /// under test with a control socket).
     pub host_actions: bool,
+    /// Scenarios that do not apply to the device, with the reason (SKIPped, not run).
+    pub unsupported: Vec<(String, String)>,
+}
+
+impl Target {
+    /// Why `scenario` does not apply to this device, if so.
+    pub fn unsupported(&self, scenario: &str) -> Option<&str> {
+        self.unsupported
+            .iter()
+            .find(|(s, _)| s == scenario)
+            .map(|(_, why)| why.as_str())
+    }
 }
 
 /// One test scenario.
@@ -117,6 +129,7 @@ pub fn render_body(scenarios: &[Box<dyn Scenario>], target: &Target, p: &Params)
         let name = sc.name();
         if (sc.needs_peer() && target.peer_mac.is_none())
             || (sc.needs_host() && !target.host_actions)
+            || target.unsupported(name).is_some()
         {
             continue;
         }
@@ -135,6 +148,9 @@ pub fn render_body(scenarios: &[Box<dyn Scenario>], target: &Target, p: &Params)
 /// Parses `scenario`'s section of `console`; a missing or unfinished section is a failure.
 pub fn evaluate(scenario: &dyn Scenario, console: &Console, target: &Target) -> ScenarioResult {
     let name = scenario.name();
+    if let Some(why) = target.unsupported(name) {
+        return ScenarioResult::skip(name, why);
+    }
     if scenario.needs_peer() && target.peer_mac.is_none() {
         return ScenarioResult::skip(name, "needs a peer; the topology has none");
     }

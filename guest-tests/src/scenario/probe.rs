@@ -143,6 +143,7 @@ mod tests {
             driver: driver.into(),
             peer_mac: None,
             host_actions: false,
+            unsupported: Vec::new(),
         }
     }
 

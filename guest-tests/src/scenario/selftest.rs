@@ -106,6 +106,7 @@ mod tests {
             driver: "igb".into(),
             peer_mac: None,
             host_actions: false,
+            unsupported: Vec::new(),
         }
     }
 

@@ -79,7 +79,12 @@ pub enum DeviceKind {
     NicemuIgb,
     /// nicemu's ixgbe over vfio-user.
     NicemuIxgbe,
+    /// nicemu's virtio-net over vhost-user (`-netdev vhost-user`, `virtio-net-pci`).
+    NicemuVirtio,
 }
+
+/// Queue pairs of each nicemu virtio-net port (`queues=`; MSI-X vectors 2N+2).
+pub const VIRTIO_QUEUES: usize = 2;
 
 impl DeviceKind {
     /// All kinds, for help texts.
@@ -88,6 +93,7 @@ impl DeviceKind {
         DeviceKind::QemuE1000e,
         DeviceKind::NicemuIgb,
         DeviceKind::NicemuIxgbe,
+        DeviceKind::NicemuVirtio,
     ];
 
     /// Command-line name.
@@ -97,6 +103,7 @@ impl DeviceKind {
             DeviceKind::QemuE1000e => "qemu-e1000e",
             DeviceKind::NicemuIgb => "nicemu-igb",
             DeviceKind::NicemuIxgbe => "nicemu-ixgbe",
+            DeviceKind::NicemuVirtio => "nicemu-virtio",
         }
     }
 
@@ -106,6 +113,7 @@ impl DeviceKind {
             DeviceKind::QemuIgb | DeviceKind::NicemuIgb => "igb",
             DeviceKind::QemuE1000e => "e1000e",
             DeviceKind::NicemuIxgbe => "ixgbe",
+            DeviceKind::NicemuVirtio => "virtio_net",
         }
     }
 
@@ -114,6 +122,41 @@ impl DeviceKind {
         match self {
             DeviceKind::NicemuIgb => Some("igb"),
             DeviceKind::NicemuIxgbe => Some("ixgbe"),
+            DeviceKind::NicemuVirtio => Some("virtio-net"),
+            _ => None,
+        }
+    }
+
+    /// Prefix of the nicemu port ids (`igb0`, `ixgbe1`, `vn0`, …).
+    pub fn nicemu_id(self) -> Option<&'static str> {
+        match self {
+            DeviceKind::NicemuVirtio => Some("vn"),
+            other => other.nicemu_kind(),
+        }
+    }
+
+    /// Extra nicemu `--device` options of the kind (virtio-net: `queues=N`).
+    pub fn nicemu_opts(self) -> String {
+        match self {
+            DeviceKind::NicemuVirtio => format!(",queues={VIRTIO_QUEUES}"),
+            _ => String::new(),
+        }
+    }
+
+    /// Why `scenario` does not apply to this device, if it does not (virtio-net has no
+    /// ethtool self-test, no hardware counters the `stats` checks compare, and nicemu's
+    /// fault injection targets the register models).
+    pub fn unsupported(self, scenario: &str) -> Option<&'static str> {
+        match (self, scenario) {
+            (DeviceKind::NicemuVirtio, "selftest") => {
+                Some("virtio_net has no ethtool self-test (ethtool -t)")
+            }
+            (DeviceKind::NicemuVirtio, "stats") => Some(
+                "virtio_net has no hardware packet/byte/broadcast counters to check (ethtool -S)",
+            ),
+            (DeviceKind::NicemuVirtio, "faults") => {
+                Some("nicemu's fault injection (corrupt-rx, stall-tx, …) is for igb/ixgbe ports, not virtio-net")
+            }
             _ => None,
         }
     }
@@ -166,6 +209,21 @@ impl DeviceKind {
         let mut a = Vec::new();
         for (i, mac) in macs.iter().enumerate() {
             let n = i + 1;
+            if let (DeviceKind::NicemuVirtio, Some(sock)) = (self, sockets.get(i)) {
+                let q = VIRTIO_QUEUES;
+                a.extend([
+                    "-chardev".to_owned(),
+                    format!("socket,id=c{n},path={sock},reconnect-ms=1000"),
+                    "-netdev".to_owned(),
+                    format!("vhost-user,id=n{n},chardev=c{n},queues={q}"),
+                    "-device".to_owned(),
+                    format!(
+                        "virtio-net-pci,netdev=n{n},mq=on,vectors={},mac={mac}",
+                        2 * q + 2
+                    ),
+                ]);
+                continue;
+            }
             a.push("-device".to_owned());
             a.push(format!("pcie-root-port,id=rp{n},chassis={n},slot={n}"));
             match (self.nicemu_kind(), sockets.get(i)) {
@@ -226,6 +284,16 @@ mod tests {
             .any(|x| x.starts_with('{') && x.contains("\"/r/igb0.sock\"")));
         let a = DeviceKind::QemuIgb.qemu_args("/r", &[], &[TEST_MAC]);
         assert!(a.iter().any(|x| x.starts_with("igb,netdev=n1,bus=rp1")));
+        let socks = ["/r/vn0.sock".to_owned(), "/r/vn1.sock".to_owned()];
+        let a = DeviceKind::NicemuVirtio.qemu_args("/r", &socks, &[TEST_MAC, PEER_MAC]);
+        let joined = a.join(" ");
+        assert!(joined.contains(
+            "-chardev socket,id=c2,path=/r/vn1.sock,reconnect-ms=1000 \
+             -netdev vhost-user,id=n2,chardev=c2,queues=2 \
+             -device virtio-net-pci,netdev=n2,mq=on,vectors=6,mac=52:54:00:12:34:57"
+        ));
+        assert_eq!(DeviceKind::NicemuVirtio.unsupported("ping"), None);
+        assert!(DeviceKind::NicemuVirtio.unsupported("faults").is_some());
     }
 
     #[test]
