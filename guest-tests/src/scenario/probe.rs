@@ -1,5 +1,7 @@
 //! `probe`: the expected driver binds, the interface has the expected MAC, and it reaches
 //! carrier (LOWER_UP) after `ip link set up`; driver messages in dmesg are collected.
+//! `ethtool IFACE` must report `Link detected: yes` and, for igb / ixgbe, the model's
+//! speed (`1000Mb/s` / `10000Mb/s`).
 
 use serde_json::json;
 
@@ -34,6 +36,7 @@ while [ $n -lt 100 ]; do
 done
 nicemu_kv carrier_wait_ms $((n*100))
 nicemu_out link /usr/bin/ip link show "$IFACE"
+nicemu_out ethtool /usr/sbin/ethtool "$IFACE"
 nicemu_out dmesg sh -c "dmesg | grep -i -e $DRIVER -e $IFACE"
 true"#;
 
@@ -91,6 +94,7 @@ impl Scenario for Probe {
         if !flags.split(',').any(|f| f == "LOWER_UP") {
             r.add_failure(format!("no carrier (LOWER_UP) after 10 s; flags <{flags}>"));
         }
+        check_ethtool(s, target, &mut r);
         if let Some(ms) = s.get("carrier_wait_ms").and_then(|v| v.parse::<u64>().ok()) {
             r.metric("carrier_wait_ms", json!(ms));
         }
@@ -109,6 +113,63 @@ impl Scenario for Probe {
             ));
         }
         r
+    }
+}
+
+/// The `Speed:` ethtool must report for `driver`, if the harness knows it.
+pub fn expected_speed(driver: &str) -> Option<&'static str> {
+    match driver {
+        "igb" => Some("1000Mb/s"),
+        "ixgbe" => Some("10000Mb/s"),
+        _ => None,
+    }
+}
+
+/// Records `ethtool IFACE`'s `Speed:` and `Link detected:`; a wrong speed for the driver,
+/// `Link detected: no` or missing lines fail. A section without `ethtool_rc` comes from a
+/// guest script older than this check (the script always prints it): not checked.
+fn check_ethtool(s: &Section, target: &Target, r: &mut ScenarioResult) {
+    if s.get("ethtool_rc").is_none() {
+        r.metric("link_detected", json!("not run"));
+        return;
+    }
+    let mut speed = None;
+    let mut link = None;
+    for line in s.lines("ethtool") {
+        if let Some((k, v)) = line.split_once(':') {
+            match k.trim() {
+                "Speed" => speed = Some(v.trim().to_owned()),
+                "Link detected" => link = Some(v.trim().to_owned()),
+                _ => {}
+            }
+        }
+    }
+    match &speed {
+        Some(sp) => {
+            r.metric("speed", json!(sp));
+            if let Some(want) = expected_speed(&target.driver) {
+                if sp != want {
+                    r.add_failure(format!(
+                        "ethtool reports Speed: {sp}, expected {want} for {}",
+                        target.driver
+                    ));
+                }
+            }
+        }
+        None => r.add_failure(format!(
+            "ethtool {} printed no Speed: line (rc {})",
+            s.get("iface").unwrap_or("IFACE"),
+            s.get("ethtool_rc").unwrap_or("missing")
+        )),
+    }
+    match link.as_deref() {
+        Some(l) => {
+            r.metric("link_detected", json!(l));
+            if l != "yes" {
+                r.add_failure(format!("ethtool reports Link detected: {l}"));
+            }
+        }
+        None => r.add_failure("ethtool printed no Link detected: line"),
     }
 }
 
@@ -161,6 +222,31 @@ mod tests {
             .contains("LOWER_UP"));
     }
 
+    /// nicemu igb and ixgbe (sid 7.2, TCG): `ethtool IFACE` with the models' speeds.
+    #[test]
+    fn nicemu_captures_report_speed_and_link() {
+        for (text, driver, speed) in [
+            (
+                include_str!("../../tests/fixtures/nicemu-igb-probe.serial.log"),
+                "igb",
+                "1000Mb/s",
+            ),
+            (
+                include_str!("../../tests/fixtures/nicemu-ixgbe-probe.serial.log"),
+                "ixgbe",
+                "10000Mb/s",
+            ),
+        ] {
+            let r = evaluate(&Probe, &Console::parse(text), &target(driver));
+            assert_eq!(r.status, Status::Pass, "{driver}: {:?}", r.reason);
+            assert_eq!(r.metrics["speed"], speed);
+            assert_eq!(r.metrics["link_detected"], "yes");
+            let wrong = if driver == "igb" { "ixgbe" } else { "igb" };
+            let r = evaluate(&Probe, &Console::parse(text), &target(wrong));
+            assert!(r.reason.unwrap().contains("ethtool reports Speed"));
+        }
+    }
+
     #[test]
     fn wrong_driver_and_no_carrier_fail() {
         let text = QEMU_IGB.replace("UP,LOWER_UP>", "UP>");
@@ -180,6 +266,55 @@ mod tests {
         let r = evaluate(&Probe, &Console::parse(&text), &target("igb"));
         assert_eq!(r.status, Status::Fail);
         assert_eq!(r.metrics["dmesg_errors"].as_array().unwrap().len(), 1);
+    }
+
+    /// The QEMU capture with `ethtool IFACE` lines of the given speed / link added.
+    fn with_ethtool(speed: &str, link: &str) -> String {
+        QEMU_IGB.replace(
+            "@@NICEMU-DONE probe",
+            &format!(
+                "@@NICEMU-OUT probe ethtool Settings for eth0:\n\
+                 @@NICEMU-OUT probe ethtool \tSpeed: {speed}\n\
+                 @@NICEMU-OUT probe ethtool \tDuplex: Full\n\
+                 @@NICEMU-OUT probe ethtool \tLink detected: {link}\n\
+                 @@NICEMU probe ethtool_rc=0\n@@NICEMU-DONE probe"
+            ),
+        )
+    }
+
+    #[test]
+    fn ethtool_speed_and_link_are_checked() {
+        let r = evaluate(
+            &Probe,
+            &Console::parse(&with_ethtool("1000Mb/s", "yes")),
+            &target("igb"),
+        );
+        assert_eq!(r.status, Status::Pass, "{:?}", r.reason);
+        assert_eq!(r.metrics["speed"], "1000Mb/s");
+        assert_eq!(r.metrics["link_detected"], "yes");
+
+        let r = evaluate(
+            &Probe,
+            &Console::parse(&with_ethtool("1000Mb/s", "yes")),
+            &target("ixgbe"),
+        );
+        let reason = r.reason.unwrap();
+        assert!(reason.contains("expected 10000Mb/s"), "{reason}");
+
+        let r = evaluate(
+            &Probe,
+            &Console::parse(&with_ethtool("1000Mb/s", "no")),
+            &target("igb"),
+        );
+        assert_eq!(r.status, Status::Fail);
+        assert!(r.reason.unwrap().contains("Link detected: no"));
+
+        let text = QEMU_IGB.replace(
+            "@@NICEMU-DONE probe",
+            "@@NICEMU probe ethtool_rc=1\n@@NICEMU-DONE probe",
+        );
+        let r = evaluate(&Probe, &Console::parse(&text), &target("igb"));
+        assert!(r.reason.unwrap().contains("no Speed: line (rc 1)"));
     }
 
     #[test]
