@@ -89,7 +89,8 @@ pub struct RunArgs {
     pub params: Vec<String>,
     /// Peer placement: netns (a second port of the same kind in a network namespace),
     /// single (no peer), interop-igb / interop-e1000e (nicemu device under test, QEMU's
-    /// igb / e1000e as the peer, joined through nicemu's stream wire).
+    /// igb / e1000e as the peer, joined through nicemu's stream wire), mixed (nicemu-igb
+    /// device under test igb0, nicemu ixgbe port ixgbe1 as the peer, one nicemu process).
     #[arg(long, value_enum)]
     pub topology: Option<Topology>,
     /// Run only shard K of N (cells round robin), e.g. --shard 2/4.

@@ -175,6 +175,14 @@ impl Matrix {
                 )));
             }
         }
+        if topology == Topology::Mixed {
+            if let Some(d) = devices.iter().find(|d| **d != DeviceKind::NicemuIgb) {
+                return Err(Error::Usage(format!(
+                    "topology mixed is nicemu's igb port (device under test) next to its ixgbe \
+                     port; use --device nicemu-igb, not {d}"
+                )));
+            }
+        }
         Ok(Matrix {
             kernels,
             devices,
@@ -339,6 +347,24 @@ mod tests {
             ..Default::default()
         };
         assert!(Matrix::build(None, &o).is_err());
+    }
+
+    #[test]
+    fn mixed_is_for_nicemu_igb() {
+        let f = MatrixFile::parse(
+            "devices = [\"nicemu-igb\"]\nscenarios = [\"ptp\"]\ntopology = \"mixed\"\n",
+            "t",
+        )
+        .unwrap();
+        let m = Matrix::build(Some(f), &Overrides::default()).unwrap();
+        assert_eq!(m.topology, Topology::Mixed);
+        let o = Overrides {
+            devices: vec!["nicemu-ixgbe".into()],
+            topology: Some(Topology::Mixed),
+            ..Default::default()
+        };
+        let e = Matrix::build(None, &o).unwrap_err().to_string();
+        assert!(e.contains("not nicemu-ixgbe"), "{e}");
     }
 
     #[test]

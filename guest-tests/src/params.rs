@@ -65,6 +65,12 @@ pub const KNOWN: &[(&str, &str, &str)] = &[
         "fault cases to run (nicemu devices only)",
     ),
     (
+        "ptp.delay_ns",
+        "0",
+        "nicemu topologies: `,delay=NS` on both nicemu --device specs (a symmetric wire delay); \
+         > 0 = ptp4l's path delay must be within ± 200 ns of it",
+    ),
+    (
         "rss.duration",
         "1",
         "seconds of netperf TCP_CRR (many flows) and TCP_RR (one flow) per channel count",

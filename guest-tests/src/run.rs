@@ -323,7 +323,14 @@ struct NicemuCell {
     host: HostActions,
 }
 
-fn nicemu_cell(bin: &Path, kind: &str, topo: Topology, dev: DeviceKind, d: &RunDir) -> NicemuCell {
+fn nicemu_cell(
+    bin: &Path,
+    kind: &str,
+    topo: Topology,
+    dev: DeviceKind,
+    d: &RunDir,
+    delay_ns: u64,
+) -> NicemuCell {
     let mut args = Vec::new();
     let mut sockets = Vec::new();
     let mut guest_socks = Vec::new();
@@ -333,12 +340,22 @@ fn nicemu_cell(bin: &Path, kind: &str, topo: Topology, dev: DeviceKind, d: &RunD
     } else {
         topo.macs()
     };
+    // `ptp.delay_ns`: the same receive time-stamp delay on every nicemu port.
+    let delay = if delay_ns > 0 {
+        format!(",delay={delay_ns}")
+    } else {
+        String::new()
+    };
     for (i, mac) in ports.iter().enumerate() {
-        let id = format!("{}{i}", dev.nicemu_id().unwrap_or(kind));
+        let (kind, idp) = match topo.nicemu_peer() {
+            Some(peer) if i == 1 => peer,
+            _ => (kind, dev.nicemu_id().unwrap_or(kind)),
+        };
+        let id = format!("{idp}{i}");
         let (host, guest) = d.file(&format!("{id}.sock"));
         args.push("--device".to_owned());
         args.push(format!(
-            "{kind},id={id},socket={}{},mac={mac},net=lan0",
+            "{kind},id={id},socket={}{},mac={mac},net=lan0{delay}",
             host.display(),
             dev.nicemu_opts()
         ));
@@ -360,7 +377,10 @@ fn nicemu_cell(bin: &Path, kind: &str, topo: Topology, dev: DeviceKind, d: &RunD
     args.push(control.display().to_string());
     sockets.push(control.clone());
     let idp = dev.nicemu_id().unwrap_or(kind);
-    let peer = (ports.len() > 1).then(|| format!("{idp}1"));
+    let peer = (ports.len() > 1).then(|| {
+        let p = topo.nicemu_peer().map_or(idp, |(_, id)| id);
+        format!("{p}1")
+    });
     let host = HostActions::new(bin, &control, &d.host, &format!("{idp}0"), peer.as_deref());
     NicemuCell {
         args,
@@ -418,7 +438,8 @@ fn run_cell(
     let mut nicemu = None;
     let mut host = None;
     if let (Some(kind), Some(bin)) = (dev.nicemu_kind(), ctx.nicemu_bin) {
-        let c = nicemu_cell(bin, kind, topo, dev, d);
+        let delay_ns = ctx.matrix.params.num("ptp.delay_ns").max(0.0) as u64;
+        let c = nicemu_cell(bin, kind, topo, dev, d, delay_ns);
         let log = d.host.join("nicemu.log");
         println!("  nicemu {} (log {})", c.args.join(" "), log.display());
         nicemu = Some(NicemuProcess::start(bin, &c.args, &c.sockets, &log)?);
@@ -529,5 +550,56 @@ fn remove_images(dir: &Path) {
         {
             let _ = std::fs::remove_file(&p);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mixed_cell_is_igb0_and_ixgbe1_with_the_delay() {
+        let d = RunDir {
+            host: PathBuf::from("/h"),
+            guest: PathBuf::from("/g"),
+        };
+        let c = nicemu_cell(
+            Path::new("/bin/nicemu"),
+            "igb",
+            Topology::Mixed,
+            DeviceKind::NicemuIgb,
+            &d,
+            50000,
+        );
+        let devices: Vec<&str> = c
+            .args
+            .windows(2)
+            .filter(|w| w[0] == "--device")
+            .map(|w| w[1].as_str())
+            .collect();
+        assert_eq!(
+            devices,
+            [
+                "igb,id=igb0,socket=/h/igb0.sock,mac=52:54:00:12:34:56,net=lan0,delay=50000",
+                "ixgbe,id=ixgbe1,socket=/h/ixgbe1.sock,mac=52:54:00:12:34:57,net=lan0,delay=50000",
+            ]
+        );
+        assert_eq!(
+            c.qemu
+                .iter()
+                .filter(|a| a.contains("vfio-user-pci"))
+                .count(),
+            2
+        );
+        let netns = nicemu_cell(
+            Path::new("/bin/nicemu"),
+            "igb",
+            Topology::Netns,
+            DeviceKind::NicemuIgb,
+            &d,
+            0,
+        );
+        assert!(netns.args.iter().all(|a| !a.contains("delay=")));
+        assert!(netns.args.iter().any(|a| a.starts_with("igb,id=igb1,")));
     }
 }

@@ -194,6 +194,47 @@ fn nicemu_igb_ptp_capture_rate_and_ptp4l() {
         .contains("issue 6"));
 }
 
+/// Topology `mixed` (nicemu igb0 device under test, ixgbe1 peer), `ptp.delay_ns=50000`,
+/// sid 7.2, TCG: ping and ptp.
+#[test]
+fn nicemu_mixed_capture_path_delay() {
+    let text = include_str!("../../tests/fixtures/nicemu-mixed-ping-ptp-delay50000.serial.log");
+    assert_eq!(eval_as("ping", text, "igb", true).status, Status::Pass);
+    let r = eval_as("ptp", text, "igb", true);
+    assert_eq!(r.status, Status::Pass, "{:?}", r.reason);
+    assert_eq!(r.metrics["delay_expected_ns"], 50000.0);
+    for tr in ["ptp4l_l2", "ptp4l_udpv4"] {
+        let d = r.metrics[tr]["delay_ns"].as_f64().unwrap();
+        assert!((d - 50000.0).abs() <= 200.0, "{tr} {d}");
+    }
+    // The same run judged against another delay fails.
+    let other = text.replace("ptp delay_ns=50000", "ptp delay_ns=60000");
+    let r = eval_as("ptp", &other, "igb", true);
+    assert!(r.reason.unwrap().contains("want 60000 ± 200 ns"));
+}
+
+#[test]
+fn ptp_delay_ns_checks_the_path_delay() {
+    // This capture ran without a wire delay: ptp4l's path delay is 0 ns.
+    let with = |ns: u32| {
+        IGB_PTP.replace(
+            "@@NICEMU ptp iface=eth0",
+            &format!("@@NICEMU ptp iface=eth0\n@@NICEMU ptp delay_ns={ns}"),
+        )
+    };
+    let r = eval_as("ptp", &with(150), "igb", true);
+    assert_eq!(r.status, Status::Pass, "{:?}", r.reason);
+    assert_eq!(r.metrics["delay_expected_ns"], 150.0);
+    let r = eval_as("ptp", &with(50000), "igb", true);
+    assert_eq!(r.status, Status::Fail);
+    let reason = r.reason.unwrap();
+    assert!(
+        reason.contains("ptp4l L2: path delay 0 ns, want 50000 ± 200 ns"),
+        "{reason}"
+    );
+    assert!(reason.contains("ptp4l UDPv4: path delay 0 ns"), "{reason}");
+}
+
 const IGB_FAULTS: &str = include_str!("../../tests/fixtures/nicemu-igb-faults-rss.serial.log");
 const IXGBE_FAULTS: &str = include_str!("../../tests/fixtures/nicemu-ixgbe-faults-rss.serial.log");
 

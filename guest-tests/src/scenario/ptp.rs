@@ -90,6 +90,9 @@ const RATE_PPM: f64 = 100.0;
 const RATE_TOL_PPM: f64 = 2.0;
 /// Largest drift at `freq 0` (ppm).
 const NOMINAL_MAX_PPM: f64 = 3.0;
+/// Largest distance (ns) of ptp4l's path delay from `ptp.delay_ns` when that is set.
+pub const DELAY_TOLERANCE_NS: f64 = 200.0;
+
 /// Largest slave rms offset (ns) for ptp4l to pass.
 const RMS_MAX_NS: f64 = 1000.0;
 
@@ -216,9 +219,15 @@ impl Scenario for Ptp {
         "ptp"
     }
 
-    fn script(&self, _p: &Params) -> String {
+    fn script(&self, p: &Params) -> String {
+        let delay = p.num("ptp.delay_ns").max(0.0) as u64;
+        let want = if delay > 0 {
+            format!("nicemu_kv delay_ns {delay}\n")
+        } else {
+            String::new()
+        };
         format!(
-            "{NEED_IFACE}{}",
+            "{NEED_IFACE}{want}{}",
             SCRIPT.replace("SET_TO", &format!("{SET_TO:.1}"))
         )
     }
@@ -342,6 +351,13 @@ impl Ptp {
             return;
         }
         let mut problems = Vec::new();
+        let want_delay = s
+            .get("delay_ns")
+            .and_then(|v| v.parse::<f64>().ok())
+            .filter(|d| *d > 0.0);
+        if let Some(w) = want_delay {
+            r.metric("delay_expected_ns", json!(w));
+        }
         for (tr, name) in [("2", "L2"), ("4", "UDPv4")] {
             if s.get(&format!("ptp4l{tr}_ran")).is_none() {
                 problems.push(format!("ptp4l {name} did not run"));
@@ -383,6 +399,16 @@ impl Ptp {
                         ""
                     }
                 )),
+            }
+            if let (Some(want), Some(_)) = (want_delay, p.rms) {
+                match p.delay {
+                    Some(d) if (d - want).abs() <= DELAY_TOLERANCE_NS => {}
+                    Some(d) => problems.push(format!(
+                        "ptp4l {name}: path delay {d} ns, want {want} ± {DELAY_TOLERANCE_NS} ns \
+                         (ptp.delay_ns)"
+                    )),
+                    None => problems.push(format!("ptp4l {name}: slave printed no path delay")),
+                }
             }
         }
         if problems.is_empty() {

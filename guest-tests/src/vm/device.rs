@@ -28,6 +28,10 @@ pub enum Topology {
     #[value(name = "interop-e1000e")]
     #[serde(rename = "interop-e1000e")]
     InteropE1000e,
+    /// nicemu only, device under test nicemu-igb: port `igb0` is the device under test, the
+    /// peer is an ixgbe port `ixgbe1` of the same nicemu process on the same net (in netns
+    /// `peer`).
+    Mixed,
 }
 
 impl Topology {
@@ -37,6 +41,7 @@ impl Topology {
         Topology::Single,
         Topology::InteropIgb,
         Topology::InteropE1000e,
+        Topology::Mixed,
     ];
 
     /// MACs of the ports: the device under test first.
@@ -54,6 +59,16 @@ impl Topology {
             Topology::Single => "single",
             Topology::InteropIgb => "interop-igb",
             Topology::InteropE1000e => "interop-e1000e",
+            Topology::Mixed => "mixed",
+        }
+    }
+
+    /// The nicemu (`--device` kind, id prefix) of the peer port when it differs from the
+    /// device under test's (`mixed`: an ixgbe port next to the igb one).
+    pub fn nicemu_peer(self) -> Option<(&'static str, &'static str)> {
+        match self {
+            Topology::Mixed => Some(("ixgbe", "ixgbe")),
+            _ => None,
         }
     }
 
