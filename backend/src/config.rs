@@ -32,6 +32,8 @@ pub struct DeviceSpec {
     pub net: String,
     /// Queue pairs (virtio-net).
     pub queues: u16,
+    /// SFP+ module in an ixgbe port's cage (`sfp=da|sr|lr|none`, default da).
+    pub sfp: device_models::ixgbe::SfpKind,
     /// Wire delay of frames arriving at this port, in ns: IEEE 1588 receive
     /// time stamps are taken this much later (igb, ixgbe).
     pub delay_ns: u64,
@@ -90,6 +92,7 @@ impl DeviceSpec {
             }
         };
         let (mut id, mut socket, mut mac, mut net, mut queues) = (None, None, None, None, None);
+        let mut sfp = None;
         let mut delay_ns = None;
         for kv in parts {
             let (k, v) = key_value(kv).map_err(bad)?;
@@ -117,6 +120,12 @@ impl DeviceSpec {
                             })?;
                     queues = Some(n);
                 }
+                "sfp" => {
+                    sfp = Some(
+                        device_models::ixgbe::SfpKind::parse(v)
+                            .ok_or_else(|| bad(format!("sfp '{v}' must be da, sr, lr or none")))?,
+                    );
+                }
                 "delay" => {
                     let n: u64 =
                         v.parse()
@@ -131,13 +140,16 @@ impl DeviceSpec {
                 }
                 other => {
                     return Err(bad(format!(
-                        "unknown key '{other}' (known: id, socket, mac, net, queues, delay)"
+                        "unknown key '{other}' (known: id, socket, mac, net, queues, delay, sfp)"
                     )))
                 }
             }
         }
         if queues.is_some() && kind != DeviceKind::VirtioNet {
             return Err(bad("queues= applies to virtio-net only".into()));
+        }
+        if sfp.is_some() && kind != DeviceKind::Ixgbe {
+            return Err(bad("sfp= applies to ixgbe only".into()));
         }
         if delay_ns.is_some() && kind == DeviceKind::VirtioNet {
             return Err(bad(
@@ -152,6 +164,7 @@ impl DeviceSpec {
             net: net.unwrap_or_else(|| "lan0".into()),
             queues: queues.unwrap_or(1),
             delay_ns: delay_ns.unwrap_or(0),
+            sfp: sfp.unwrap_or_default(),
         })
     }
 }
@@ -276,6 +289,8 @@ mod tests {
         assert_eq!(d.delay_ns, 0);
         let d = DeviceSpec::parse("ixgbe,id=x,socket=/s,delay=1500", 1).unwrap();
         assert_eq!(d.delay_ns, 1500);
+        let d = DeviceSpec::parse("ixgbe,id=x,socket=/s,sfp=lr", 1).unwrap();
+        assert_eq!(d.sfp, device_models::ixgbe::SfpKind::Lr);
         let d = DeviceSpec::parse("virtio-net,id=v,socket=/s,queues=4", 3).unwrap();
         assert_eq!(d.queues, 4);
         assert_eq!(d.net, "lan0");
@@ -296,6 +311,8 @@ mod tests {
             ("igb,id=,socket=/s", "needs a value"),
             ("virtio-net,id=a,socket=/s,queues=0", "1 to 64"),
             ("igb,id=a,socket=/s,queues=2", "virtio-net only"),
+            ("ixgbe,id=a,socket=/s,sfp=qsfp", "da, sr, lr or none"),
+            ("igb,id=a,socket=/s,sfp=sr", "ixgbe only"),
             ("igb,id=a,socket=/s,delay=-1", "nanoseconds"),
             ("igb,id=a,socket=/s,delay=2000000000", "nanoseconds"),
             ("virtio-net,id=a,socket=/s,delay=5", "igb and ixgbe"),

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use device_models::igb::{self, IgbConfig};
-use device_models::ixgbe::{self, IxgbeConfig, SfpKind};
+use device_models::ixgbe::{self, IxgbeConfig};
 use device_models::{Clock, DeviceEnv, MonotonicClock};
 
 use crate::config::{DeviceKind, DeviceSpec, WireSpec};
@@ -223,7 +223,7 @@ fn start_one(
         DeviceKind::Ixgbe => ixgbe::new_function(
             IxgbeConfig {
                 mac: spec.mac,
-                sfp: SfpKind::DirectAttach,
+                sfp: spec.sfp,
             },
             env,
         ),
