@@ -85,11 +85,15 @@ pub fn freq_ppb(lines: &[&str]) -> Option<f64> {
 
 /// Frequency steps of the rate check (ppb) and their tags.
 const RATE_STEPS: [(&str, &str); 3] = [("f0", "0"), ("fp", "100000"), ("fm", "-100000")];
-/// Expected rate change of the ±100000 ppb steps (ppm) and its tolerance.
+/// Expected rate change of the ±100000 ppb steps (ppm) and its tolerance. Each `cmp`
+/// reads SYSTIM through vfio-user register reads whose latency under a loaded TCG host
+/// varies by tens of µs, i.e. several ppm over a 10 s window, so the bounds are loose
+/// enough for that yet far from what a clock ignoring `freq` (0 ppm) or one running at the
+/// wrong rate (QEMU's igb: +98 % at freq 100000000) shows.
 const RATE_PPM: f64 = 100.0;
-const RATE_TOL_PPM: f64 = 2.0;
+const RATE_TOL_PPM: f64 = 10.0;
 /// Largest drift at `freq 0` (ppm).
-const NOMINAL_MAX_PPM: f64 = 3.0;
+const NOMINAL_MAX_PPM: f64 = 15.0;
 /// Largest distance (ns) of ptp4l's path delay from `ptp.delay_ns` when that is set.
 pub const DELAY_TOLERANCE_NS: f64 = 200.0;
 
