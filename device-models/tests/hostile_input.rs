@@ -30,6 +30,30 @@ fn status(d: &mut Igb) -> u32 {
     u32::from_le_bytes(b)
 }
 
+/// A `run_program` program of `n` steps whose offsets `offset(r)` picks from a random
+/// word (steering writes into queue blocks), mostly reads and writes, some frames, and
+/// values that often carry a queue-enable bit.
+fn steered_program(rng: &mut XorShift, n: usize, offset: impl Fn(u64) -> u32) -> Vec<u8> {
+    let mut prog = Vec::with_capacity(7 * n);
+    for _ in 0..n {
+        let r = rng.next_u64();
+        let off = offset(r);
+        let op = if r >> 60 == 0 { 4 } else { (r >> 40) as u8 % 3 };
+        let val = if r & 0x10 != 0 {
+            0x0200_0000
+        } else {
+            (r >> 16) as u32
+        };
+        let mut step = [0u8; 7];
+        step[0] = op;
+        step[1..3].copy_from_slice(&(off as u16).to_le_bytes());
+        step[3..7].copy_from_slice(&val.to_le_bytes());
+        step[3] = (step[3] & !0x07) | (off >> 16) as u8;
+        prog.extend_from_slice(&step);
+    }
+    prog
+}
+
 #[test]
 fn random_register_programs_over_random_memory() {
     let mut rng = XorShift(0x9e37_79b9_7f4a_7c15);
@@ -54,24 +78,10 @@ fn random_programs_focused_on_queue_registers() {
         let (mut d, _t) = igb(&mut rng);
         d.bar_write(0, 0x400, &0x2u32.to_le_bytes()); // TCTL.EN
         d.bar_write(0, 0x100, &0x0400_801eu32.to_le_bytes()); // RCTL.EN|UPE|MPE|BAM
-        let mut prog = Vec::with_capacity(7 * 4000);
-        for _ in 0..2000 {
-            let r = rng.next_u64();
+        let prog = steered_program(&mut rng, 2000, |r| {
             let base = [0x2800u32, 0x3800, 0xc000, 0xe000][(r & 3) as usize];
-            let off = (base + ((r >> 8) as u32 % 0x400)) & !3;
-            let op = if r >> 60 == 0 { 4 } else { (r >> 40) as u8 % 3 };
-            let val = if r & 0x10 != 0 {
-                0x0200_0000
-            } else {
-                (r >> 16) as u32
-            };
-            let mut step = [0u8; 7];
-            step[0] = op;
-            step[1..3].copy_from_slice(&(off as u16).to_le_bytes());
-            step[3..7].copy_from_slice(&val.to_le_bytes());
-            step[3] = (step[3] & !0x07) | (off >> 16) as u8;
-            prog.extend_from_slice(&step);
-        }
+            (base + ((r >> 8) as u32 % 0x400)) & !3
+        });
         run_program(&mut d, &prog);
         let e = d.guest_errors();
         assert!(e.dma_errors + e.ring_errors + e.tx_malformed + e.unknown_regs < u64::MAX);
@@ -100,27 +110,13 @@ fn ixgbe_random_programs_and_queue_registers() {
         // (RX 0x1000.., TX 0x6000..) and anywhere else.
         d.bar_write(0, 0x4a80, &1u32.to_le_bytes()); // DMATXCTL.TE
         d.bar_write(0, 0x3000, &1u32.to_le_bytes()); // RXCTRL.RXEN
-        let mut prog = Vec::with_capacity(7 * 1500);
-        for _ in 0..1500 {
-            let r = rng.next_u64();
-            let off = if round % 2 == 0 {
+        let prog = steered_program(&mut rng, 1500, |r| {
+            if round % 2 == 0 {
                 ([0x1000u32, 0x6000][(r & 1) as usize] + ((r >> 8) as u32 % 0x800)) & !3
             } else {
                 (r >> 8) as u32 & 0x7fffc
-            };
-            let op = if r >> 60 == 0 { 4 } else { (r >> 40) as u8 % 3 };
-            let val = if r & 0x10 != 0 {
-                0x0200_0000
-            } else {
-                (r >> 16) as u32
-            };
-            let mut step = [0u8; 7];
-            step[0] = op;
-            step[1..3].copy_from_slice(&(off as u16).to_le_bytes());
-            step[3..7].copy_from_slice(&val.to_le_bytes());
-            step[3] = (step[3] & !0x07) | (off >> 16) as u8;
-            prog.extend_from_slice(&step);
-        }
+            }
+        });
         run_program(&mut d, &prog);
         d.reset();
         let mut b = [0u8; 4];
