@@ -26,8 +26,8 @@ const RXCSUM_TUOFL: u32 = 1 << 9;
 /// RXCSUM: packet checksum disable (RSS hash in the descriptor instead).
 const RXCSUM_PCSD: u32 = 1 << 13;
 
-/// Largest frame accepted without RCTL.LPE (1518 + VLAN tag, without FCS).
-const MAX_STD_FRAME: usize = 1518 + 4 - 4;
+/// Largest frame accepted without RCTL.LPE: 1514 bytes plus a VLAN tag (no FCS).
+const MAX_STD_FRAME: usize = 1514 + 4;
 
 impl Igb {
     /// Delivers a frame from the wire (or loopback) to the host.
