@@ -4,7 +4,7 @@
 //!
 //! Run: `cargo bench -p nicemu --bench datapath`.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
 use device_models::igb::{Igb, IgbConfig};
@@ -24,19 +24,19 @@ impl TimerSink for NoTimer {
     fn arm(&self, _: u64) {}
 }
 
-struct Direct(Arc<Mutex<Igb>>);
+struct Direct(Arc<Igb>);
 impl DirectRx for Direct {
     fn try_receive(&self, frame: &[u8]) -> bool {
-        self.0.lock().unwrap().receive(frame);
+        self.0.receive(frame);
         true
     }
 }
 
-fn wr(d: &mut Igb, off: u64, v: u32) {
+fn wr(d: &Igb, off: u64, v: u32) {
     d.bar_write(0, off, &v.to_le_bytes());
 }
 
-fn setup(d: &mut Igb, mem: &GuestRam) {
+fn setup(d: &Igb, mem: &GuestRam) {
     wr(d, 0x3800, TX_RING as u32);
     wr(d, 0x3808, RING * 16);
     wr(d, 0x3828, 1 << 25);
@@ -64,23 +64,23 @@ fn run(size: usize, frames: u32) -> f64 {
         clock: Arc::new(MonotonicClock),
         timer: Arc::new(NoTimer),
     };
-    let mut a = Igb::new(
+    let a = Igb::new(
         IgbConfig {
             mac: [2, 0, 0, 0, 0, 0xa],
         },
         env(Arc::new(port_a)),
     );
-    let b = Arc::new(Mutex::new(Igb::new(
+    let b = Arc::new(Igb::new(
         IgbConfig {
             mac: [2, 0, 0, 0, 0, 0xb],
         },
         env(Arc::new(device_models::testutil::RecordingWire::default())),
-    )));
+    ));
     let (_pb, _rxb) = sw.attach_direct(Some(Arc::new(Direct(b.clone()))));
     a.set_memory(mem_a.clone());
-    b.lock().unwrap().set_memory(mem_b.clone());
-    setup(&mut a, &mem_a);
-    setup(&mut b.lock().unwrap(), &mem_b);
+    b.set_memory(mem_b.clone());
+    setup(&a, &mem_a);
+    setup(&b, &mem_b);
     let mut frame = vec![0u8; size];
     frame[..6].copy_from_slice(&[2, 0, 0, 0, 0, 0xb]);
     frame[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 0xa]);
@@ -108,7 +108,7 @@ fn run(size: usize, frames: u32) -> f64 {
                 .unwrap();
             tail = (tail + 1) % RING;
         }
-        wr(&mut a, 0x3818, tail);
+        wr(&a, 0x3818, tail);
         sent += batch;
         // Driver side of B: refill the buffers the frames used.
         for _ in 0..batch {
@@ -121,11 +121,11 @@ fn run(size: usize, frames: u32) -> f64 {
                 .unwrap();
             rx_head = (rx_head + 1) % RING;
         }
-        wr(&mut b.lock().unwrap(), 0x2818, (rx_head + RING - 1) % RING);
+        wr(&b, 0x2818, (rx_head + RING - 1) % RING);
     }
     let secs = t0.elapsed().as_secs_f64();
     let mut g = [0u8; 4];
-    b.lock().unwrap().bar_read(0, 0x4074, &mut g);
+    b.bar_read(0, 0x4074, &mut g);
     let got = u32::from_le_bytes(g);
     assert_eq!(got, sent, "every frame received");
     f64::from(sent) / secs

@@ -4,7 +4,7 @@
 //!
 //! Run: `cargo bench -p nicemu --bench vfio_rtt`.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
 use device_models::igb::{self, IgbConfig};
@@ -32,12 +32,12 @@ fn main() {
         clock: Arc::new(MonotonicClock),
         timer: Arc::new(NoTimer),
     };
-    let dev: SharedDevice = Arc::new(Mutex::new(igb::new_function(
+    let dev: SharedDevice = igb::new_function(
         IgbConfig {
             mac: [2, 0, 0, 0, 0, 1],
         },
         env,
-    )));
+    );
     VfioPort::new("igb0".into(), dev, irq, Arc::new(Tracer::disabled()))
         .serve(&sock)
         .unwrap();

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use device_models::igb::{self, IgbConfig};
 use device_models::ixgbe::{self, IxgbeConfig};
@@ -14,7 +14,7 @@ use crate::error::Error;
 use crate::switch::{DirectRx, PortCounters, Switch};
 use crate::timer::{self, DeviceTimer};
 use crate::trace::{TraceSink, Tracer};
-use crate::vfio::{self, irq::EventIrq, SharedDevice, VfioPort};
+use crate::vfio::{irq::EventIrq, SharedDevice, VfioPort};
 use crate::wire;
 
 /// What the control path knows of one port.
@@ -95,7 +95,8 @@ impl Running {
     }
 }
 
-/// Direct receive into a device whose lock is free (see [`DirectRx`]).
+/// Direct receive into a device whose receive queue is free (see [`DirectRx`]
+/// and [`device_models::NicFunction::try_receive_at`]).
 #[derive(Default)]
 struct DirectDevice {
     dev: std::sync::OnceLock<SharedDevice>,
@@ -110,17 +111,7 @@ impl DirectRx for DirectDevice {
         let Some(dev) = self.dev.get() else {
             return false;
         };
-        match dev.try_lock() {
-            Ok(mut d) => {
-                d.receive_at(frame, sent_ns);
-                true
-            }
-            Err(std::sync::TryLockError::Poisoned(p)) => {
-                p.into_inner().receive_at(frame, sent_ns);
-                true
-            }
-            Err(std::sync::TryLockError::WouldBlock) => false,
-        }
+        dev.try_receive_at(frame, sent_ns)
     }
 }
 
@@ -219,7 +210,7 @@ fn start_one(
         clock: Arc::new(MonotonicClock),
         timer: timer.clone(),
     };
-    let dev: SharedDevice = Arc::new(Mutex::new(match spec.kind {
+    let dev: SharedDevice = match spec.kind {
         DeviceKind::Ixgbe => ixgbe::new_function(
             IxgbeConfig {
                 mac: spec.mac,
@@ -228,16 +219,16 @@ fn start_one(
             env,
         ),
         _ => igb::new_function(IgbConfig { mac: spec.mac }, env),
-    }));
+    };
     let _ = direct.dev.set(dev.clone());
-    vfio::lock(&dev).set_wire_delay_ns(spec.delay_ns);
+    dev.set_wire_delay_ns(spec.delay_ns);
     // Receive thread: frames from the switch into the device.
     let rx_dev = dev.clone();
     std::thread::Builder::new()
         .name(format!("rx-{}", spec.id))
         .spawn(move || {
             while let Some((frame, sent)) = rx.recv_timed() {
-                vfio::lock(&rx_dev).receive_at(&frame, sent);
+                rx_dev.receive_at(&frame, sent);
                 rx.recycle(frame);
             }
         })

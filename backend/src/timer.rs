@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use device_models::{Clock, TimerSink};
 
-use crate::vfio::{self, SharedDevice};
+use crate::vfio::SharedDevice;
 
 /// The earliest armed deadline of one device.
 #[derive(Debug, Default)]
@@ -61,7 +61,7 @@ pub fn spawn(
         .name(format!("timer-{id}"))
         .spawn(move || loop {
             let now = timer.wait(clock.as_ref());
-            vfio::lock(&dev).on_timer(now);
+            dev.on_timer(now);
         })?;
     Ok(())
 }

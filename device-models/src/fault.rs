@@ -5,6 +5,9 @@
 //! checksum is wrong after the next reset, a counter preset near its wrap point,
 //! a PTP clock step.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+
 /// A fault to inject.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Fault {
@@ -91,6 +94,51 @@ impl Faults {
     pub fn on_reset(&mut self) -> bool {
         self.stalled_tx = 0;
         std::mem::take(&mut self.nvm_corrupt_on_reset)
+    }
+}
+
+/// [`Faults`] shared by the control path (arming) and the data path of every
+/// queue: the data path checks an atomic flag and takes the lock only while a
+/// fault is armed, so normal traffic never contends here.
+#[derive(Debug, Default)]
+pub struct SharedFaults {
+    armed: AtomicBool,
+    inner: Mutex<Faults>,
+}
+
+impl SharedFaults {
+    fn with<R>(&self, f: impl FnOnce(&mut Faults) -> R) -> R {
+        let mut g = crate::sync::lock(&self.inner);
+        let r = f(&mut g);
+        self.armed.store(*g != Faults::default(), Ordering::Release);
+        r
+    }
+
+    fn idle(&self) -> bool {
+        !self.armed.load(Ordering::Acquire)
+    }
+
+    /// See [`Faults::arm`].
+    pub fn arm(&self, f: &Fault, queues: u16) -> Result<(), FaultError> {
+        self.with(|x| x.arm(f, queues))
+    }
+
+    /// See [`Faults::take_rx`].
+    pub fn take_rx(&self) -> Option<RxFault> {
+        if self.idle() {
+            return None;
+        }
+        self.with(Faults::take_rx)
+    }
+
+    /// See [`Faults::tx_stalled`].
+    pub fn tx_stalled(&self, q: usize) -> bool {
+        !self.idle() && self.with(|x| x.tx_stalled(q))
+    }
+
+    /// See [`Faults::on_reset`].
+    pub fn on_reset(&self) -> bool {
+        !self.idle() && self.with(Faults::on_reset)
     }
 }
 

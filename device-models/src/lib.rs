@@ -7,6 +7,14 @@
 //! [`FrameSink`] for transmitted frames and a [`Clock`]. No I/O, no threads, no
 //! sockets live here, so unit tests drive a device with in-memory guest RAM and a
 //! recording interrupt sink.
+//!
+//! Concurrency: a function is shared (`Arc<dyn NicFunction>`) by the transport
+//! thread that carries its register accesses, the threads that deliver received
+//! frames and the timer. There is no lock of the whole device: registers and
+//! counters are atomics, each transmit and each receive queue has its own lock,
+//! and the small shared pieces (interrupt causes, time stamp latches, control
+//! state such as the PHY and NVM) have short locks of their own. A frame for
+//! receive queue 1 never waits for queue 0's work, nor for a transmit queue.
 
 pub mod bar;
 pub mod desc;
@@ -23,11 +31,13 @@ pub mod regfile;
 pub mod ring;
 pub mod rss;
 pub mod stats;
+pub mod sync;
 #[doc(hidden)]
 pub mod testutil;
 pub mod txframe;
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
 
 pub use fault::{DriverView, Fault, FaultError};
 pub use pci::{Bar, BarKind};
@@ -129,31 +139,95 @@ impl GuestErrors {
     }
 }
 
-/// One PCI network function, as a transport sees it.
-pub trait NicFunction: Send {
+/// Guest error counters of one device, counted by every queue without a lock.
+#[derive(Debug, Default)]
+pub struct ErrorCounters {
+    dma: AtomicU64,
+    ring: AtomicU64,
+    tx_malformed: AtomicU64,
+    unknown_regs: AtomicU64,
+}
+
+impl ErrorCounters {
+    /// A descriptor or buffer address outside guest memory.
+    pub fn dma(&self) {
+        self.dma.fetch_add(1, Ordering::Relaxed);
+    }
+    /// A tail beyond the ring or a ring with no descriptors.
+    pub fn ring(&self) {
+        self.ring.fetch_add(1, Ordering::Relaxed);
+    }
+    /// A malformed transmit frame dropped.
+    pub fn tx_malformed(&self) {
+        self.tx_malformed.fetch_add(1, Ordering::Relaxed);
+    }
+    /// An access to an offset with no register.
+    pub fn unknown_reg(&self) {
+        self.unknown_regs.fetch_add(1, Ordering::Relaxed);
+    }
+    /// The counters now.
+    pub fn snapshot(&self) -> GuestErrors {
+        GuestErrors {
+            dma_errors: self.dma.load(Ordering::Relaxed),
+            ring_errors: self.ring.load(Ordering::Relaxed),
+            tx_malformed: self.tx_malformed.load(Ordering::Relaxed),
+            unknown_regs: self.unknown_regs.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// The guest memory a device reaches by DMA. The transport replaces it when the
+/// VM's memory map changes; each doorbell or received frame takes the current
+/// map once (a reference count, no copy) and works on it.
+#[derive(Debug, Default)]
+pub struct DmaMemory(RwLock<Arc<GuestRam>>);
+
+impl DmaMemory {
+    /// The current guest memory map.
+    pub fn get(&self) -> Arc<GuestRam> {
+        self.0.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+    /// Replaces the guest memory map.
+    pub fn set(&self, mem: GuestRam) {
+        *self.0.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(mem);
+    }
+}
+
+/// One PCI network function, as a transport sees it. Every method takes
+/// `&self`: the function locks internally only what an operation touches (see
+/// the crate documentation), so transports call it from any thread.
+pub trait NicFunction: Send + Sync {
     /// Short model name, e.g. `igb`.
     fn model(&self) -> &'static str;
     /// PCI config space read.
-    fn config_read(&mut self, offset: u64, data: &mut [u8]);
+    fn config_read(&self, offset: u64, data: &mut [u8]);
     /// PCI config space write.
-    fn config_write(&mut self, offset: u64, data: &[u8]);
+    fn config_write(&self, offset: u64, data: &[u8]);
     /// BAR read; offsets with nothing behind them read as 0.
-    fn bar_read(&mut self, bar: usize, offset: u64, data: &mut [u8]);
+    fn bar_read(&self, bar: usize, offset: u64, data: &mut [u8]);
     /// BAR write; offsets with nothing behind them are ignored.
-    fn bar_write(&mut self, bar: usize, offset: u64, data: &[u8]);
+    fn bar_write(&self, bar: usize, offset: u64, data: &[u8]);
     /// Whole-function reset (PCI FLR / vfio-user DEVICE_RESET).
-    fn reset(&mut self);
+    fn reset(&self);
     /// Replaces the guest memory the device can DMA to.
-    fn set_memory(&mut self, mem: GuestRam);
+    fn set_memory(&self, mem: GuestRam);
     /// Delivers a frame from the wire to the receive path.
-    fn receive(&mut self, frame: &[u8]);
+    fn receive(&self, frame: &[u8]);
     /// Delivers a frame that left its sender at `sent_ns` (on the shared
     /// [`Clock`]) and was queued on the way: the frame arrives, for IEEE 1588
     /// receive time stamps, when it was sent (plus the port's wire delay), not
     /// when the transport got round to delivering it. Default: [`Self::receive`].
-    fn receive_at(&mut self, frame: &[u8], sent_ns: u64) {
+    fn receive_at(&self, frame: &[u8], sent_ns: u64) {
         let _ = sent_ns;
         self.receive(frame);
+    }
+    /// As [`Self::receive_at`], but only if the frame can be placed without
+    /// waiting for another thread working on the same receive queue; returns
+    /// false (and changes nothing) otherwise, so the caller can queue the
+    /// frame instead of blocking. Default: always delivers.
+    fn try_receive_at(&self, frame: &[u8], sent_ns: u64) -> bool {
+        self.receive_at(frame, sent_ns);
+        true
     }
     /// The BARs of the function.
     fn bars(&self) -> &[Bar];
@@ -168,19 +242,19 @@ pub trait NicFunction: Send {
     fn counters(&self) -> Vec<(String, u64)>;
     /// Connects or disconnects the emulated cable (the driver sees a link
     /// status change interrupt).
-    fn set_link(&mut self, up: bool);
+    fn set_link(&self, up: bool);
     /// Injects a fault.
-    fn inject(&mut self, fault: Fault) -> Result<(), FaultError>;
+    fn inject(&self, fault: Fault) -> Result<(), FaultError>;
     /// What the driver has programmed.
     fn driver_view(&self) -> DriverView;
     /// Sets the wire delay of frames arriving at this function: their IEEE 1588
     /// receive time stamps are taken `ns` nanoseconds after arrival, so a
     /// path-delay measurement sees the delay (see [`ptp`]). Default: ignored.
-    fn set_wire_delay_ns(&mut self, ns: u64) {
+    fn set_wire_delay_ns(&self, ns: u64) {
         let _ = ns;
     }
     /// Called by the transport when a deadline armed through [`TimerSink`] passed.
-    fn on_timer(&mut self, now_ns: u64) {
+    fn on_timer(&self, now_ns: u64) {
         let _ = now_ns;
     }
 }

@@ -372,8 +372,6 @@ pub struct TimeSync {
     rx_attr: (u32, u32),
     /// Wire delay added to receive stamps (host setting, kept across resets).
     rx_delay_ns: u64,
-    /// Departure time of the frame being received, when the transport knows it.
-    arrival: Option<u64>,
 }
 
 impl TimeSync {
@@ -389,7 +387,6 @@ impl TimeSync {
             rx_stamp: 0,
             rx_attr: (0, 0),
             rx_delay_ns: 0,
-            arrival: None,
         }
     }
 
@@ -404,12 +401,6 @@ impl TimeSync {
     /// Sets the wire delay: receive stamps are taken `ns` after arrival.
     pub fn set_rx_delay_ns(&mut self, ns: u64) {
         self.rx_delay_ns = ns;
-    }
-
-    /// The frame about to be received left its sender at `sent_ns`: stamp it
-    /// as arriving then (never later than the stamping time itself).
-    pub fn set_arrival(&mut self, sent_ns: Option<u64>) {
-        self.arrival = sent_ns;
     }
 
     /// The configured wire delay.
@@ -488,14 +479,16 @@ impl TimeSync {
         true
     }
 
-    /// A frame arrived at `now` (or at the departure time given by
-    /// [`Self::set_arrival`], if earlier): latches its receive stamp (SYSTIM at
+    /// A frame arrived at `now` (or at its departure time `sent`, when the
+    /// transport knows it and it is earlier — a queued frame is stamped when it
+    /// left its sender, not when it was delivered): latches its receive stamp (SYSTIM at
     /// the arrival plus the wire delay) if receive stamping is enabled, the filter selects
     /// it and the latch is free. Returns true if the frame was stamped (its
     /// descriptor then carries [`RXD_STAT_TS`]).
     pub fn rx_stamp<F: Fn(u16) -> bool>(
         &mut self,
         now: u64,
+        sent: Option<u64>,
         frame: &[u8],
         filter: &RxFilter<F>,
     ) -> bool {
@@ -505,7 +498,7 @@ impl TimeSync {
         let Some(p) = rx_selects(frame, filter) else {
             return false;
         };
-        let at = self.arrival.map_or(now, |a| a.min(now));
+        let at = sent.map_or(now, |a| a.min(now));
         self.rx_stamp = self.clock.value_at(at.saturating_add(self.rx_delay_ns));
         self.rx_valid = true;
         // RXSATRL: source id bits 31:0; RXSATRH: source id bits 47:32 and the
@@ -781,11 +774,11 @@ mod tests {
         t.set_rx_delay_ns(1000);
         let f = filter(RX_TYPE_EVENT_V2);
         let sync = l2_sync(0);
-        assert!(!t.rx_stamp(10, &sync, &f), "disabled");
+        assert!(!t.rx_stamp(10, None, &sync, &f), "disabled");
         t.write(TsReg::RxCtl, TSYNC_EN | RX_TYPE_EVENT_V2, 0);
-        assert!(!t.rx_stamp(10, &l2_sync(8), &f), "not selected");
-        assert!(t.rx_stamp(5000, &sync, &f));
-        assert!(!t.rx_stamp(6000, &sync, &f), "locked");
+        assert!(!t.rx_stamp(10, None, &l2_sync(8), &f), "not selected");
+        assert!(t.rx_stamp(5000, None, &sync, &f));
+        assert!(!t.rx_stamp(6000, None, &sync, &f), "locked");
         assert_eq!(
             t.read(TsReg::RxCtl, 0),
             TSYNC_EN | RX_TYPE_EVENT_V2 | TSYNC_VALID
@@ -800,17 +793,17 @@ mod tests {
             "arrival + delay"
         );
         assert_eq!(t.rxctl() & TSYNC_VALID, 0, "RXSTMPH unlocks");
-        assert!(t.rx_stamp(7000, &sync, &f));
+        assert!(t.rx_stamp(7000, None, &sync, &f));
         // A queued frame is stamped at its departure, not at its delivery.
         let _ = t.read(TsReg::RxStmpH, 0);
-        t.set_arrival(Some(7500));
-        assert!(t.rx_stamp(9000, &sync, &f));
+        assert!(t.rx_stamp(9000, Some(7500), &sync, &f));
         assert_eq!(t.read(TsReg::RxStmpL, 0), (8500u64 << 19) as u32);
         let _ = t.read(TsReg::RxStmpH, 0);
-        t.set_arrival(Some(u64::MAX));
-        assert!(t.rx_stamp(9000, &sync, &f), "a future departure is clamped");
+        assert!(
+            t.rx_stamp(9000, Some(u64::MAX), &sync, &f),
+            "a future departure is clamped"
+        );
         assert_eq!(t.read(TsReg::RxStmpL, 0), (10_000u64 << 19) as u32);
-        t.set_arrival(None);
         // Reset keeps the wire delay, clears the rest.
         t.reset(8000);
         assert_eq!((t.rxctl(), t.txctl(), t.rx_delay_ns()), (0, 0, 1000));

@@ -9,8 +9,16 @@
 //! This follows the structure of the Intel datasheets' register summaries
 //! (82576 datasheet §8.1, 82599 datasheet §8.1): every register has an
 //! attribute (RW, RO, RC, RC/W, W1C, WO, SC) and an initial value.
+//!
+//! Values are atomics: the control path (register accesses from the guest) and
+//! the data path of every queue read and update registers without a lock of
+//! the whole device. Each access to one register is atomic; a guest write with
+//! read-modify-write semantics (masked RW, W1C) and a clear-on-read are single
+//! atomic operations, so a cause bit or a count the data path adds at the same
+//! moment is never lost.
 
 use std::fmt;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 /// Generic access semantics of a register (datasheet "attribute" column).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -133,7 +141,7 @@ pub struct RegFile<H: Copy + 'static> {
     /// Per dword of the BAR: packed (def << 16 | elem), or `NO_REG`.
     index: Vec<u32>,
     /// Per dword of the BAR: the current value (at the canonical location).
-    vals: Vec<u32>,
+    vals: Vec<AtomicU32>,
 }
 
 impl<H: Copy + 'static> fmt::Debug for RegFile<H> {
@@ -185,10 +193,10 @@ impl<H: Copy + 'static> RegFile<H> {
                 index[off / 4] = ((d as u32) << 16) | e;
             }
         }
-        let mut rf = RegFile {
+        let rf = RegFile {
             defs,
             index,
-            vals: vec![0; dwords],
+            vals: (0..dwords).map(|_| AtomicU32::new(0)).collect(),
         };
         rf.reset_all();
         rf
@@ -200,25 +208,20 @@ impl<H: Copy + 'static> RegFile<H> {
     }
 
     /// Puts every register back to its reset value.
-    pub fn reset_all(&mut self) {
-        self.vals.iter_mut().for_each(|v| *v = 0);
-        for def in self.defs {
-            for e in 0..def.count {
-                let c = Self::canonical(def, e);
-                self.vals[c] = def.reset;
-            }
-        }
+    pub fn reset_all(&self) {
+        self.vals.iter().for_each(|v| v.store(0, Ordering::Relaxed));
+        self.reset_except(|_| false);
     }
 
     /// Resets every register except those for which `keep` returns true.
-    pub fn reset_except(&mut self, keep: impl Fn(&RegDef<H>) -> bool) {
+    pub fn reset_except(&self, keep: impl Fn(&RegDef<H>) -> bool) {
         for def in self.defs {
             if keep(def) {
                 continue;
             }
             for e in 0..def.count {
                 let c = Self::canonical(def, e);
-                self.vals[c] = def.reset;
+                self.vals[c].store(def.reset, Ordering::Relaxed);
             }
         }
     }
@@ -266,57 +269,77 @@ impl<H: Copy + 'static> RegFile<H> {
     /// Reads the raw stored value at a canonical offset (no side effects).
     /// Offsets outside the BAR read as 0.
     pub fn peek(&self, offset: u32) -> u32 {
-        self.vals.get(offset as usize / 4).copied().unwrap_or(0)
+        self.vals
+            .get(offset as usize / 4)
+            .map_or(0, |v| v.load(Ordering::Relaxed))
     }
 
     /// Stores a value at a canonical offset (no side effects, no mask).
-    pub fn poke(&mut self, offset: u32, v: u32) {
-        if let Some(slot) = self.vals.get_mut(offset as usize / 4) {
-            *slot = v;
+    pub fn poke(&self, offset: u32, v: u32) {
+        if let Some(slot) = self.vals.get(offset as usize / 4) {
+            slot.store(v, Ordering::Relaxed);
         }
     }
 
-    /// Sets bits at a canonical offset.
-    pub fn set_bits(&mut self, offset: u32, bits: u32) {
-        let v = self.peek(offset) | bits;
-        self.poke(offset, v);
+    /// Sets bits at a canonical offset (atomically).
+    pub fn set_bits(&self, offset: u32, bits: u32) {
+        if let Some(slot) = self.vals.get(offset as usize / 4) {
+            slot.fetch_or(bits, Ordering::Relaxed);
+        }
     }
 
-    /// Clears bits at a canonical offset.
-    pub fn clear_bits(&mut self, offset: u32, bits: u32) {
-        let v = self.peek(offset) & !bits;
-        self.poke(offset, v);
+    /// Clears bits at a canonical offset (atomically).
+    pub fn clear_bits(&self, offset: u32, bits: u32) {
+        if let Some(slot) = self.vals.get(offset as usize / 4) {
+            slot.fetch_and(!bits, Ordering::Relaxed);
+        }
+    }
+
+    /// Takes the value at a canonical offset and leaves 0 (atomically).
+    pub fn take(&self, offset: u32) -> u32 {
+        self.vals
+            .get(offset as usize / 4)
+            .map_or(0, |v| v.swap(0, Ordering::Relaxed))
+    }
+
+    /// Replaces the value at a canonical offset with `f(old)` in one atomic
+    /// step and returns the old value.
+    pub fn update(&self, offset: u32, f: impl Fn(u32) -> u32) -> u32 {
+        match self.vals.get(offset as usize / 4) {
+            Some(slot) => slot
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| Some(f(v)))
+                .unwrap_or_else(|v| v),
+            None => 0,
+        }
     }
 
     /// Guest read with generic semantics. Returns the decoded register and the
     /// value; `None` for offsets with no register (the caller reads 0).
-    pub fn read(&mut self, offset: u64) -> Option<(RegId, u32)> {
+    pub fn read(&self, offset: u64) -> Option<(RegId, u32)> {
         let id = self.decode(offset)?;
         let def = self.def(id);
-        let c = Self::canonical(def, id.elem as u32);
-        let v = self.vals[c];
+        let slot = &self.vals[Self::canonical(def, id.elem as u32)];
         match def.access {
             Access::WriteOnly => Some((id, 0)),
-            Access::ClearOnRead => {
-                self.vals[c] = 0;
-                Some((id, v))
-            }
-            _ => Some((id, v)),
+            Access::ClearOnRead => Some((id, slot.swap(0, Ordering::Relaxed))),
+            _ => Some((id, slot.load(Ordering::Relaxed))),
         }
     }
 
     /// Guest write with generic semantics. `None` for offsets with no register.
-    pub fn write(&mut self, offset: u64, raw: u32) -> Option<Written<H>> {
+    pub fn write(&self, offset: u64, raw: u32) -> Option<Written<H>> {
         let id = self.decode(offset)?;
         let def = self.def(id);
-        let c = Self::canonical(def, id.elem as u32);
-        let old = self.vals[c];
-        let new = match def.access {
+        let slot = &self.vals[Self::canonical(def, id.elem as u32)];
+        let apply = |old: u32| match def.access {
             Access::Rw | Access::WriteOnly => (old & !def.wmask) | (raw & def.wmask),
             Access::W1c => old & !(raw & def.wmask),
             Access::Ro | Access::ClearOnRead => old,
         };
-        self.vals[c] = new;
+        let old = slot
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| Some(apply(v)))
+            .unwrap_or_else(|v| v);
+        let new = apply(old);
         Some(Written {
             id,
             hook: def.hook,
@@ -350,7 +373,7 @@ mod tests {
 
     #[test]
     fn reset_values_and_masks() {
-        let mut rf = RegFile::new(TABLE, 0x200);
+        let rf = RegFile::new(TABLE, 0x200);
         assert_eq!(rf.read(0x0).unwrap().1, 0x40);
         rf.write(0x0, 0xffff_ffff);
         assert_eq!(rf.read(0x0).unwrap().1, 0xff);
@@ -360,7 +383,7 @@ mod tests {
 
     #[test]
     fn clear_on_read_and_w1c_and_write_only() {
-        let mut rf = RegFile::new(TABLE, 0x200);
+        let rf = RegFile::new(TABLE, 0x200);
         rf.poke(0x10, 7);
         assert_eq!(rf.read(0x10).unwrap().1, 7);
         assert_eq!(rf.read(0x10).unwrap().1, 0);
@@ -374,7 +397,7 @@ mod tests {
 
     #[test]
     fn arrays_aliases_and_names() {
-        let mut rf = RegFile::new(TABLE, 0x200);
+        let rf = RegFile::new(TABLE, 0x200);
         let w = rf.write(0x140, 5).unwrap();
         assert_eq!(w.hook, Some(Hk::Doorbell));
         assert_eq!(w.id.elem, 1);
@@ -388,7 +411,7 @@ mod tests {
 
     #[test]
     fn unknown_misaligned_and_out_of_range_offsets() {
-        let mut rf = RegFile::new(TABLE, 0x200);
+        let rf = RegFile::new(TABLE, 0x200);
         assert!(rf.read(0x2).is_none());
         assert!(rf.read(0x1_0000_0000).is_none());
         assert!(rf.write(0x1fc, 1).is_none());

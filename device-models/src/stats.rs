@@ -5,6 +5,8 @@
 //! running totals a control path can read without disturbing the guest's
 //! clear-on-read view.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use crate::regfile::{Access, RegFile};
 
 /// Length of the frame check sequence the counters include.
@@ -46,12 +48,13 @@ pub fn classify(frame: &[u8]) -> FrameClass {
 }
 
 /// Running totals of the clear-on-read registers of a [`RegFile`], by table row
-/// and element.
-#[derive(Clone, Debug, Default)]
+/// and element. Counting is lock-free (atomic adds), so the receive and
+/// transmit paths of different queues count concurrently.
+#[derive(Debug, Default)]
 pub struct Totals {
     /// Per table row: start of its elements in `values` (u32::MAX: not a counter).
     base: Vec<u32>,
-    values: Vec<u64>,
+    values: Vec<AtomicU64>,
 }
 
 impl Totals {
@@ -69,7 +72,7 @@ impl Totals {
         }
         Totals {
             base,
-            values: vec![0; n as usize],
+            values: (0..n).map(|_| AtomicU64::new(0)).collect(),
         }
     }
 
@@ -81,22 +84,28 @@ impl Totals {
 
     /// Adds to a 32-bit clear-on-read counter at `off` (saturating at the
     /// register width) and to its total.
-    pub fn count<H: Copy + 'static>(&mut self, rf: &mut RegFile<H>, off: u32, n: u64) {
-        let v = u64::from(rf.peek(off))
-            .saturating_add(n)
-            .min(u64::from(u32::MAX));
-        rf.poke(off, v as u32);
+    pub fn count<H: Copy + 'static>(&self, rf: &RegFile<H>, off: u32, n: u64) {
+        rf.update(off, |v| {
+            u64::from(v).saturating_add(n).min(u64::from(u32::MAX)) as u32
+        });
+        self.add_total(rf, off, n);
+    }
+
+    fn add_total<H: Copy + 'static>(&self, rf: &RegFile<H>, off: u32, n: u64) {
         if let Some(s) = self.slot(rf, off) {
-            self.values[s] = self.values[s].wrapping_add(n);
+            self.values[s].fetch_add(n, Ordering::Relaxed);
         }
     }
 
     /// Adds to a counter split in a low register and a high register holding
     /// `hi_bits` more bits (32 for 64-bit, 4 for 36-bit counters), wrapping at
     /// that width. The total is kept under the low register.
+    ///
+    /// The low half is added first and its carry then goes to the high half,
+    /// each in one atomic step, so concurrent adders never lose a carry.
     pub fn count_split<H: Copy + 'static>(
-        &mut self,
-        rf: &mut RegFile<H>,
+        &self,
+        rf: &RegFile<H>,
         lo: u32,
         hi: u32,
         hi_bits: u32,
@@ -107,24 +116,19 @@ impl Totals {
         } else {
             (1u32 << hi_bits) - 1
         };
-        let cur = u64::from(rf.peek(hi) & hi_mask) << 32 | u64::from(rf.peek(lo));
-        let width_mask = (u64::from(hi_mask) << 32) | u64::from(u32::MAX);
-        let v = cur.wrapping_add(n) & width_mask;
-        rf.poke(lo, v as u32);
-        rf.poke(hi, (v >> 32) as u32);
-        if let Some(s) = self.slot(rf, lo) {
-            self.values[s] = self.values[s].wrapping_add(n);
+        let n_lo = n as u32;
+        let old_lo = rf.update(lo, |v| v.wrapping_add(n_lo));
+        let carry = (u64::from(old_lo) + u64::from(n_lo)) >> 32;
+        let add_hi = ((n >> 32) + carry) as u32;
+        if add_hi != 0 {
+            rf.update(hi, |v| (v & hi_mask).wrapping_add(add_hi) & hi_mask);
         }
+        self.add_total(rf, lo, n);
     }
 
     /// Sets a counter register and its total (fault injection: a counter
     /// preset near its wrap point). Returns false if `name` is no counter.
-    pub fn preset<H: Copy + 'static>(
-        &mut self,
-        rf: &mut RegFile<H>,
-        name: &str,
-        value: u64,
-    ) -> bool {
+    pub fn preset<H: Copy + 'static>(&self, rf: &RegFile<H>, name: &str, value: u64) -> bool {
         let Some((off, _)) = find_counter(rf, name) else {
             return false;
         };
@@ -133,7 +137,7 @@ impl Totals {
             rf.poke(hi, (value >> 32) as u32);
         }
         if let Some(s) = self.slot(rf, off) {
-            self.values[s] = value;
+            self.values[s].store(value, Ordering::Relaxed);
         }
         true
     }
@@ -161,15 +165,17 @@ impl Totals {
                 } else {
                     name.to_string()
                 };
-                out.push((label, self.values[(b + e) as usize]));
+                out.push((label, self.values[(b + e) as usize].load(Ordering::Relaxed)));
             }
         }
         out
     }
 
     /// Clears every total (function reset).
-    pub fn clear(&mut self) {
-        self.values.iter_mut().for_each(|v| *v = 0);
+    pub fn clear(&self) {
+        self.values
+            .iter()
+            .for_each(|v| v.store(0, Ordering::Relaxed));
     }
 }
 
@@ -244,20 +250,20 @@ mod tests {
 
     #[test]
     fn totals_survive_clear_on_read() {
-        let mut rf = RegFile::new(T, 0x100);
-        let mut t = Totals::for_file(&rf);
-        t.count(&mut rf, 0x10, 5);
-        t.count_split(&mut rf, 0x18, 0x1c, 32, 0x1_0000_0010);
+        let rf = RegFile::new(T, 0x100);
+        let t = Totals::for_file(&rf);
+        t.count(&rf, 0x10, 5);
+        t.count_split(&rf, 0x18, 0x1c, 32, 0x1_0000_0010);
         assert_eq!(rf.read(0x10).unwrap().1, 5);
         assert_eq!(rf.read(0x10).unwrap().1, 0, "guest read clears");
         assert_eq!(rf.read(0x18).unwrap().1, 0x10);
         assert_eq!(rf.read(0x1c).unwrap().1, 1);
-        t.count(&mut rf, 0x10, 2);
+        t.count(&rf, 0x10, 2);
         let l = t.list(&rf);
         assert!(l.contains(&("GPRC".to_string(), 7)), "{l:?}");
         assert!(l.contains(&("GORC".to_string(), 0x1_0000_0010)), "{l:?}");
         assert!(!l.iter().any(|(n, _)| n == "GORCH"));
-        t.count_split(&mut rf, 0x28, 0x2c, 4, 0x12_3456_789a);
+        t.count_split(&rf, 0x28, 0x2c, 4, 0x12_3456_789a);
         assert_eq!(rf.peek(0x2c), 0x2, "36-bit counter keeps 4 high bits");
         assert!(t
             .list(&rf)
@@ -268,21 +274,21 @@ mod tests {
 
     #[test]
     fn saturation_and_presets() {
-        let mut rf = RegFile::new(T, 0x100);
-        let mut t = Totals::for_file(&rf);
-        assert!(t.preset(&mut rf, "GPRC", 0xffff_fffe));
-        t.count(&mut rf, 0x10, 5);
+        let rf = RegFile::new(T, 0x100);
+        let t = Totals::for_file(&rf);
+        assert!(t.preset(&rf, "GPRC", 0xffff_fffe));
+        t.count(&rf, 0x10, 5);
         assert_eq!(rf.peek(0x10), u32::MAX, "32-bit counters saturate");
-        assert!(t.preset(&mut rf, "GORC", 0xffff_ffff_ffff_fff0));
-        t.count_split(&mut rf, 0x18, 0x1c, 32, 0x20);
+        assert!(t.preset(&rf, "GORC", 0xffff_ffff_ffff_fff0));
+        t.count_split(&rf, 0x18, 0x1c, 32, 0x20);
         assert_eq!(
             (rf.peek(0x18), rf.peek(0x1c)),
             (0x10, 0),
             "64-bit counter wraps"
         );
-        assert!(t.preset(&mut rf, "QBRC[1]", 7));
+        assert!(t.preset(&rf, "QBRC[1]", 7));
         assert_eq!(rf.peek(0x28), 7);
-        assert!(!t.preset(&mut rf, "CTRL", 1), "not a counter");
-        assert!(!t.preset(&mut rf, "NOPE", 1));
+        assert!(!t.preset(&rf, "CTRL", 1), "not a counter");
+        assert!(!t.preset(&rf, "NOPE", 1));
     }
 }

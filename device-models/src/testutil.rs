@@ -140,7 +140,7 @@ pub fn ram(size: usize) -> GuestRam {
 /// offset, a write to any BAR at any offset with any width, a received frame,
 /// a timer tick) with its offset and value. Exercises every guest-reachable
 /// entry point with arbitrary values.
-pub fn run_program(d: &mut dyn crate::NicFunction, prog: &[u8]) {
+pub fn run_program(d: &dyn crate::NicFunction, prog: &[u8]) {
     let mut p = prog;
     while p.len() >= 7 {
         let op = p[0];

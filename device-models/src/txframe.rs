@@ -108,20 +108,6 @@ pub enum Gathered {
 }
 
 impl TxQueue {
-    /// An empty stand-in that allocates nothing, for taking a queue out of its
-    /// device while its frame is sent.
-    pub fn placeholder() -> Self {
-        TxQueue {
-            frame: Vec::new(),
-            max: 0,
-            first: None,
-            bad: false,
-            dma_error: false,
-            ctx: Default::default(),
-            seg: Vec::new(),
-        }
-    }
-
     /// Forgets a partial frame and the contexts (queue disabled or reset).
     pub fn clear(&mut self) {
         self.frame.clear();

@@ -10,7 +10,7 @@ use vm_memory::{Bytes, GuestAddress};
 
 fn igb(mem_seed: &mut XorShift) -> (Igb, TestEnv) {
     let t = TestEnv::new();
-    let mut d = Igb::new(
+    let d = Igb::new(
         IgbConfig {
             mac: [0x52, 0x54, 0, 0, 0, 1],
         },
@@ -61,7 +61,7 @@ fn random_register_programs_over_random_memory() {
         let (mut d, _t) = igb(&mut rng);
         let mut prog = vec![0u8; 7 * 2000];
         rng.fill(&mut prog);
-        run_program(&mut d, &prog);
+        run_program(&d, &prog);
         // Still a device: a reset brings it back to a sane state.
         d.reset();
         assert_ne!(status(&mut d) & 0x2, 0, "link up after reset");
@@ -82,7 +82,7 @@ fn random_programs_focused_on_queue_registers() {
             let base = [0x2800u32, 0x3800, 0xc000, 0xe000][(r & 3) as usize];
             (base + ((r >> 8) as u32 % 0x400)) & !3
         });
-        run_program(&mut d, &prog);
+        run_program(&d, &prog);
         let e = d.guest_errors();
         assert!(e.dma_errors + e.ring_errors + e.tx_malformed + e.unknown_regs < u64::MAX);
         assert_ne!(status(&mut d) & 0x80, 0, "still answers");
@@ -94,7 +94,7 @@ fn ixgbe_random_programs_and_queue_registers() {
     let mut rng = XorShift(0x5eed);
     for round in 0..12 {
         let t = TestEnv::new();
-        let mut d = Ixgbe::new(
+        let d = Ixgbe::new(
             IxgbeConfig {
                 mac: [0x52, 0x54, 0, 0, 0, 2],
                 sfp: SfpKind::DirectAttach,
@@ -117,7 +117,7 @@ fn ixgbe_random_programs_and_queue_registers() {
                 (r >> 8) as u32 & 0x7fffc
             }
         });
-        run_program(&mut d, &prog);
+        run_program(&d, &prog);
         d.reset();
         let mut b = [0u8; 4];
         d.bar_read(0, 0x8, &mut b);

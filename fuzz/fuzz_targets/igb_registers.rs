@@ -12,7 +12,7 @@ use vm_memory::{Bytes, GuestAddress};
 
 fuzz_target!(|data: &[u8]| {
     let t = TestEnv::new();
-    let mut d = Igb::new(
+    let d = Igb::new(
         IgbConfig {
             mac: [0x52, 0x54, 0, 0, 0, 1],
         },
@@ -22,5 +22,5 @@ fuzz_target!(|data: &[u8]| {
     let (seed, prog) = data.split_at(data.len().min(4096));
     let _ = mem.write_slice(seed, GuestAddress(0));
     d.set_memory(mem);
-    run_program(&mut d, prog);
+    run_program(&d, prog);
 });

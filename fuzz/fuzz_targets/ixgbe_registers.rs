@@ -15,10 +15,10 @@ fuzz_target!(|data: &[u8]| {
         mac: [0x52, 0x54, 0, 0, 0, 2],
         sfp: SfpKind::DirectAttach,
     };
-    let mut d = Ixgbe::new(cfg, t.env.clone());
+    let d = Ixgbe::new(cfg, t.env.clone());
     let mem = ram(256 * 1024);
     let (seed, prog) = data.split_at(data.len().min(4096));
     let _ = mem.write_slice(seed, GuestAddress(0));
     d.set_memory(mem);
-    run_program(&mut d, prog);
+    run_program(&d, prog);
 });

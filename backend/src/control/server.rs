@@ -12,7 +12,6 @@ use super::protocol::{Request, Response};
 use crate::error::Error;
 use crate::ports::{PortInfo, Registry};
 use crate::trace::{open_sink, TraceFilter};
-use crate::vfio;
 
 /// Longest request line accepted.
 const MAX_LINE: usize = 64 * 1024;
@@ -135,7 +134,7 @@ fn run(reg: &Registry, req: Request) -> Result<Response, Response> {
                 .ports
                 .iter()
                 .map(|p| {
-                    let v = vfio::lock(&p.dev).driver_view();
+                    let v = p.dev.driver_view();
                     json!({
                         "id": p.id, "model": p.model, "socket": p.socket, "net": p.net, "mac": p.mac,
                         "link": if v.link_up { "up" } else { "down" },
@@ -164,7 +163,7 @@ fn run(reg: &Registry, req: Request) -> Result<Response, Response> {
         Request::Stats { dev } => {
             let p = port(reg, &dev)?;
             let (counters, errors) = {
-                let d = vfio::lock(&p.dev);
+                let d = &p.dev;
                 (d.counters(), d.error_counters())
             };
             let c = &p.counters;
@@ -215,14 +214,14 @@ fn run(reg: &Registry, req: Request) -> Result<Response, Response> {
         }
         Request::Link { dev, up } => {
             let p = port(reg, &dev)?;
-            vfio::lock(&p.dev).set_link(up);
+            p.dev.set_link(up);
             Ok(Response::ok(
                 json!({ "dev": dev, "link": if up { "up" } else { "down" } }),
             ))
         }
         Request::Fault { dev, fault } => {
             let p = port(reg, &dev)?;
-            vfio::lock(&p.dev)
+            p.dev
                 .inject(fault.clone().into())
                 .map_err(|e| Response::err(e.to_string()))?;
             Ok(Response::ok(json!({ "dev": dev, "fault": fault })))

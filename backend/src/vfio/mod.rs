@@ -11,7 +11,7 @@ pub mod memory;
 use std::fs::File;
 use std::mem::size_of;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use device_models::NicFunction;
 use vfio_bindings::bindings::vfio::{
@@ -26,14 +26,10 @@ use crate::trace::{Dir, Tracer};
 use irq::EventIrq;
 use memory::DmaTable;
 
-/// Shared handle to a device model.
-pub type SharedDevice = Arc<Mutex<Box<dyn NicFunction>>>;
-
-/// Locks a device, recovering from a poisoned lock (a panic elsewhere must not
-/// take the device down with it).
-pub fn lock(dev: &SharedDevice) -> std::sync::MutexGuard<'_, Box<dyn NicFunction>> {
-    dev.lock().unwrap_or_else(|e| e.into_inner())
-}
+/// Shared handle to a device model. The model locks internally only what an
+/// operation touches (per queue, see `device_models`), so the transport thread,
+/// receive threads, timer and control socket call it without a device lock.
+pub type SharedDevice = Arc<dyn NicFunction>;
 
 /// The vfio-user side of one function.
 pub struct VfioPort {
@@ -125,7 +121,7 @@ impl VfioPort {
         let name = if region == VFIO_PCI_CONFIG_REGION_INDEX {
             format!("CFG[{offset:#x}]")
         } else {
-            lock(&self.dev).reg_name(region as usize, offset)
+            self.dev.reg_name(region as usize, offset)
         };
         self.tracer.record(
             &self.id,
@@ -141,16 +137,15 @@ impl VfioPort {
     fn disconnect(&mut self) {
         self.dma.clear();
         self.irq.clear();
-        let mut d = lock(&self.dev);
-        d.set_memory(self.dma.memory());
-        d.reset();
+        self.dev.set_memory(self.dma.memory());
+        self.dev.reset();
     }
 
     /// Creates the socket and serves clients until the process ends.
     pub fn serve(mut self, socket: &Path) -> Result<std::thread::JoinHandle<()>, Error> {
         let (regions, irqs) = {
-            let d = lock(&self.dev);
-            (Self::regions(d.as_ref()), Self::irqs(d.as_ref()))
+            let d = self.dev.as_ref();
+            (Self::regions(d), Self::irqs(d))
         };
         let server = Server::new(socket, true, irqs, regions).map_err(|e| match e {
             vfio_user::Error::SocketPathExists => Error::SocketExists(socket.to_path_buf()),
@@ -191,7 +186,7 @@ impl ServerBackend for VfioPort {
         data: &mut [u8],
     ) -> Result<(), std::io::Error> {
         {
-            let mut d = lock(&self.dev);
+            let d = self.dev.as_ref();
             if region == VFIO_PCI_CONFIG_REGION_INDEX {
                 d.config_read(offset, data);
             } else if d.bars().iter().any(|b| b.index as u32 == region) {
@@ -220,7 +215,7 @@ impl ServerBackend for VfioPort {
         data: &[u8],
     ) -> Result<(), std::io::Error> {
         self.trace(Dir::Write, region, offset, data);
-        let mut d = lock(&self.dev);
+        let d = self.dev.as_ref();
         if region == VFIO_PCI_CONFIG_REGION_INDEX {
             d.config_write(offset, data);
         } else if d.bars().iter().any(|b| b.index as u32 == region) {
@@ -262,7 +257,7 @@ impl ServerBackend for VfioPort {
         })?;
         log::debug!("{}: DMA map {address:#x}+{size:#x}", self.id);
         let mem = self.dma.memory();
-        lock(&self.dev).set_memory(mem);
+        self.dev.set_memory(mem);
         Ok(())
     }
 
@@ -278,13 +273,13 @@ impl ServerBackend for VfioPort {
             self.id
         );
         let mem = self.dma.memory();
-        lock(&self.dev).set_memory(mem);
+        self.dev.set_memory(mem);
         Ok(())
     }
 
     fn reset(&mut self) -> Result<(), std::io::Error> {
         log::info!("{}: device reset", self.id);
-        lock(&self.dev).reset();
+        self.dev.reset();
         Ok(())
     }
 

@@ -6,9 +6,15 @@
 //! MSI-X vector *n* while EIMS bit *n* is set, then EIAC auto-clears the cause
 //! and, with GPIE.EIAME, EIAM auto-masks the vector. Without Multiple_MSIX every
 //! cause is reported through ICR on the function's single interrupt.
+//!
+//! Every read-modify-write of causes and masks runs under the function's
+//! interrupt lock (`Igb::intr`, which also holds the EITR moderation state);
+//! functions taking `m: &mut Moderation` expect it held.
 
 use super::regs::*;
 use super::Igb;
+use crate::moderation::Moderation;
+use crate::sync::lock;
 
 /// ICR: transmit descriptor written back.
 pub const ICR_TXDW: u32 = 1 << 0;
@@ -46,17 +52,22 @@ impl Igb {
     }
 
     /// Adds causes to ICR and signals them if enabled.
-    pub(super) fn raise_icr(&mut self, causes: u32) {
+    pub(super) fn raise_icr(&self, causes: u32) {
+        self.raise_icr_locked(&mut lock(&self.intr), causes);
+    }
+
+    /// [`Self::raise_icr`] with the interrupt lock held.
+    pub(super) fn raise_icr_locked(&self, m: &mut Moderation, causes: u32) {
         let causes = causes & !ICR_INT_ASSERTED;
         if causes == 0 {
             return;
         }
         self.regs.set_bits(ICR, causes);
-        self.intr_update();
+        self.intr_update(m);
     }
 
     /// Re-evaluates ICR against IMS after a cause or mask change.
-    pub(super) fn intr_update(&mut self) {
+    pub(super) fn intr_update(&self, m: &mut Moderation) {
         let icr = self.regs.peek(ICR);
         let pending = icr & self.regs.peek(IMS) & !ICR_INT_ASSERTED;
         if pending == 0 {
@@ -66,7 +77,7 @@ impl Igb {
             let misc = self.regs.peek(IVAR_MISC) >> 8;
             if misc & IVAR_VALID != 0 {
                 self.regs.set_bits(ICR, ICR_INT_ASSERTED);
-                self.raise_eicr(1 << (misc & 0x1f));
+                self.raise_eicr(m, 1 << (misc & 0x1f));
             }
         } else if icr & ICR_INT_ASSERTED == 0 {
             self.regs.set_bits(ICR, ICR_INT_ASSERTED);
@@ -77,7 +88,7 @@ impl Igb {
     /// Guest read of ICR (§8.8.1): returns the causes and clears them when
     /// GPIE.NSICR is set, when no cause is enabled, or when an interrupt was
     /// asserted; clearing also auto-masks IAM bits and clears the "other" EICR bit.
-    pub(super) fn icr_read(&mut self, icr: u32) -> u32 {
+    pub(super) fn icr_read(&self, _m: &mut Moderation, icr: u32) -> u32 {
         let ims = self.regs.peek(IMS);
         let nsicr = self.regs.peek(GPIE) & GPIE_NSICR != 0;
         let asserted = icr & ICR_INT_ASSERTED != 0;
@@ -98,23 +109,23 @@ impl Igb {
     }
 
     /// Adds extended causes (MSI-X vectors) and delivers the unmasked ones.
-    pub(super) fn raise_eicr(&mut self, bits: u32) {
+    pub(super) fn raise_eicr(&self, m: &mut Moderation, bits: u32) {
         if !self.msix_mode() {
             // Without Multiple_MSIX, EICS reaches the driver as an RX cause.
             if bits != 0 {
-                self.raise_icr(ICR_RXT0);
+                self.raise_icr_locked(m, ICR_RXT0);
             }
             return;
         }
         self.regs.set_bits(EICR, bits & EICR_VECTORS);
-        self.deliver_eicr();
+        self.deliver_eicr(m);
     }
 
     /// Fires every EICR cause whose vector is unmasked (§7.3.4.2), applying
     /// EIAC auto-clear and EIAM auto-mask. A vector whose EITR interval has not
     /// elapsed since its last interrupt stays pending and a timer is armed for
     /// the end of the interval (§7.3.4.1, interrupt moderation).
-    pub(super) fn deliver_eicr(&mut self) {
+    pub(super) fn deliver_eicr(&self, m: &mut Moderation) {
         if !self.msix_mode() {
             return;
         }
@@ -124,7 +135,7 @@ impl Igb {
         }
         let now = self.env.clock.now_ns();
         let regs = &self.regs;
-        let fire = self.moderation.gate(
+        let fire = m.gate(
             u64::from(ready),
             now,
             |v| eitr_interval_ns(regs.peek(EITR0 + 4 * v as u32)),
@@ -149,12 +160,12 @@ impl Igb {
 
     /// Signals a queue event: through the queue's IVAR vector in MSI-X mode,
     /// else as ICR.RXT0 / ICR.TXDW.
-    pub(super) fn queue_interrupt(&mut self, queue: usize, dir: Dir) {
+    pub(super) fn queue_interrupt(&self, queue: usize, dir: Dir) {
         if self.msix_mode() {
             let (reg, shift) = ivar_slot(queue, dir);
             let entry = (self.regs.peek(IVAR0 + 4 * reg) >> shift) & 0xff;
             if entry & IVAR_VALID != 0 {
-                self.raise_eicr(1 << (entry & 0x1f));
+                self.raise_eicr(&mut lock(&self.intr), 1 << (entry & 0x1f));
             }
         } else {
             self.raise_icr(match dir {

@@ -13,13 +13,21 @@ mod rx;
 mod stats;
 mod tx;
 
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
 use crate::bar::{self, IoWindow, RegisterWindow};
+use crate::fault::SharedFaults;
+use crate::moderation::Moderation;
 use crate::nvm::Nvm;
 use crate::pci::ConfigSpace;
 use crate::phy::Phy;
 use crate::ptp::{BasePeriod, TimeSync};
 use crate::regfile::RegFile;
-use crate::{Bar, DeviceEnv, GuestRam, NicFunction};
+use crate::stats::Totals;
+use crate::sync::lock;
+use crate::txframe::TxQueue;
+use crate::{Bar, DeviceEnv, DmaMemory, ErrorCounters, GuestRam, NicFunction};
 
 pub use eeprom::NVM_WORDS;
 pub use pci::{DEVICE_82576, MSIX_VECTORS, VENDOR_INTEL};
@@ -121,37 +129,61 @@ pub struct IgbConfig {
 
 pub use crate::GuestErrors;
 
-/// An 82576 function.
-pub struct Igb {
-    cfg: IgbConfig,
+/// Control-path state of a function: what only register accesses and the
+/// control socket touch, never a frame.
+struct Ctl {
     config: ConfigSpace,
-    regs: RegFile<Hook>,
     nvm: Nvm,
     phy: Phy,
-    env: DeviceEnv,
-    mem: GuestRam,
-    bars: [Bar; 4],
-    txq: Vec<crate::txframe::TxQueue>,
-    /// BAR2 indirect register window (IOADDR/IODATA).
-    io: IoWindow,
-    errors: GuestErrors,
-    /// Faults injected through the control path.
-    faults: crate::fault::Faults,
-    /// Running totals of the statistics registers (control path view).
-    totals: crate::stats::Totals,
     /// Link state last reported through ICR.LSC.
     link_reported: bool,
-    /// EITR interrupt moderation of the MSI-X vectors.
-    moderation: crate::moderation::Moderation,
+}
+
+/// [`Igb::link`] bit: the PHY has link.
+const LINK_UP: u8 = 1;
+/// [`Igb::link`] bit: the PHY loops transmitted frames back.
+const LINK_PHY_LOOPBACK: u8 = 2;
+
+/// An 82576 function.
+///
+/// Locking (see the crate documentation): registers, counters and guest error
+/// counts are atomics; each transmit queue's frame assembly and each receive
+/// queue's ring are behind their own lock; the interrupt logic, the time stamp
+/// latches and the control state have short locks of their own. The order, for
+/// paths that take several: `ctl` → transmit queue → receive queue →
+/// (`intr`, `ts`).
+pub struct Igb {
+    cfg: IgbConfig,
+    env: DeviceEnv,
+    bars: [Bar; 4],
+    regs: RegFile<Hook>,
+    /// Running totals of the statistics registers (control path view).
+    totals: Totals,
+    errors: ErrorCounters,
+    mem: DmaMemory,
+    /// BAR2 indirect register window (IOADDR/IODATA).
+    io: IoWindow,
+    ctl: Mutex<Ctl>,
+    /// The PHY's link and loopback state for the data path ([`LINK_UP`],
+    /// [`LINK_PHY_LOOPBACK`]), updated under `ctl` whenever the PHY changes.
+    link: AtomicU8,
+    /// Per transmit queue: the frame being gathered and its offload contexts.
+    txq: Box<[Mutex<TxQueue>]>,
+    /// Per receive queue: held while a frame is placed into the ring.
+    rxq: Box<[Mutex<()>]>,
+    /// Interrupt cause/mask logic and EITR moderation of the MSI-X vectors.
+    intr: Mutex<Moderation>,
+    /// Faults injected through the control path.
+    faults: SharedFaults,
     /// IEEE 1588 clock and time stamp latches (§7.9).
-    ts: TimeSync,
+    ts: Mutex<TimeSync>,
 }
 
 impl std::fmt::Debug for Igb {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Igb")
             .field("mac", &self.cfg.mac)
-            .field("errors", &self.errors)
+            .field("errors", &self.errors.snapshot())
             .finish()
     }
 }
@@ -163,55 +195,76 @@ impl Igb {
     /// Creates a function in its power-on state.
     pub fn new(cfg: IgbConfig, env: DeviceEnv) -> Self {
         let now = env.clock.now_ns();
-        let mut d = Igb {
+        let regs = RegFile::new(TABLE, pci::BAR0_SIZE as usize);
+        let d = Igb {
             cfg,
-            config: pci::config_space(),
-            regs: RegFile::new(TABLE, pci::BAR0_SIZE as usize),
-            nvm: eeprom::image(cfg.mac),
-            phy: Phy::new(phy::IGP03),
             env,
-            mem: GuestRam::new(),
             bars: pci::bars(),
-            txq: (0..NUM_QUEUES)
-                .map(|_| crate::txframe::TxQueue::with_max(MAX_TX_FRAME))
-                .collect(),
+            totals: Totals::for_file(&regs),
+            regs,
+            errors: ErrorCounters::default(),
+            mem: DmaMemory::default(),
             io: IoWindow::default(),
-            errors: GuestErrors::default(),
-            totals: crate::stats::Totals::default(),
-            faults: crate::fault::Faults::default(),
-            link_reported: false,
-            moderation: crate::moderation::Moderation::new(25),
-            ts: TimeSync::new(BasePeriod::I82576, now),
+            ctl: Mutex::new(Ctl {
+                config: pci::config_space(),
+                nvm: eeprom::image(cfg.mac),
+                phy: Phy::new(phy::IGP03),
+                link_reported: false,
+            }),
+            link: AtomicU8::new(0),
+            txq: (0..NUM_QUEUES)
+                .map(|_| Mutex::new(TxQueue::with_max(MAX_TX_FRAME)))
+                .collect(),
+            rxq: (0..NUM_QUEUES).map(|_| Mutex::new(())).collect(),
+            intr: Mutex::new(Moderation::new(25)),
+            faults: SharedFaults::default(),
+            ts: Mutex::new(TimeSync::new(BasePeriod::I82576, now)),
         };
-        d.totals = crate::stats::Totals::for_file(&d.regs);
-        d.device_reset();
+        d.device_reset(&mut d.ctl());
         d
+    }
+
+    fn ctl(&self) -> MutexGuard<'_, Ctl> {
+        lock(&self.ctl)
+    }
+
+    fn ts(&self) -> MutexGuard<'_, TimeSync> {
+        lock(&self.ts)
     }
 
     /// Guest error counters.
     pub fn guest_errors(&self) -> GuestErrors {
-        self.errors
+        self.errors.snapshot()
     }
 
     /// The NVM image (for tests and the control path).
-    pub fn nvm(&self) -> &Nvm {
-        &self.nvm
+    pub fn nvm(&self) -> Nvm {
+        self.ctl().nvm.clone()
+    }
+
+    /// The guest memory the function currently reaches (for tests).
+    pub fn mem(&self) -> std::sync::Arc<GuestRam> {
+        self.mem.get()
     }
 
     /// Connects or disconnects the emulated cable; the guest sees a link status
     /// change interrupt.
-    pub fn set_cable(&mut self, up: bool) {
-        self.phy.set_cable(up);
-        self.check_link_change();
+    pub fn set_cable(&self, up: bool) {
+        let mut c = self.ctl();
+        c.phy.set_cable(up);
+        self.check_link_change(&mut c);
     }
 
     /// Software/device reset (CTRL.RST, §4.3.1): registers to defaults except
-    /// the packet buffer sizes, MAC reloaded from the NVM, PHY reset.
-    fn device_reset(&mut self) {
+    /// the packet buffer sizes, MAC reloaded from the NVM, PHY reset. Every
+    /// queue is held meanwhile, so no frame sees a half-reset function.
+    fn device_reset(&self, c: &mut Ctl) {
+        let mut tx: Vec<_> = self.txq.iter().map(lock).collect();
+        let _rx: Vec<_> = self.rxq.iter().map(lock).collect();
         if self.faults.on_reset() {
             // Injected NVM corruption: one word changes, the checksum does not.
-            let w = self.nvm.word(0x30);
-            self.nvm.set_word(0x30, w ^ 0x5a5a);
+            let w = c.nvm.word(0x30);
+            c.nvm.set_word(0x30, w ^ 0x5a5a);
             log::info!("igb: NVM corrupted (fault injection)");
         }
         self.regs
@@ -219,7 +272,7 @@ impl Igb {
         let eecd = self.regs.peek(EECD) | (eeprom::EECD_SIZE_EX << 11);
         self.regs.poke(EECD, eecd);
         // RAL0/RAH0 auto-load from NVM words 0..2 with Address Valid.
-        let m = self.nvm_mac();
+        let m = nvm_mac(&c.nvm);
         self.regs
             .poke(RAL, u32::from_le_bytes([m[0], m[1], m[2], m[3]]));
         self.regs
@@ -227,25 +280,40 @@ impl Igb {
         // Queue 0 is enabled after reset on the 82576.
         self.regs.set_bits(RXQ_BASE + q::DCTL, QUEUE_ENABLE);
         self.regs.set_bits(TXQ_BASE + q::DCTL, QUEUE_ENABLE);
-        self.phy.reset();
-        for t in &mut self.txq {
+        c.phy.reset();
+        for t in tx.iter_mut() {
             t.clear();
         }
-        self.link_reported = self.phy.link_up();
-        self.moderation.reset();
-        self.ts.reset(self.env.clock.now_ns());
+        self.sync_link(c);
+        c.link_reported = c.phy.link_up();
+        lock(&self.intr).reset();
+        self.ts().reset(self.env.clock.now_ns());
     }
 
-    fn nvm_mac(&self) -> [u8; 6] {
-        let mut m = [0u8; 6];
-        for i in 0..3 {
-            m[2 * i..2 * i + 2].copy_from_slice(&self.nvm.word(i).to_le_bytes());
+    /// Mirrors the PHY's state into [`Self::link`] for the data path.
+    fn sync_link(&self, c: &Ctl) {
+        let mut v = 0;
+        if c.phy.link_up() {
+            v |= LINK_UP;
         }
-        m
+        if c.phy.loopback() {
+            v |= LINK_PHY_LOOPBACK;
+        }
+        self.link.store(v, Ordering::Release);
+    }
+
+    /// The PHY loops transmitted frames back.
+    fn phy_loopback(&self) -> bool {
+        self.link.load(Ordering::Acquire) & LINK_PHY_LOOPBACK != 0
+    }
+
+    /// The PHY has link.
+    fn phy_link_up(&self) -> bool {
+        self.link.load(Ordering::Acquire) & LINK_UP != 0
     }
 
     fn link_up(&self) -> bool {
-        self.phy.link_up() || self.phy.loopback()
+        self.link.load(Ordering::Acquire) != 0
     }
 
     fn status(&self) -> u32 {
@@ -261,56 +329,97 @@ impl Igb {
     }
 
     /// Raises ICR.LSC when the link state differs from what was last reported.
-    fn check_link_change(&mut self) {
+    fn check_link_change(&self, c: &mut Ctl) {
+        self.sync_link(c);
         let up = self.link_up();
-        if up != self.link_reported {
-            self.link_reported = up;
+        if up != c.link_reported {
+            c.link_reported = up;
             self.raise_icr(intr::ICR_LSC);
         }
     }
 
-    fn mdic_write(&mut self, v: u32) {
+    fn mdic_write(&self, c: &mut Ctl, v: u32) {
         let reg = ((v >> mdic::REG_SHIFT) & 0x1f) as u8;
         let phy = (v >> mdic::PHY_SHIFT) & 0x1f;
         let mut out = v & !(mdic::READY | mdic::ERROR);
         if phy != mdic::PHY_ADDR {
             out |= mdic::ERROR;
         } else if v & mdic::OP_READ != 0 && v & mdic::OP_WRITE == 0 {
-            out = (out & !mdic::DATA) | u32::from(self.phy.read(reg));
+            out = (out & !mdic::DATA) | u32::from(c.phy.read(reg));
         } else if v & mdic::OP_WRITE != 0 && v & mdic::OP_READ == 0 {
-            self.phy.write(reg, v as u16);
+            c.phy.write(reg, v as u16);
         } else {
             out |= mdic::ERROR;
         }
         self.regs.poke(MDIC, out | mdic::READY);
-        self.check_link_change();
+        self.check_link_change(c);
     }
 
     /// Register read with side effects.
-    fn register_read(&mut self, offset: u64) -> u32 {
+    fn register_read(&self, offset: u64) -> u32 {
+        // ICR's read side effects run under the interrupt lock, so a cause the
+        // data path raises meanwhile is either returned or stays pending.
+        let mut intr = self
+            .regs
+            .decode(offset)
+            .filter(|id| self.regs.def(*id).hook == Some(Hook::Icr))
+            .map(|_| lock(&self.intr));
         let Some((id, v)) = self.regs.read(offset) else {
-            self.errors.unknown_regs += 1;
+            self.errors.unknown_reg();
             log::debug!("igb: read of unknown register {offset:#x}");
             return 0;
         };
         match self.regs.def(id).hook {
             Some(Hook::Status) => self.status(),
-            Some(Hook::Icr) => self.icr_read(v),
+            Some(Hook::Icr) => match intr.as_deref_mut() {
+                Some(m) => self.icr_read(m, v),
+                None => v,
+            },
             Some(Hook::Swsm) => {
                 // Reading SWSM sets SMBI (read-to-acquire semaphore, §8.19.x).
                 self.regs.set_bits(SWSM, 1);
                 v
             }
             Some(Hook::Eitr) => v & 0x7fff_ffff,
-            Some(Hook::Ts(r)) => self.ts.read(r, self.env.clock.now_ns()),
+            Some(Hook::Ts(r)) => self.ts().read(r, self.env.clock.now_ns()),
             _ => v,
         }
     }
 
     /// Register write with side effects.
-    fn register_write(&mut self, offset: u64, val: u32) {
+    fn register_write(&self, offset: u64, val: u32) {
+        // A head or receive-queue enable changes under its queue's lock, so a
+        // frame being placed never sees it half way; cause and mask registers
+        // change under the interrupt lock, so the data path's causes and
+        // auto-masking interleave with them one whole update at a time.
+        let hook = self
+            .regs
+            .decode(offset)
+            .map(|id| (id, self.regs.def(id).hook));
+        let _queue = match hook {
+            Some((id, Some(Hook::RxHead | Hook::Rxdctl))) => {
+                Some(lock(&self.rxq[usize::from(id.elem) % NUM_QUEUES]))
+            }
+            _ => None,
+        };
+        let mut intr = match hook {
+            Some((
+                _,
+                Some(
+                    Hook::Icr
+                    | Hook::Ics
+                    | Hook::Ims
+                    | Hook::Imc
+                    | Hook::Eicr
+                    | Hook::Eics
+                    | Hook::Eims
+                    | Hook::Eimc,
+                ),
+            )) => Some(lock(&self.intr)),
+            _ => None,
+        };
         let Some(w) = self.regs.write(offset, val) else {
-            self.errors.unknown_regs += 1;
+            self.errors.unknown_reg();
             log::debug!("igb: write of unknown register {offset:#x} = {val:#x} ignored");
             return;
         };
@@ -318,16 +427,17 @@ impl Igb {
         let canon = |base: u32| base + u32::from(w.id.elem) * QUEUE_STRIDE;
         match hook {
             Hook::Ctrl => {
+                let mut c = self.ctl();
                 if w.new & ctrl::RST != 0 {
-                    self.device_reset();
-                    self.check_link_change();
+                    self.device_reset(&mut c);
+                    self.check_link_change(&mut c);
                     return;
                 }
                 if w.new & ctrl::PHY_RST != 0 {
-                    self.phy.reset();
+                    c.phy.reset();
                     self.regs.clear_bits(CTRL, ctrl::PHY_RST);
                 }
-                self.check_link_change();
+                self.check_link_change(&mut c);
             }
             Hook::Status => {}
             Hook::Eecd => {
@@ -339,23 +449,39 @@ impl Igb {
                 self.regs.poke(EECD, e);
             }
             Hook::Eerd => {
-                let v = self.nvm.eerd_write(w.raw);
+                let v = self.ctl().nvm.eerd_write(w.raw);
                 self.regs.poke(EERD, v);
             }
-            Hook::Mdic => self.mdic_write(w.raw),
+            Hook::Mdic => self.mdic_write(&mut self.ctl(), w.raw),
             Hook::Swsm => {}
-            Hook::Icr => self.intr_update(),
-            Hook::Ics => self.raise_icr(w.raw),
+            Hook::Icr => {
+                if let Some(m) = intr.as_deref_mut() {
+                    self.intr_update(m);
+                }
+            }
+            Hook::Ics => {
+                if let Some(m) = intr.as_deref_mut() {
+                    self.raise_icr_locked(m, w.raw);
+                }
+            }
             Hook::Ims => {
                 self.regs.poke(IMS, w.old | w.raw);
-                self.intr_update();
+                if let Some(m) = intr.as_deref_mut() {
+                    self.intr_update(m);
+                }
             }
             Hook::Imc => self.regs.clear_bits(IMS, w.raw),
             Hook::Eicr => {}
-            Hook::Eics => self.raise_eicr(w.raw & 0x01ff_ffff),
+            Hook::Eics => {
+                if let Some(m) = intr.as_deref_mut() {
+                    self.raise_eicr(m, w.raw & 0x01ff_ffff);
+                }
+            }
             Hook::Eims => {
                 self.regs.poke(EIMS, (w.old | w.raw) & 0x01ff_ffff);
-                self.deliver_eicr();
+                if let Some(m) = intr.as_deref_mut() {
+                    self.deliver_eicr(m);
+                }
             }
             Hook::Eimc => self.regs.clear_bits(EIMS, w.raw),
             Hook::Rctl => {}
@@ -389,8 +515,9 @@ impl Igb {
             Hook::Txdctl => {
                 let qi = usize::from(w.id.elem);
                 if w.new & QUEUE_ENABLE == 0 {
+                    let mut t = lock(&self.txq[qi % NUM_QUEUES]);
                     self.regs.poke(canon(TXQ_BASE) + q::H, 0);
-                    self.txq[qi].clear();
+                    t.clear();
                 } else if w.old & QUEUE_ENABLE == 0 {
                     self.tx_doorbell(qi);
                 }
@@ -398,10 +525,10 @@ impl Igb {
             Hook::Eitr => {
                 // Without CNT_IGNR a write restarts the vector's interval counter.
                 if w.raw & (1 << 31) == 0 {
-                    self.moderation.restart(usize::from(w.id.elem));
+                    lock(&self.intr).restart(usize::from(w.id.elem));
                 }
             }
-            Hook::Ts(r) => self.ts.write(r, w.raw, self.env.clock.now_ns()),
+            Hook::Ts(r) => self.ts().write(r, w.raw, self.env.clock.now_ns()),
         }
     }
 }
@@ -409,11 +536,11 @@ impl Igb {
 impl RegisterWindow for Igb {
     const SIZE: u64 = pci::BAR0_SIZE;
 
-    fn reg_read(&mut self, offset: u64) -> u32 {
+    fn reg_read(&self, offset: u64) -> u32 {
         self.register_read(offset)
     }
 
-    fn reg_write(&mut self, offset: u64, value: u32) {
+    fn reg_write(&self, offset: u64, value: u32) {
         self.register_write(offset, value)
     }
 
@@ -422,8 +549,8 @@ impl RegisterWindow for Igb {
         Some(self.regs.peek(offset as u32))
     }
 
-    fn unknown_access(&mut self) {
-        self.errors.unknown_regs += 1;
+    fn unknown_access(&self) {
+        self.errors.unknown_reg();
     }
 }
 
@@ -432,61 +559,61 @@ impl NicFunction for Igb {
         "igb"
     }
 
-    fn config_read(&mut self, offset: u64, data: &mut [u8]) {
-        self.config.read(offset, data);
+    fn config_read(&self, offset: u64, data: &mut [u8]) {
+        self.ctl().config.read(offset, data);
     }
 
-    fn config_write(&mut self, offset: u64, data: &[u8]) {
-        self.config.write(offset, data);
-        let devctl = pci::PCIE_CAP + crate::pci::caps::PCIE_DEVCTL;
-        if self.config.read_u16(devctl) & crate::pci::caps::PCIE_DEVCTL_FLR != 0 {
+    fn config_write(&self, offset: u64, data: &[u8]) {
+        let flr = {
+            let mut c = self.ctl();
+            c.config.write(offset, data);
+            let devctl = pci::PCIE_CAP + crate::pci::caps::PCIE_DEVCTL;
+            c.config.read_u16(devctl) & crate::pci::caps::PCIE_DEVCTL_FLR != 0
+        };
+        if flr {
             log::info!("igb: function level reset");
             self.reset();
         }
     }
 
-    fn bar_read(&mut self, bar: usize, offset: u64, data: &mut [u8]) {
+    fn bar_read(&self, bar: usize, offset: u64, data: &mut [u8]) {
         match bar {
             0 => bar::mmio_read(self, offset, data),
-            2 => {
-                let io = self.io;
-                io.read(self, offset, data);
-            }
+            2 => self.io.read(self, offset, data),
             _ => data.fill(0),
         }
     }
 
-    fn bar_write(&mut self, bar: usize, offset: u64, data: &[u8]) {
+    fn bar_write(&self, bar: usize, offset: u64, data: &[u8]) {
         match bar {
             0 => bar::mmio_write(self, offset, data),
-            2 => {
-                let mut io = self.io;
-                io.write(self, offset, data);
-                self.io = io;
-            }
+            2 => self.io.write(self, offset, data),
             _ => log::debug!("igb: write to BAR{bar} offset {offset:#x} ignored"),
         }
     }
 
-    fn reset(&mut self) {
-        self.config.reset();
-        self.device_reset();
+    fn reset(&self) {
+        let mut c = self.ctl();
+        c.config.reset();
+        self.device_reset(&mut c);
         self.totals.clear();
-        self.io = IoWindow::default();
+        self.io.reset();
     }
 
-    fn set_memory(&mut self, mem: GuestRam) {
-        self.mem = mem;
+    fn set_memory(&self, mem: GuestRam) {
+        self.mem.set(mem);
     }
 
-    fn receive(&mut self, frame: &[u8]) {
-        self.rx_frame(frame);
+    fn receive(&self, frame: &[u8]) {
+        self.rx_frame(frame, None, true);
     }
 
-    fn receive_at(&mut self, frame: &[u8], sent_ns: u64) {
-        self.ts.set_arrival(Some(sent_ns));
-        self.rx_frame(frame);
-        self.ts.set_arrival(None);
+    fn receive_at(&self, frame: &[u8], sent_ns: u64) {
+        self.rx_frame(frame, Some(sent_ns), true);
+    }
+
+    fn try_receive_at(&self, frame: &[u8], sent_ns: u64) -> bool {
+        self.rx_frame(frame, Some(sent_ns), false)
     }
 
     fn bars(&self) -> &[Bar] {
@@ -514,14 +641,14 @@ impl NicFunction for Igb {
         self.totals.list(&self.regs)
     }
 
-    fn set_link(&mut self, up: bool) {
+    fn set_link(&self, up: bool) {
         self.set_cable(up);
     }
 
-    fn inject(&mut self, fault: crate::Fault) -> Result<(), crate::FaultError> {
+    fn inject(&self, fault: crate::Fault) -> Result<(), crate::FaultError> {
         match &fault {
             crate::Fault::CounterPreset(name, v) => {
-                if !self.totals.preset(&mut self.regs, name, *v) {
+                if !self.totals.preset(&self.regs, name, *v) {
                     return Err(crate::FaultError::UnknownCounter(name.clone()));
                 }
             }
@@ -529,7 +656,7 @@ impl NicFunction for Igb {
                 // A jump of SYSTIM the driver did not make: its timecounter
                 // shows the step on the PHC.
                 let now = self.env.clock.now_ns();
-                self.ts.clock.step_ns(now, *ns);
+                self.ts().clock.step_ns(now, *ns);
             }
             f => self.faults.arm(f, NUM_QUEUES as u16)?,
         }
@@ -568,22 +695,31 @@ impl NicFunction for Igb {
         }
     }
 
-    fn set_wire_delay_ns(&mut self, ns: u64) {
-        self.ts.set_rx_delay_ns(ns);
+    fn set_wire_delay_ns(&self, ns: u64) {
+        self.ts().set_rx_delay_ns(ns);
     }
 
-    fn on_timer(&mut self, _now_ns: u64) {
-        self.deliver_eicr();
+    fn on_timer(&self, _now_ns: u64) {
+        self.deliver_eicr(&mut lock(&self.intr));
     }
 
     fn error_counters(&self) -> Vec<(&'static str, u64)> {
-        self.errors.list()
+        self.errors.snapshot().list()
     }
 }
 
-/// Creates an igb function as a boxed [`NicFunction`].
-pub fn new_function(cfg: IgbConfig, env: DeviceEnv) -> Box<dyn NicFunction> {
-    Box::new(Igb::new(cfg, env))
+/// Creates an igb function as a shared [`NicFunction`].
+pub fn new_function(cfg: IgbConfig, env: DeviceEnv) -> std::sync::Arc<dyn NicFunction> {
+    std::sync::Arc::new(Igb::new(cfg, env))
+}
+
+/// The MAC address in NVM words 0..2.
+fn nvm_mac(nvm: &Nvm) -> [u8; 6] {
+    let mut m = [0u8; 6];
+    for i in 0..3 {
+        m[2 * i..2 * i + 2].copy_from_slice(&nvm.word(i).to_le_bytes());
+    }
+    m
 }
 
 #[cfg(test)]

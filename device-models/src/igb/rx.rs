@@ -14,6 +14,7 @@ use crate::offload;
 use crate::ptp::{self, RxFilter};
 use crate::ring::{self, Ring};
 use crate::rss::{self, RssType};
+use crate::sync::lock_or_try;
 
 /// ETQF: filter enable.
 const ETQF_FILTER_ENABLE: u32 = 1 << 26;
@@ -30,28 +31,44 @@ const RXCSUM_PCSD: u32 = 1 << 13;
 const MAX_STD_FRAME: usize = 1514 + 4;
 
 impl Igb {
-    /// Delivers a frame from the wire (or loopback) to the host.
-    pub(super) fn rx_frame(&mut self, frame: &[u8]) {
+    /// Delivers a frame from the wire (or loopback) to the host; `sent` is
+    /// when it left its sender, if known (for its IEEE 1588 stamp).
+    ///
+    /// The receive queue is chosen first (RSS) and only that queue's lock is
+    /// taken, so frames for different queues are placed concurrently. Without
+    /// `wait`, a busy queue makes this return false before anything changed;
+    /// otherwise the frame is consumed (placed, or dropped and counted) and
+    /// this returns true.
+    pub(super) fn rx_frame(&self, frame: &[u8], sent: Option<u64>, wait: bool) -> bool {
         let rctl = self.regs.peek(RCTL);
         if rctl & rctl::EN == 0 || !self.link_up() {
-            return;
+            return true;
         }
+        let (rss, rss_type) = if frame.len() >= 14 {
+            self.rss_hash(frame)
+        } else {
+            (0, RssType::None)
+        };
+        let qi = self.rx_queue_for(rss, rss_type) % NUM_QUEUES;
+        let Some(_queue) = lock_or_try(&self.rxq[qi], wait) else {
+            return false;
+        };
         match self.faults.take_rx() {
             Some(RxFault::Corrupt) => {
                 // A frame with a bad FCS: counted, not delivered (RCTL.SBP aside).
                 self.stat_add(stat::CRCERRS, 1);
-                return;
+                return true;
             }
             Some(RxFault::Drop) => {
                 self.stat_add(stat::MPC, 1);
                 self.stat_add(stat::RNBC, 1);
-                return;
+                return true;
             }
             None => {}
         }
         if frame.len() < 14 {
             self.stat_add(0x40a4, 1); // RUC
-            return;
+            return true;
         }
         let max = if rctl & rctl::LPE != 0 {
             (self.regs.peek(0x5004) & 0x3fff) as usize
@@ -60,15 +77,14 @@ impl Igb {
         };
         if frame.len() > max.max(64) {
             self.stat_add(stat::ROC, 1);
-            return;
+            return true;
         }
         if !self.rx_accept(frame, rctl) {
-            return;
+            return true;
         }
-        let ts = self.rx_timestamp(frame);
-        let (rss, rss_type) = self.rss_hash(frame);
-        let qi = self.rx_queue_for(rss, rss_type);
+        let ts = self.rx_timestamp(frame, sent);
         self.rx_to_queue(qi, frame, rss, rss_type, ts);
+        true
     }
 
     /// IEEE 1588 receive stamp (§7.9.2.3): TSYNCRXCTL selects the frame with
@@ -76,14 +92,15 @@ impl Igb {
     /// for L4 messages. The latch is taken when the frame passed the address
     /// filters, before a receive buffer is known (a frame then dropped for lack
     /// of descriptors leaves the latch locked, as `igb_ptp_rx_hang` expects).
-    fn rx_timestamp(&mut self, frame: &[u8]) -> bool {
-        if !self.ts.rx_enabled() {
+    fn rx_timestamp(&self, frame: &[u8], sent: Option<u64>) -> bool {
+        let mut ts = self.ts();
+        if !ts.rx_enabled() {
             return false;
         }
         let regs = &self.regs;
         let cfg = regs.peek(TSYNCRXCFG);
         let filter = RxFilter {
-            kind: self.ts.rxctl() & ptp::TSYNCRXCTL_TYPE_MASK,
+            kind: ts.rxctl() & ptp::TSYNCRXCTL_TYPE_MASK,
             v1_ctrl: cfg as u8,
             v2_msg: ((cfg >> 8) & 0xf) as u8,
             udp_port: ptp::PTP_EVENT_PORT,
@@ -94,11 +111,11 @@ impl Igb {
                 })
             },
         };
-        self.ts.rx_stamp(self.env.clock.now_ns(), frame, &filter)
+        ts.rx_stamp(self.env.clock.now_ns(), sent, frame, &filter)
     }
 
     /// RSS hash of a frame when MRQC enables RSS (§7.1.2.8).
-    fn rss_hash(&self, frame: &[u8]) -> (u32, RssType) {
+    pub(super) fn rss_hash(&self, frame: &[u8]) -> (u32, RssType) {
         let mrqc = self.regs.peek(MRQC);
         if !matches!(mrqc & 7, 1 | 2 | 5) {
             return (0, RssType::None);
@@ -107,7 +124,7 @@ impl Igb {
     }
 
     /// Queue for a frame: RETA entry `hash[6:0]` when RSS hashed it, else queue 0.
-    fn rx_queue_for(&self, hash: u32, ty: RssType) -> usize {
+    pub(super) fn rx_queue_for(&self, hash: u32, ty: RssType) -> usize {
         rss::reta_queue(|i| self.regs.peek(RETA + 4 * i), hash, ty)
     }
 
@@ -192,10 +209,11 @@ impl Igb {
         self.regs.peek(MTA + 4 * (hash >> 5)) & (1 << (hash & 31)) != 0
     }
 
-    /// Places a frame into receive queue `qi`, spanning descriptors if needed.
-    fn rx_to_queue(&mut self, qi: usize, frame: &[u8], rss: u32, rss_type: RssType, ts: bool) {
+    /// Places a frame into receive queue `qi` (its lock held), spanning
+    /// descriptors if needed.
+    fn rx_to_queue(&self, qi: usize, frame: &[u8], rss: u32, rss_type: RssType, ts: bool) {
         let base = RXQ_BASE + qi as u32 * QUEUE_STRIDE;
-        let miss = |d: &mut Igb| {
+        let miss = |d: &Igb| {
             d.stat_add(stat::MPC, 1);
             d.stat_add(stat::RNBC, 1);
             d.stat_add(base + q::RQDPC, 1);
@@ -207,7 +225,7 @@ impl Igb {
         let mut r = match Ring::from_block(|o| self.regs.peek(o), base) {
             Ok(r) => r,
             Err(e) => {
-                self.errors.ring_errors += 1;
+                self.errors.ring();
                 log::debug!("igb: rx queue {qi}: {e}");
                 miss(self);
                 return;
@@ -245,19 +263,20 @@ impl Igb {
             miss(self);
             return;
         }
+        let mem = self.mem.get();
         let mut off = 0usize;
         let mut ok = true;
         while off < total {
             let chunk = (total - off).min(bufsize);
             let daddr = r.desc_addr(r.head);
-            let Ok(d) = ring::read_desc(&self.mem, daddr) else {
-                self.errors.dma_errors += 1;
+            let Ok(d) = ring::read_desc(&mem, daddr) else {
+                self.errors.dma();
                 ok = false;
                 break;
             };
             let pkt = u64::from_le_bytes(d[0..8].try_into().unwrap_or([0; 8]));
-            if ring::write_parts(&self.mem, pkt, &parts, off, chunk).is_err() {
-                self.errors.dma_errors += 1;
+            if ring::write_parts(&mem, pkt, &parts, off, chunk).is_err() {
+                self.errors.dma();
                 ok = false;
                 break;
             }
@@ -270,8 +289,8 @@ impl Igb {
                 }
             }
             let wb = rx_writeback(pkt_info, hi, st, chunk as u16, vlan);
-            if ring::write_desc(&self.mem, daddr, &wb).is_err() {
-                self.errors.dma_errors += 1;
+            if ring::write_desc(&mem, daddr, &wb).is_err() {
+                self.errors.dma();
                 ok = false;
                 break;
             }

@@ -8,17 +8,17 @@ use crate::stats::classify;
 
 impl Igb {
     /// Adds to a 32-bit counter (saturating, as the 82576 counters do).
-    pub(super) fn stat_add(&mut self, off: u32, n: u32) {
-        self.totals.count(&mut self.regs, off, u64::from(n));
+    pub(super) fn stat_add(&self, off: u32, n: u32) {
+        self.totals.count(&self.regs, off, u64::from(n));
     }
 
     /// Adds to a 64-bit counter split in low/high registers.
-    fn stat_add64(&mut self, lo: u32, n: u64) {
-        self.totals.count_split(&mut self.regs, lo, lo + 4, 32, n);
+    fn stat_add64(&self, lo: u32, n: u64) {
+        self.totals.count_split(&self.regs, lo, lo + 4, 32, n);
     }
 
     /// Counts a transmitted frame (without FCS).
-    pub(super) fn count_tx(&mut self, f: &[u8]) {
+    pub(super) fn count_tx(&self, f: &[u8]) {
         let c = classify(f);
         self.stat_add(stat::GPTC, 1);
         self.stat_add(stat::TPT, 1);
@@ -33,7 +33,7 @@ impl Igb {
     }
 
     /// Counts a received frame (without FCS) delivered to the host.
-    pub(super) fn count_rx(&mut self, f: &[u8]) {
+    pub(super) fn count_rx(&self, f: &[u8]) {
         let c = classify(f);
         self.stat_add(stat::GPRC, 1);
         self.stat_add(stat::TPR, 1);

@@ -7,15 +7,17 @@ use super::regs::*;
 use super::{ctrl, rctl, tctl, Igb};
 use crate::desc::{parse_tx, TxDesc, TXD_CMD_RS, TXD_STAT_DD};
 use crate::ring::{self, Ring};
+use crate::sync::lock;
 use crate::txframe::{FinishSettings, Finished, FrameOpts, Gathered, TxQueue};
+use crate::GuestRam;
 
 /// TSICR / TSIM: transmit time stamp taken.
 const TSICR_TXTS: u32 = 1 << 1;
 
 impl Igb {
     /// Processes transmit queue `qi` after its tail moved: at most one pass over
-    /// the ring per doorbell.
-    pub(super) fn tx_doorbell(&mut self, qi: usize) {
+    /// the ring per doorbell, under that queue's lock only.
+    pub(super) fn tx_doorbell(&self, qi: usize) {
         if qi >= NUM_QUEUES || self.regs.peek(TCTL) & tctl::EN == 0 || self.faults.tx_stalled(qi) {
             return;
         }
@@ -23,30 +25,32 @@ impl Igb {
         if self.regs.peek(base + q::DCTL) & QUEUE_ENABLE == 0 {
             return;
         }
+        let mut txq = lock(&self.txq[qi]);
         let mut r = match Ring::from_block(|o| self.regs.peek(o), base) {
             Ok(r) => r,
             Err(e) => {
-                self.errors.ring_errors += 1;
+                self.errors.ring();
                 log::debug!("igb: tx queue {qi}: {e}");
                 return;
             }
         };
+        let mem = self.mem.get();
         let mut done = false;
         let mut budget = r.count;
         while r.head != r.tail && budget > 0 {
             budget -= 1;
             let idx = r.head;
             r.advance();
-            let d = match ring::read_desc(&self.mem, r.desc_addr(idx)) {
+            let d = match ring::read_desc(&mem, r.desc_addr(idx)) {
                 Ok(d) => d,
                 Err(_) => {
-                    self.errors.dma_errors += 1;
+                    self.errors.dma();
                     continue;
                 }
             };
             let cmd = match parse_tx(&d) {
                 TxDesc::Context(c) => {
-                    self.txq[qi].ctx[usize::from(c.idx & 1)] = c;
+                    txq.ctx[usize::from(c.idx & 1)] = c;
                     0
                 }
                 TxDesc::Data {
@@ -65,7 +69,7 @@ impl Igb {
                         tstamp,
                         ..Default::default()
                     };
-                    self.tx_gather(qi, addr, usize::from(len), opts);
+                    self.tx_gather(&mut txq, &mem, qi, addr, usize::from(len), opts);
                     cmd
                 }
                 TxDesc::Legacy {
@@ -84,13 +88,13 @@ impl Igb {
                         legacy_csum: ic.then_some((cso, css)),
                         ..Default::default()
                     };
-                    self.tx_gather(qi, addr, usize::from(len), opts);
+                    self.tx_gather(&mut txq, &mem, qi, addr, usize::from(len), opts);
                     cmd
                 }
             };
             if cmd & TXD_CMD_RS != 0 && self.regs.peek(base + q::WBAL) & 1 == 0 {
-                if ring::write_u32(&self.mem, r.desc_addr(idx) + 12, TXD_STAT_DD).is_err() {
-                    self.errors.dma_errors += 1;
+                if ring::write_u32(&mem, r.desc_addr(idx) + 12, TXD_STAT_DD).is_err() {
+                    self.errors.dma();
                 }
                 done = true;
             }
@@ -99,31 +103,40 @@ impl Igb {
         let wbal = self.regs.peek(base + q::WBAL);
         if wbal & 1 != 0 {
             let addr = (u64::from(self.regs.peek(base + q::WBAH)) << 32) | u64::from(wbal & !3);
-            if ring::write_u32(&self.mem, addr, r.head).is_err() {
-                self.errors.dma_errors += 1;
+            if ring::write_u32(&mem, addr, r.head).is_err() {
+                self.errors.dma();
             }
             done = true;
         }
+        drop(txq);
         if done {
             self.queue_interrupt(qi, Dir::Tx);
         }
     }
 
     /// Appends one data buffer to the queue's frame and sends it at EOP.
-    fn tx_gather(&mut self, qi: usize, addr: u64, len: usize, opts: FrameOpts) {
-        let (g, dma_error) = self.txq[qi].gather(&self.mem, addr, len, opts);
+    fn tx_gather(
+        &self,
+        txq: &mut TxQueue,
+        mem: &GuestRam,
+        qi: usize,
+        addr: u64,
+        len: usize,
+        opts: FrameOpts,
+    ) {
+        let (g, dma_error) = txq.gather(mem, addr, len, opts);
         if dma_error {
-            self.errors.dma_errors += 1;
+            self.errors.dma();
         }
         match g {
             Gathered::More => {}
-            Gathered::Dropped => self.errors.tx_malformed += 1,
-            Gathered::Done(first) => self.tx_finish(qi, first),
+            Gathered::Dropped => self.errors.tx_malformed(),
+            Gathered::Done(first) => self.tx_finish(txq, qi, first),
         }
     }
 
     /// Finishes a complete frame (VLAN, offloads, TSO, padding) and sends it.
-    fn tx_finish(&mut self, qi: usize, first: FrameOpts) {
+    fn tx_finish(&self, txq: &mut TxQueue, qi: usize, first: FrameOpts) {
         let s = FinishSettings {
             tpid: self.regs.peek(0x0038) as u16,
             pad: self.regs.peek(TCTL) & tctl::PSP != 0,
@@ -134,16 +147,12 @@ impl Igb {
         if first.tstamp {
             self.tx_timestamp(now);
         }
-        // The queue is taken out while its frame leaves, so the send path
-        // (which may loop back into this device) can borrow the device.
-        let mut q = std::mem::replace(&mut self.txq[qi], TxQueue::placeholder());
-        let res = q.finish(first, s, |f| self.tx_out(f, now));
-        self.txq[qi] = q;
+        let res = txq.finish(first, s, |f| self.tx_out(f, now));
         match res {
             Ok(Finished::Segments(_)) => self.stat_add(stat::TSCTC, 1),
             Ok(Finished::Frame) => {}
             Err(e) => {
-                self.errors.tx_malformed += 1;
+                self.errors.tx_malformed();
                 log::debug!("igb: tx queue {qi}: frame dropped: {e}");
             }
         }
@@ -151,14 +160,12 @@ impl Igb {
 
     /// Puts a finished frame on the wire, or back into the receiver when the
     /// PHY or MAC loops back.
-    fn tx_out(&mut self, frame: &[u8], sent: u64) {
+    fn tx_out(&self, frame: &[u8], sent: u64) {
         self.count_tx(frame);
         let mac_loop = self.regs.peek(RCTL) & rctl::LBM_MASK == rctl::LBM_MAC;
-        if self.phy.loopback() || mac_loop {
-            self.ts.set_arrival(Some(sent));
-            self.rx_frame(frame);
-            self.ts.set_arrival(None);
-        } else if self.regs.peek(CTRL) & ctrl::SLU != 0 || self.phy.link_up() {
+        if self.phy_loopback() || mac_loop {
+            self.rx_frame(frame, Some(sent), true);
+        } else if self.regs.peek(CTRL) & ctrl::SLU != 0 || self.phy_link_up() {
             self.env.wire.transmit_at(frame, sent);
         }
     }
@@ -166,8 +173,9 @@ impl Igb {
     /// The frame leaves the MAC now: latch TXSTMPL/H (§7.9.2.2) and report
     /// TSICR.TXTS, which reaches ICR.TS when TSIM enables it. (The igb driver
     /// polls TSYNCTXCTL.VALID on the 82576, `igb_ptp_tx_work`.)
-    fn tx_timestamp(&mut self, now: u64) {
-        if self.ts.tx_stamp(now) {
+    fn tx_timestamp(&self, now: u64) {
+        let stamped = self.ts().tx_stamp(now);
+        if stamped {
             self.regs.set_bits(TSICR, TSICR_TXTS);
             if self.regs.peek(TSIM) & TSICR_TXTS != 0 {
                 self.raise_icr(super::intr::ICR_TS);

@@ -10,8 +10,43 @@
 //! reported through EICR on the function's single interrupt: queue causes set
 //! EICR bit `IVAR entry & 15`, reading EICR clears it and auto-masks EIAM bits.
 
+//!
+//! Every read-modify-write of causes and masks runs under the function's
+//! interrupt lock (`Ixgbe::intr`, holding [`Intr`]).
+
 use super::regs::*;
 use super::Ixgbe;
+use crate::moderation::Moderation;
+use crate::sync::lock;
+
+/// Interrupt state beyond the registers, under the interrupt lock.
+#[derive(Debug)]
+pub struct Intr {
+    /// EITR interrupt moderation of the MSI-X vectors.
+    pub moderation: Moderation,
+    /// MSI-X vector causes (EICR_EX), vectors 0..63.
+    pub vec_cause: u64,
+    /// MSI-X vector masks (EIMS_EX), vectors 0..63.
+    pub vec_mask: u64,
+}
+
+impl Intr {
+    /// The reset state for `vectors` MSI-X vectors.
+    pub fn new(vectors: usize) -> Self {
+        Intr {
+            moderation: Moderation::new(vectors),
+            vec_cause: 0,
+            vec_mask: 0,
+        }
+    }
+
+    /// Back to the reset state.
+    pub fn reset(&mut self) {
+        self.moderation.reset();
+        self.vec_cause = 0;
+        self.vec_mask = 0;
+    }
+}
 
 /// EICR: link status change.
 pub const EICR_LSC: u32 = 1 << 20;
@@ -65,10 +100,10 @@ impl Ixgbe {
     }
 
     /// EICR as read: other causes plus the queue causes.
-    pub(super) fn eicr_value(&self) -> u32 {
+    pub(super) fn eicr_value(&self, m: &Intr) -> u32 {
         let e = self.regs.peek(EICR);
         if self.msix_mode() {
-            (e & 0xffff_0000) | (self.vec_cause as u32 & EICR_RTX_QUEUE)
+            (e & 0xffff_0000) | (m.vec_cause as u32 & EICR_RTX_QUEUE)
         } else {
             e
         }
@@ -76,10 +111,10 @@ impl Ixgbe {
 
     /// Guest read of EICR (§8.2.3.5.1): clear on read; in MSI-X mode with
     /// GPIE.OCD only the queue bits clear.
-    pub(super) fn eicr_read(&mut self) -> u32 {
-        let v = self.eicr_value();
+    pub(super) fn eicr_read(&self, m: &mut Intr) -> u32 {
+        let v = self.eicr_value(m);
         if self.msix_mode() {
-            self.vec_cause &= !u64::from(EICR_RTX_QUEUE);
+            m.vec_cause &= !u64::from(EICR_RTX_QUEUE);
             if self.regs.peek(GPIE) & GPIE_OCD == 0 {
                 self.regs.poke(EICR, 0);
             }
@@ -93,63 +128,68 @@ impl Ixgbe {
 
     /// Guest write of EICR: write 1 to clear (the generic W1C already cleared
     /// the stored bits; queue bits also clear their vectors).
-    pub(super) fn eicr_write(&mut self, v: u32) {
+    pub(super) fn eicr_write(&self, m: &mut Intr, v: u32) {
         if self.msix_mode() {
-            self.vec_cause &= !u64::from(v & EICR_RTX_QUEUE);
+            m.vec_cause &= !u64::from(v & EICR_RTX_QUEUE);
         }
     }
 
     /// Guest write of EICS: sets causes as if the events happened.
-    pub(super) fn eics_write(&mut self, v: u32) {
+    pub(super) fn eics_write(&self, m: &mut Intr, v: u32) {
         self.regs.poke(EICS, 0);
         let other = v & 0x7fff_0000;
         if other != 0 {
-            self.raise_other(other);
+            self.raise_other_locked(m, other);
         }
         let queues = v & EICR_RTX_QUEUE;
         if queues != 0 {
             if self.msix_mode() {
-                self.raise_vectors(u64::from(queues));
+                self.raise_vectors(m, u64::from(queues));
             } else {
                 self.regs.set_bits(EICR, queues);
-                self.legacy_update();
+                self.legacy_update(m);
             }
         }
     }
 
     /// Guest write of EIMS: enables causes; pending enabled causes fire.
-    pub(super) fn eims_write(&mut self, old: u32, v: u32) {
+    pub(super) fn eims_write(&self, m: &mut Intr, old: u32, v: u32) {
         self.regs.poke(EIMS, (old | v) & 0xffff_0000);
         if self.msix_mode() {
-            self.vec_mask |= u64::from(v & EICR_RTX_QUEUE);
-            self.deliver_vectors();
-            self.other_update();
+            m.vec_mask |= u64::from(v & EICR_RTX_QUEUE);
+            self.deliver_vectors(m);
+            self.other_update(m);
         } else {
             self.regs.set_bits(EIMS, v & EICR_RTX_QUEUE);
-            self.legacy_update();
+            self.legacy_update(m);
         }
     }
 
     /// Guest write of EIMC: disables causes.
-    pub(super) fn eimc_write(&mut self, v: u32) {
+    pub(super) fn eimc_write(&self, m: &mut Intr, v: u32) {
         self.regs.clear_bits(EIMS, v);
         if self.msix_mode() {
-            self.vec_mask &= !u64::from(v & EICR_RTX_QUEUE);
+            m.vec_mask &= !u64::from(v & EICR_RTX_QUEUE);
         }
     }
 
     /// Raises "other" causes (bits 30:16).
-    pub(super) fn raise_other(&mut self, causes: u32) {
+    pub(super) fn raise_other(&self, causes: u32) {
+        self.raise_other_locked(&mut lock(&self.intr), causes);
+    }
+
+    /// [`Self::raise_other`] with the interrupt lock held.
+    pub(super) fn raise_other_locked(&self, m: &mut Intr, causes: u32) {
         self.regs.set_bits(EICR, causes & 0x7fff_0000);
         if self.msix_mode() {
-            self.other_update();
+            self.other_update(m);
         } else {
-            self.legacy_update();
+            self.legacy_update(m);
         }
     }
 
     /// MSI-X: fires the IVAR_MISC vector while enabled other causes are pending.
-    fn other_update(&mut self) {
+    fn other_update(&self, _m: &mut Intr) {
         let pending = self.regs.peek(EICR) & self.regs.peek(EIMS) & 0x7fff_0000;
         if pending == 0 {
             return;
@@ -166,7 +206,7 @@ impl Ixgbe {
     }
 
     /// Legacy / MSI: asserts the single interrupt while enabled causes are pending.
-    fn legacy_update(&mut self) {
+    fn legacy_update(&self, _m: &mut Intr) {
         let e = self.regs.peek(EICR);
         // One message per assertion: further causes wait for the EICR read.
         if e & self.regs.peek(EIMS) & 0x7fff_ffff != 0 && e & EICR_OTHER == 0 {
@@ -176,30 +216,30 @@ impl Ixgbe {
     }
 
     /// MSI-X: adds vector causes and delivers the unmasked ones.
-    pub(super) fn raise_vectors(&mut self, bits: u64) {
+    pub(super) fn raise_vectors(&self, m: &mut Intr, bits: u64) {
         if !self.msix_mode() {
             if bits != 0 {
                 self.regs.set_bits(EICR, bits as u32 & EICR_RTX_QUEUE);
-                self.legacy_update();
+                self.legacy_update(m);
             }
             return;
         }
-        self.vec_cause |= bits;
-        self.deliver_vectors();
+        m.vec_cause |= bits;
+        self.deliver_vectors(m);
     }
 
     /// Fires every vector whose cause is set and mask is open (§7.3.4).
-    pub(super) fn deliver_vectors(&mut self) {
+    pub(super) fn deliver_vectors(&self, m: &mut Intr) {
         if !self.msix_mode() {
             return;
         }
-        let ready = self.vec_cause & self.vec_mask;
+        let ready = m.vec_cause & m.vec_mask;
         if ready == 0 {
             return;
         }
         let now = self.env.clock.now_ns();
         let regs = &self.regs;
-        let fire = self.moderation.gate(
+        let fire = m.moderation.gate(
             ready,
             now,
             |v| eitr_interval_ns(regs, v),
@@ -209,11 +249,11 @@ impl Ixgbe {
             return;
         }
         let eiac = u64::from(self.regs.peek(EIAC) & EICR_RTX_QUEUE) | !0xffffu64;
-        self.vec_cause &= !(fire & eiac);
+        m.vec_cause &= !(fire & eiac);
         if self.regs.peek(GPIE) & GPIE_EIAME != 0 {
             let eiam =
                 u64::from(self.regs.peek(EIAM_EX)) | (u64::from(self.regs.peek(EIAM_EX + 4)) << 32);
-            self.vec_mask &= !(fire & eiam);
+            m.vec_mask &= !(fire & eiam);
         }
         let mut f = fire;
         while f != 0 {
@@ -224,17 +264,18 @@ impl Ixgbe {
     }
 
     /// Signals a queue event through the queue's IVAR entry.
-    pub(super) fn queue_interrupt(&mut self, queue: usize, dir: Dir) {
+    pub(super) fn queue_interrupt(&self, queue: usize, dir: Dir) {
         let (reg, shift) = ivar_slot(queue, dir);
         let entry = (self.regs.peek(IVAR0 + 4 * reg) >> shift) & 0xff;
         if entry & IVAR_VALID == 0 {
             return;
         }
+        let m = &mut *lock(&self.intr);
         if self.msix_mode() {
-            self.raise_vectors(1u64 << (entry & 0x3f));
+            self.raise_vectors(m, 1u64 << (entry & 0x3f));
         } else {
             self.regs.set_bits(EICR, 1 << (entry & 0xf));
-            self.legacy_update();
+            self.legacy_update(m);
         }
     }
 }

@@ -18,12 +18,20 @@ pub mod sfp;
 mod stats;
 mod tx;
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
 use crate::bar::{self, IoWindow, RegisterWindow};
+use crate::fault::SharedFaults;
 use crate::nvm::Nvm;
 use crate::pci::ConfigSpace;
 use crate::ptp::{BasePeriod, TimeSync};
 use crate::regfile::RegFile;
-use crate::{Bar, DeviceEnv, GuestRam, NicFunction};
+use crate::stats::Totals;
+use crate::sync::lock;
+use crate::txframe::TxQueue;
+use crate::{Bar, DeviceEnv, DmaMemory, ErrorCounters, GuestRam, NicFunction};
+use intr::Intr;
 
 pub use eeprom::NVM_WORDS;
 pub use pci::{DEVICE_82599_SFP, MSIX_VECTORS, VENDOR_INTEL};
@@ -110,37 +118,53 @@ pub struct IxgbeConfig {
 
 pub use crate::GuestErrors;
 
-/// An 82599 function.
-pub struct Ixgbe {
-    cfg: IxgbeConfig,
+/// Control-path state of a function: what only register accesses and the
+/// control socket touch, never a frame.
+struct Ctl {
     config: ConfigSpace,
-    regs: RegFile<Hook>,
     nvm: Nvm,
-    env: DeviceEnv,
-    mem: GuestRam,
-    bars: [Bar; 3],
-    txq: Vec<crate::txframe::TxQueue>,
-    /// BAR2 indirect register window (IOADDR/IODATA).
-    io: IoWindow,
     /// I2C bus to the SFP+ module.
     i2c: sfp::I2cBus,
-    /// MSI-X vector causes (EICR_EX) and masks (EIMS_EX), vectors 0..63.
-    vec_cause: u64,
-    /// EITR interrupt moderation of the MSI-X vectors.
-    moderation: crate::moderation::Moderation,
-    vec_mask: u64,
-    errors: GuestErrors,
-    /// Faults injected through the control path.
-    faults: crate::fault::Faults,
-    /// Running totals of the statistics registers (control path view).
-    totals: crate::stats::Totals,
     /// Link state last reported through EICR.LSC.
     link_reported: bool,
     /// Cable connected (control path can pull it).
     cable: bool,
+}
+
+/// An 82599 function.
+///
+/// Locking (see the crate documentation): registers, counters and guest error
+/// counts are atomics; each transmit queue's frame assembly and each receive
+/// queue's ring are behind their own lock; the interrupt logic ([`Intr`]), the
+/// time stamp latches and the control state have short locks of their own.
+/// The order, for paths that take several: `ctl` → transmit queue → receive
+/// queue → (`intr`, `ts`).
+pub struct Ixgbe {
+    cfg: IxgbeConfig,
+    env: DeviceEnv,
+    bars: [Bar; 3],
+    regs: RegFile<Hook>,
+    /// Running totals of the statistics registers (control path view).
+    totals: Totals,
+    errors: ErrorCounters,
+    mem: DmaMemory,
+    /// BAR2 indirect register window (IOADDR/IODATA).
+    io: IoWindow,
+    ctl: Mutex<Ctl>,
+    /// Link up (module present and cable connected), for the data path;
+    /// updated under `ctl`.
+    link: AtomicBool,
+    /// Per transmit queue: the frame being gathered and its offload contexts.
+    txq: Box<[Mutex<TxQueue>]>,
+    /// Per receive queue: held while a frame is placed into the ring.
+    rxq: Box<[Mutex<()>]>,
+    /// Vector causes/masks and EITR moderation.
+    intr: Mutex<Intr>,
+    /// Faults injected through the control path.
+    faults: SharedFaults,
     /// IEEE 1588 clock and time stamp latches (§7.9). The base period is the
     /// 10 Gb/s one (6.4 ns): the model always links at 10 Gb/s.
-    ts: TimeSync,
+    ts: Mutex<TimeSync>,
 }
 
 impl std::fmt::Debug for Ixgbe {
@@ -148,7 +172,7 @@ impl std::fmt::Debug for Ixgbe {
         f.debug_struct("Ixgbe")
             .field("mac", &self.cfg.mac)
             .field("sfp", &self.cfg.sfp)
-            .field("errors", &self.errors)
+            .field("errors", &self.errors.snapshot())
             .finish()
     }
 }
@@ -160,85 +184,109 @@ impl Ixgbe {
     /// Creates a function in its power-on state.
     pub fn new(cfg: IxgbeConfig, env: DeviceEnv) -> Self {
         let now = env.clock.now_ns();
-        let mut d = Ixgbe {
+        let regs = RegFile::new(TABLE, pci::REGS_SIZE as usize);
+        let d = Ixgbe {
             cfg,
-            config: pci::config_space(),
-            regs: RegFile::new(TABLE, pci::REGS_SIZE as usize),
-            nvm: eeprom::image(cfg.mac),
             env,
-            mem: GuestRam::new(),
             bars: pci::bars(),
-            txq: (0..NUM_QUEUES)
-                .map(|_| crate::txframe::TxQueue::with_max(MAX_TX_FRAME))
-                .collect(),
+            totals: Totals::for_file(&regs),
+            regs,
+            errors: ErrorCounters::default(),
+            mem: DmaMemory::default(),
             io: IoWindow::default(),
-            i2c: sfp::I2cBus::new(cfg.sfp),
-            vec_cause: 0,
-            moderation: crate::moderation::Moderation::new(MSIX_VECTORS as usize),
-            vec_mask: 0,
-            errors: GuestErrors::default(),
-            totals: crate::stats::Totals::default(),
-            faults: crate::fault::Faults::default(),
-            link_reported: false,
-            cable: true,
-            ts: TimeSync::new(BasePeriod::I82599_10G, now),
+            ctl: Mutex::new(Ctl {
+                config: pci::config_space(),
+                nvm: eeprom::image(cfg.mac),
+                i2c: sfp::I2cBus::new(cfg.sfp),
+                link_reported: false,
+                cable: true,
+            }),
+            link: AtomicBool::new(false),
+            txq: (0..NUM_QUEUES)
+                .map(|_| Mutex::new(TxQueue::with_max(MAX_TX_FRAME)))
+                .collect(),
+            rxq: (0..NUM_QUEUES).map(|_| Mutex::new(())).collect(),
+            intr: Mutex::new(Intr::new(MSIX_VECTORS as usize)),
+            faults: SharedFaults::default(),
+            ts: Mutex::new(TimeSync::new(BasePeriod::I82599_10G, now)),
         };
-        d.totals = crate::stats::Totals::for_file(&d.regs);
-        d.device_reset();
+        d.device_reset(&mut d.ctl());
         d
+    }
+
+    fn ctl(&self) -> MutexGuard<'_, Ctl> {
+        lock(&self.ctl)
+    }
+
+    fn ts(&self) -> MutexGuard<'_, TimeSync> {
+        lock(&self.ts)
     }
 
     /// Guest error counters.
     pub fn guest_errors(&self) -> GuestErrors {
-        self.errors
+        self.errors.snapshot()
     }
 
     /// The NVM image (for tests and the control path).
-    pub fn nvm(&self) -> &Nvm {
-        &self.nvm
+    pub fn nvm(&self) -> Nvm {
+        self.ctl().nvm.clone()
+    }
+
+    /// The guest memory the function currently reaches (for tests).
+    pub fn mem(&self) -> std::sync::Arc<GuestRam> {
+        self.mem.get()
     }
 
     /// Connects or disconnects the emulated link partner; the guest sees a link
     /// status change interrupt.
-    pub fn set_cable(&mut self, up: bool) {
-        self.cable = up;
-        self.check_link_change();
+    pub fn set_cable(&self, up: bool) {
+        let mut c = self.ctl();
+        c.cable = up;
+        self.check_link_change(&mut c);
     }
 
     /// Software / link reset (CTRL.RST, CTRL.LNK_RST, §4.2.1): registers to
-    /// defaults, MAC auto-loaded from the NVM into RAL0/RAH0.
-    fn device_reset(&mut self) {
+    /// defaults, MAC auto-loaded from the NVM into RAL0/RAH0. Every queue is
+    /// held meanwhile, so no frame sees a half-reset function.
+    fn device_reset(&self, c: &mut Ctl) {
+        let mut tx: Vec<_> = self.txq.iter().map(lock).collect();
+        let _rx: Vec<_> = self.rxq.iter().map(lock).collect();
         if self.faults.on_reset() {
             // Injected NVM corruption: one base word changes, the checksum does not.
-            let w = self.nvm.word(0x30);
-            self.nvm.set_word(0x30, w ^ 0x5a5a);
+            let w = c.nvm.word(0x30);
+            c.nvm.set_word(0x30, w ^ 0x5a5a);
             log::info!("ixgbe: NVM corrupted (fault injection)");
         }
         self.regs.reset_all();
         self.regs.set_bits(EEC, eeprom::EEC_SIZE << 11);
-        let m = eeprom::mac(&self.nvm);
+        let m = eeprom::mac(&c.nvm);
         self.regs
             .poke(RAL, u32::from_le_bytes([m[0], m[1], m[2], m[3]]));
         self.regs.poke(
             RAL + 4,
             u32::from(u16::from_le_bytes([m[4], m[5]])) | (1 << 31),
         );
-        self.vec_cause = 0;
-        self.vec_mask = 0;
-        self.moderation.reset();
-        self.i2c.reset();
-        for t in &mut self.txq {
+        lock(&self.intr).reset();
+        c.i2c.reset();
+        for t in tx.iter_mut() {
             t.clear();
         }
-        self.link_reported = self.link_up();
+        self.sync_link(c);
+        c.link_reported = self.link_up();
         // "When the MAC resets, all the hardware bits for timesync are
         // reset" (`ixgbe_ptp_reset`).
-        self.ts.reset(self.env.clock.now_ns());
+        self.ts().reset(self.env.clock.now_ns());
     }
 
-    /// Link is up while a module is plugged and the partner is connected.
+    /// Link is up while a module is plugged and the partner is connected;
+    /// mirrored into [`Self::link`] for the data path.
+    fn sync_link(&self, c: &Ctl) {
+        self.link
+            .store(c.i2c.present() && c.cable, Ordering::Release);
+    }
+
     fn link_up(&self) -> bool {
-        self.i2c.present() && self.cable
+        self.link.load(Ordering::Acquire)
     }
 
     fn loopback(&self) -> bool {
@@ -269,16 +317,17 @@ impl Ixgbe {
     }
 
     /// Raises EICR.LSC when the link state differs from what was last reported.
-    fn check_link_change(&mut self) {
+    fn check_link_change(&self, c: &mut Ctl) {
+        self.sync_link(c);
         let up = self.link_up();
-        if up != self.link_reported {
-            self.link_reported = up;
+        if up != c.link_reported {
+            c.link_reported = up;
             self.raise_other(intr::EICR_LSC);
         }
     }
 
     fn i2cctl_read(&self) -> u32 {
-        let (scl, sda) = self.i2c.lines();
+        let (scl, sda) = self.ctl().i2c.lines();
         let mut v = self.regs.peek(I2CCTL) & (I2C_CLK_OUT | I2C_DATA_OUT);
         if scl {
             v |= I2C_CLK_IN;
@@ -290,9 +339,17 @@ impl Ixgbe {
     }
 
     /// Register read with side effects.
-    fn register_read(&mut self, offset: u64) -> u32 {
+    fn register_read(&self, offset: u64) -> u32 {
+        // Interrupt registers are read under the interrupt lock: a cause the
+        // data path raises meanwhile is either returned or stays pending.
+        let mut intr = match self.regs.decode(offset).map(|id| self.regs.def(id).hook) {
+            Some(Some(Hook::Eicr | Hook::Eics | Hook::Eims | Hook::EimsEx | Hook::EicsEx)) => {
+                Some(lock(&self.intr))
+            }
+            _ => None,
+        };
         let Some((id, v)) = self.regs.read(offset) else {
-            self.errors.unknown_regs += 1;
+            self.errors.unknown_reg();
             log::debug!("ixgbe: read of unknown register {offset:#x}");
             return 0;
         };
@@ -302,7 +359,7 @@ impl Ixgbe {
             Some(Hook::Esdp) => {
                 // SDP2 is the module-present input on X520 adapters
                 // (`ixgbe_check_mac_link_generic`, crosstalk fix).
-                if self.i2c.present() {
+                if self.ctl().i2c.present() {
                     v | ESDP_SDP2
                 } else {
                     v & !ESDP_SDP2
@@ -314,22 +371,55 @@ impl Ixgbe {
                 self.regs.set_bits(SWSM, 1);
                 v
             }
-            Some(Hook::Eicr) => self.eicr_read(),
-            Some(Hook::Eics) => self.eicr_value(),
-            Some(Hook::Eims) if self.msix_mode() => {
-                (v & 0xffff_0000) | (self.vec_mask as u32 & 0xffff)
-            }
-            Some(Hook::EimsEx) => (self.vec_mask >> (32 * u32::from(id.elem))) as u32,
-            Some(Hook::EicsEx) => (self.vec_cause >> (32 * u32::from(id.elem))) as u32,
-            Some(Hook::Ts(r)) => self.ts.read(r, self.env.clock.now_ns()),
-            _ => v,
+            Some(Hook::Ts(r)) => self.ts().read(r, self.env.clock.now_ns()),
+            hook => match (hook, intr.as_deref_mut()) {
+                (Some(Hook::Eicr), Some(m)) => self.eicr_read(m),
+                (Some(Hook::Eics), Some(m)) => self.eicr_value(m),
+                (Some(Hook::Eims), Some(m)) if self.msix_mode() => {
+                    (v & 0xffff_0000) | (m.vec_mask as u32 & 0xffff)
+                }
+                (Some(Hook::EimsEx), Some(m)) => (m.vec_mask >> (32 * u32::from(id.elem))) as u32,
+                (Some(Hook::EicsEx), Some(m)) => (m.vec_cause >> (32 * u32::from(id.elem))) as u32,
+                _ => v,
+            },
         }
     }
 
     /// Register write with side effects.
-    fn register_write(&mut self, offset: u64, val: u32) {
+    fn register_write(&self, offset: u64, val: u32) {
+        // A head or receive-queue enable changes under its queue's lock, so a
+        // frame being placed never sees it half way; cause and mask registers
+        // change under the interrupt lock.
+        let hook = self
+            .regs
+            .decode(offset)
+            .map(|id| (id, self.regs.def(id).hook));
+        let _queue = match hook {
+            Some((id, Some(Hook::RxHead | Hook::Rxdctl))) => {
+                let qi = usize::from(id.elem) + if offset >= 0xd000 { 64 } else { 0 };
+                Some(lock(&self.rxq[qi % NUM_QUEUES]))
+            }
+            _ => None,
+        };
+        let mut intr = match hook {
+            Some((
+                _,
+                Some(
+                    Hook::Eicr
+                    | Hook::Eics
+                    | Hook::Eims
+                    | Hook::Eimc
+                    | Hook::EicsEx
+                    | Hook::EimsEx
+                    | Hook::EimcEx
+                    | Hook::Eitr
+                    | Hook::EitrHi,
+                ),
+            )) => Some(lock(&self.intr)),
+            _ => None,
+        };
         let Some(w) = self.regs.write(offset, val) else {
-            self.errors.unknown_regs += 1;
+            self.errors.unknown_reg();
             log::debug!("ixgbe: write of unknown register {offset:#x} = {val:#x} ignored");
             return;
         };
@@ -347,13 +437,15 @@ impl Ixgbe {
             Hook::Ctrl => {
                 if w.new & (ctrl::RST | ctrl::LNK_RST) != 0 {
                     log::debug!("ixgbe: reset ({:#x})", w.new);
-                    self.device_reset();
-                    self.check_link_change();
+                    let mut c = self.ctl();
+                    self.device_reset(&mut c);
+                    self.check_link_change(&mut c);
                 }
             }
             Hook::Status | Hook::Links | Hook::Esdp => {}
             Hook::I2cctl => {
-                self.i2c
+                self.ctl()
+                    .i2c
                     .drive(w.new & I2C_CLK_OUT != 0, w.new & I2C_DATA_OUT != 0);
             }
             Hook::Eec => {
@@ -364,7 +456,7 @@ impl Ixgbe {
                 self.regs.poke(EEC, e);
             }
             Hook::Eerd => {
-                let v = self.nvm.eerd_write(w.raw);
+                let v = self.ctl().nvm.eerd_write(w.raw);
                 self.regs.poke(EERD, v);
             }
             Hook::Swsm => {}
@@ -380,26 +472,22 @@ impl Ixgbe {
             Hook::Autoc => {
                 if w.new & AUTOC_AN_RESTART != 0 {
                     self.regs.clear_bits(AUTOC, AUTOC_AN_RESTART);
-                    self.check_link_change();
+                    self.check_link_change(&mut self.ctl());
                 }
             }
-            Hook::Eicr => self.eicr_write(w.raw),
-            Hook::Eics => self.eics_write(w.raw),
-            Hook::Eitr | Hook::EitrHi => {
-                // Without CNT_WDIS a write restarts the vector's interval counter.
-                if w.raw & (1 << 31) == 0 {
-                    let base = if hook == Hook::Eitr { 0 } else { 24 };
-                    self.moderation.restart(base + usize::from(w.id.elem));
+            Hook::Eicr
+            | Hook::Eics
+            | Hook::Eitr
+            | Hook::EitrHi
+            | Hook::Eims
+            | Hook::Eimc
+            | Hook::EicsEx
+            | Hook::EimsEx
+            | Hook::EimcEx => {
+                if let Some(m) = intr.as_deref_mut() {
+                    self.intr_write(m, hook, &w);
                 }
             }
-            Hook::Eims => self.eims_write(w.old, w.raw),
-            Hook::Eimc => self.eimc_write(w.raw),
-            Hook::EicsEx => self.raise_vectors(u64::from(w.raw) << (32 * elem)),
-            Hook::EimsEx => {
-                self.vec_mask |= u64::from(w.raw) << (32 * elem);
-                self.deliver_vectors();
-            }
-            Hook::EimcEx => self.vec_mask &= !(u64::from(w.raw) << (32 * elem)),
             Hook::Rxctrl => {}
             Hook::Dmatxctl => {
                 if w.new & DMATXCTL_TE != 0 && w.old & DMATXCTL_TE == 0 {
@@ -437,17 +525,40 @@ impl Ixgbe {
                 let base = txq_base(elem);
                 self.regs.clear_bits(base + q::DCTL, QUEUE_SWFLSH);
                 if w.new & QUEUE_ENABLE == 0 {
+                    let mut t = lock(&self.txq[qi % NUM_QUEUES]);
                     self.regs.poke(base + q::H, 0);
-                    if let Some(t) = self.txq.get_mut(qi) {
-                        t.clear();
-                    }
+                    t.clear();
                 } else if w.old & QUEUE_ENABLE == 0 {
                     self.tx_doorbell(qi);
                 }
             }
             Hook::Fdirctrl => self.regs.set_bits(FDIRCTRL, FDIRCTRL_INIT_DONE),
             Hook::Fdircmd => self.regs.clear_bits(FDIRCMD, 0x3),
-            Hook::Ts(r) => self.ts.write(r, w.raw, self.env.clock.now_ns()),
+            Hook::Ts(r) => self.ts().write(r, w.raw, self.env.clock.now_ns()),
+        }
+    }
+
+    /// Side effects of a write to a cause, mask or moderation register (the
+    /// interrupt lock held).
+    fn intr_write(&self, m: &mut Intr, hook: Hook, w: &crate::regfile::Written<Hook>) {
+        let elem = u32::from(w.id.elem);
+        match hook {
+            Hook::Eicr => self.eicr_write(m, w.raw),
+            Hook::Eics => self.eics_write(m, w.raw),
+            // Without CNT_WDIS a write restarts the vector's interval counter.
+            Hook::Eitr | Hook::EitrHi if w.raw & (1 << 31) == 0 => {
+                let base = if hook == Hook::Eitr { 0 } else { 24 };
+                m.moderation.restart(base + usize::from(w.id.elem));
+            }
+            Hook::Eims => self.eims_write(m, w.old, w.raw),
+            Hook::Eimc => self.eimc_write(m, w.raw),
+            Hook::EicsEx => self.raise_vectors(m, u64::from(w.raw) << (32 * elem)),
+            Hook::EimsEx => {
+                m.vec_mask |= u64::from(w.raw) << (32 * elem);
+                self.deliver_vectors(m);
+            }
+            Hook::EimcEx => m.vec_mask &= !(u64::from(w.raw) << (32 * elem)),
+            _ => {}
         }
     }
 }
@@ -455,11 +566,11 @@ impl Ixgbe {
 impl RegisterWindow for Ixgbe {
     const SIZE: u64 = pci::REGS_SIZE;
 
-    fn reg_read(&mut self, offset: u64) -> u32 {
+    fn reg_read(&self, offset: u64) -> u32 {
         self.register_read(offset)
     }
 
-    fn reg_write(&mut self, offset: u64, value: u32) {
+    fn reg_write(&self, offset: u64, value: u32) {
         self.register_write(offset, value)
     }
 
@@ -468,8 +579,8 @@ impl RegisterWindow for Ixgbe {
         Some(self.regs.peek(offset as u32))
     }
 
-    fn unknown_access(&mut self) {
-        self.errors.unknown_regs += 1;
+    fn unknown_access(&self) {
+        self.errors.unknown_reg();
     }
 }
 
@@ -478,63 +589,66 @@ impl NicFunction for Ixgbe {
         "ixgbe"
     }
 
-    fn config_read(&mut self, offset: u64, data: &mut [u8]) {
-        self.config.read(offset, data);
+    fn config_read(&self, offset: u64, data: &mut [u8]) {
+        self.ctl().config.read(offset, data);
     }
 
-    fn config_write(&mut self, offset: u64, data: &[u8]) {
-        self.config.write(offset, data);
-        let devctl = pci::PCIE_CAP + crate::pci::caps::PCIE_DEVCTL;
-        if self.config.read_u16(devctl) & crate::pci::caps::PCIE_DEVCTL_FLR != 0 {
+    fn config_write(&self, offset: u64, data: &[u8]) {
+        let flr = {
+            let mut c = self.ctl();
+            c.config.write(offset, data);
+            let devctl = pci::PCIE_CAP + crate::pci::caps::PCIE_DEVCTL;
+            c.config.read_u16(devctl) & crate::pci::caps::PCIE_DEVCTL_FLR != 0
+        };
+        if flr {
             log::info!("ixgbe: function level reset");
             self.reset();
         }
     }
 
-    fn bar_read(&mut self, bar: usize, offset: u64, data: &mut [u8]) {
+    fn bar_read(&self, bar: usize, offset: u64, data: &mut [u8]) {
         match bar {
             0 => bar::mmio_read(self, offset, data),
-            2 => {
-                let io = self.io;
-                io.read(self, offset, data);
-            }
+            2 => self.io.read(self, offset, data),
             _ => data.fill(0),
         }
     }
 
-    fn bar_write(&mut self, bar: usize, offset: u64, data: &[u8]) {
+    fn bar_write(&self, bar: usize, offset: u64, data: &[u8]) {
         match bar {
             0 => bar::mmio_write(self, offset, data),
-            2 => {
-                let mut io = self.io;
-                io.write(self, offset, data);
-                self.io = io;
-            }
+            2 => self.io.write(self, offset, data),
             _ => log::debug!("ixgbe: write to BAR{bar} offset {offset:#x} ignored"),
         }
     }
 
-    fn reset(&mut self) {
-        self.config.reset();
-        self.device_reset();
+    fn reset(&self) {
+        let mut c = self.ctl();
+        c.config.reset();
+        self.device_reset(&mut c);
         self.totals.clear();
-        self.io = IoWindow::default();
+        self.io.reset();
     }
 
-    fn set_memory(&mut self, mem: GuestRam) {
-        self.mem = mem;
+    fn set_memory(&self, mem: GuestRam) {
+        self.mem.set(mem);
     }
 
-    fn receive(&mut self, frame: &[u8]) {
+    fn receive(&self, frame: &[u8]) {
         if self.link_up() && !self.loopback() {
-            self.rx_frame(frame);
+            self.rx_frame(frame, None, true);
         }
     }
 
-    fn receive_at(&mut self, frame: &[u8], sent_ns: u64) {
-        self.ts.set_arrival(Some(sent_ns));
-        self.receive(frame);
-        self.ts.set_arrival(None);
+    fn receive_at(&self, frame: &[u8], sent_ns: u64) {
+        if self.link_up() && !self.loopback() {
+            self.rx_frame(frame, Some(sent_ns), true);
+        }
+    }
+
+    fn try_receive_at(&self, frame: &[u8], sent_ns: u64) -> bool {
+        // Without link (or in loopback) the frame is dropped: consumed.
+        !self.link_up() || self.loopback() || self.rx_frame(frame, Some(sent_ns), false)
     }
 
     fn bars(&self) -> &[Bar] {
@@ -558,22 +672,22 @@ impl NicFunction for Ixgbe {
         }
     }
 
-    fn on_timer(&mut self, _now_ns: u64) {
-        self.deliver_vectors();
+    fn on_timer(&self, _now_ns: u64) {
+        self.deliver_vectors(&mut lock(&self.intr));
     }
 
     fn counters(&self) -> Vec<(String, u64)> {
         self.totals.list(&self.regs)
     }
 
-    fn set_link(&mut self, up: bool) {
+    fn set_link(&self, up: bool) {
         self.set_cable(up);
     }
 
-    fn inject(&mut self, fault: crate::Fault) -> Result<(), crate::FaultError> {
+    fn inject(&self, fault: crate::Fault) -> Result<(), crate::FaultError> {
         match &fault {
             crate::Fault::CounterPreset(name, v) => {
-                if !self.totals.preset(&mut self.regs, name, *v) {
+                if !self.totals.preset(&self.regs, name, *v) {
                     return Err(crate::FaultError::UnknownCounter(name.clone()));
                 }
             }
@@ -581,7 +695,7 @@ impl NicFunction for Ixgbe {
                 // A jump of SYSTIM the driver did not make: its timecounter
                 // shows the step on the PHC.
                 let now = self.env.clock.now_ns();
-                self.ts.clock.step_ns(now, *ns);
+                self.ts().clock.step_ns(now, *ns);
             }
             f => self.faults.arm(f, NUM_QUEUES as u16)?,
         }
@@ -613,18 +727,18 @@ impl NicFunction for Ixgbe {
         }
     }
 
-    fn set_wire_delay_ns(&mut self, ns: u64) {
-        self.ts.set_rx_delay_ns(ns);
+    fn set_wire_delay_ns(&self, ns: u64) {
+        self.ts().set_rx_delay_ns(ns);
     }
 
     fn error_counters(&self) -> Vec<(&'static str, u64)> {
-        self.errors.list()
+        self.errors.snapshot().list()
     }
 }
 
-/// Creates an ixgbe function as a boxed [`NicFunction`].
-pub fn new_function(cfg: IxgbeConfig, env: DeviceEnv) -> Box<dyn NicFunction> {
-    Box::new(Ixgbe::new(cfg, env))
+/// Creates an ixgbe function as a shared [`NicFunction`].
+pub fn new_function(cfg: IxgbeConfig, env: DeviceEnv) -> std::sync::Arc<dyn NicFunction> {
+    std::sync::Arc::new(Ixgbe::new(cfg, env))
 }
 
 #[cfg(test)]

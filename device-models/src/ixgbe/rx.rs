@@ -12,6 +12,7 @@ use crate::offload;
 use crate::ptp::{self, RxFilter};
 use crate::ring::{self, Ring};
 use crate::rss::{self, RssType};
+use crate::sync::lock_or_try;
 
 /// ETQF: filter enable.
 const ETQF_FILTER_EN: u32 = 1 << 31;
@@ -34,25 +35,41 @@ const MAX_STD_FRAME: usize = 1518;
 const FCS: usize = 4;
 
 impl Ixgbe {
-    /// Delivers a frame (without FCS) from the wire or the MAC loopback.
-    pub(super) fn rx_frame(&mut self, frame: &[u8]) {
+    /// Delivers a frame (without FCS) from the wire or the MAC loopback;
+    /// `sent` is when it left its sender, if known (for its IEEE 1588 stamp).
+    ///
+    /// The receive queue is chosen first (RSS) and only that queue's lock is
+    /// taken, so frames for different queues are placed concurrently. Without
+    /// `wait`, a busy queue makes this return false before anything changed;
+    /// otherwise the frame is consumed (placed, or dropped and counted) and
+    /// this returns true.
+    pub(super) fn rx_frame(&self, frame: &[u8], sent: Option<u64>, wait: bool) -> bool {
         if self.regs.peek(RXCTRL) & RXCTRL_RXEN == 0 {
-            return;
+            return true;
         }
+        let (hash, ty) = if frame.len() >= 14 {
+            self.rss_hash(frame)
+        } else {
+            (0, RssType::None)
+        };
+        let qi = self.rx_queue_for(hash, ty) % NUM_QUEUES;
+        let Some(_queue) = lock_or_try(&self.rxq[qi], wait) else {
+            return false;
+        };
         match self.faults.take_rx() {
             Some(crate::fault::RxFault::Corrupt) => {
                 self.stat_add(stat::CRCERRS, 1);
-                return;
+                return true;
             }
             Some(crate::fault::RxFault::Drop) => {
                 self.count_rx_drop(0);
-                return;
+                return true;
             }
             None => {}
         }
         if frame.len() < 14 {
             self.stat_add(stat::RUC, 1);
-            return;
+            return true;
         }
         let vet = self.regs.peek(VLNCTRL) as u16;
         let tagged = frame.len() >= 18 && u16::from_be_bytes([frame[12], frame[13]]) == vet;
@@ -66,30 +83,30 @@ impl Ixgbe {
         }
         if frame.len() + FCS > max.max(64) {
             self.stat_add(stat::ROC, 1);
-            return;
+            return true;
         }
         if !self.rx_accept(frame, tagged) {
-            return;
+            return true;
         }
-        let ts = self.rx_timestamp(frame);
-        let (hash, ty) = self.rss_hash(frame);
-        let qi = self.rx_queue_for(hash, ty);
+        let ts = self.rx_timestamp(frame, sent);
         self.rx_to_queue(qi, frame, hash, ty, tagged, ts);
+        true
     }
 
     /// IEEE 1588 receive stamp (§7.9.1.1): TSYNCRXCTL selects the frame with
     /// RXMTRL (v1 control, v2 message type, UDP port in bits 31:16; 319 when
     /// 0) and the ETQF filters with the 1588 bit. Taken once the frame passed
     /// the address filters; the latch stays locked until RXSTMPH is read.
-    fn rx_timestamp(&mut self, frame: &[u8]) -> bool {
-        if !self.ts.rx_enabled() {
+    fn rx_timestamp(&self, frame: &[u8], sent: Option<u64>) -> bool {
+        let mut ts = self.ts();
+        if !ts.rx_enabled() {
             return false;
         }
         let regs = &self.regs;
         let mtrl = regs.peek(RXMTRL);
         let port = (mtrl >> 16) as u16;
         let filter = RxFilter {
-            kind: self.ts.rxctl() & ptp::TSYNCRXCTL_TYPE_MASK,
+            kind: ts.rxctl() & ptp::TSYNCRXCTL_TYPE_MASK,
             v1_ctrl: mtrl as u8,
             v2_msg: ((mtrl >> 8) & 0xf) as u8,
             udp_port: if port == 0 { ptp::PTP_EVENT_PORT } else { port },
@@ -100,7 +117,7 @@ impl Ixgbe {
                 })
             },
         };
-        self.ts.rx_stamp(self.env.clock.now_ns(), frame, &filter)
+        ts.rx_stamp(self.env.clock.now_ns(), sent, frame, &filter)
     }
 
     /// RSS hash when MRQC.MRQE selects RSS (§7.1.2.8).
@@ -192,16 +209,9 @@ impl Ixgbe {
         (st, ptype)
     }
 
-    /// Places a frame into receive queue `qi`, spanning descriptors if needed.
-    fn rx_to_queue(
-        &mut self,
-        qi: usize,
-        frame: &[u8],
-        hash: u32,
-        ty: RssType,
-        tagged: bool,
-        ts: bool,
-    ) {
+    /// Places a frame into receive queue `qi` (its lock held), spanning
+    /// descriptors if needed.
+    fn rx_to_queue(&self, qi: usize, frame: &[u8], hash: u32, ty: RssType, tagged: bool, ts: bool) {
         let base = rxq_base(qi as u32);
         if self.regs.peek(base + q::DCTL) & QUEUE_ENABLE == 0 {
             self.count_rx_drop(qi);
@@ -210,7 +220,7 @@ impl Ixgbe {
         let mut r = match Ring::from_block(|o| self.regs.peek(o), base) {
             Ok(r) => r,
             Err(e) => {
-                self.errors.ring_errors += 1;
+                self.errors.ring();
                 log::debug!("ixgbe: rx queue {qi}: {e}");
                 self.count_rx_drop(qi);
                 return;
@@ -240,19 +250,20 @@ impl Ixgbe {
         }
         let (csum_st, ptype) = self.rx_csum_bits(frame);
         let pkt_info = (ptype & 0xfff0) | ty as u16;
+        let mem = self.mem.get();
         let mut off = 0usize;
         let mut ok = true;
         while off < total {
             let chunk = (total - off).min(bufsize);
             let daddr = r.desc_addr(r.head);
-            let Ok(d) = ring::read_desc(&self.mem, daddr) else {
-                self.errors.dma_errors += 1;
+            let Ok(d) = ring::read_desc(&mem, daddr) else {
+                self.errors.dma();
                 ok = false;
                 break;
             };
             let pkt = u64::from_le_bytes(d[0..8].try_into().unwrap_or([0; 8]));
-            if ring::write_parts(&self.mem, pkt, &parts, off, chunk).is_err() {
-                self.errors.dma_errors += 1;
+            if ring::write_parts(&mem, pkt, &parts, off, chunk).is_err() {
+                self.errors.dma();
                 ok = false;
                 break;
             }
@@ -265,8 +276,8 @@ impl Ixgbe {
                 }
             }
             let wb = rx_writeback(pkt_info, hash, st, chunk as u16, vlan);
-            if ring::write_desc(&self.mem, daddr, &wb).is_err() {
-                self.errors.dma_errors += 1;
+            if ring::write_desc(&mem, daddr, &wb).is_err() {
+                self.errors.dma();
                 ok = false;
                 break;
             }

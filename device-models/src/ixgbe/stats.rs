@@ -13,13 +13,13 @@ use crate::stats::classify;
 impl Ixgbe {
     /// Adds to a 32-bit counter (the 82599 counters wrap; we saturate, which
     /// a driver polling every 2 s cannot tell apart).
-    pub(super) fn stat_add(&mut self, off: u32, n: u32) {
-        self.totals.count(&mut self.regs, off, u64::from(n));
+    pub(super) fn stat_add(&self, off: u32, n: u32) {
+        self.totals.count(&self.regs, off, u64::from(n));
     }
 
     /// Adds to a 36-bit counter split in low / high (bits 3:0) registers.
-    fn stat_add36(&mut self, lo: u32, hi: u32, n: u64) {
-        self.totals.count_split(&mut self.regs, lo, hi, 4, n);
+    fn stat_add36(&self, lo: u32, hi: u32, n: u64) {
+        self.totals.count_split(&self.regs, lo, hi, 4, n);
     }
 
     /// Statistics index (0..15) a queue is mapped to.
@@ -29,7 +29,7 @@ impl Ixgbe {
     }
 
     /// Counts a transmitted frame (without FCS) on queue `qi`.
-    pub(super) fn count_tx(&mut self, qi: usize, f: &[u8]) {
+    pub(super) fn count_tx(&self, qi: usize, f: &[u8]) {
         let c = classify(f);
         let len = c.octets;
         self.stat_add(stat::GPTC, 1);
@@ -47,7 +47,7 @@ impl Ixgbe {
     }
 
     /// Counts a received frame (without FCS) delivered to queue `qi`.
-    pub(super) fn count_rx(&mut self, qi: usize, f: &[u8]) {
+    pub(super) fn count_rx(&self, qi: usize, f: &[u8]) {
         let c = classify(f);
         let len = c.octets;
         self.stat_add(stat::GPRC, 1);
@@ -69,7 +69,7 @@ impl Ixgbe {
     /// RNBC and MPC of packet buffer 0, QPRDC of the queue's statistics index,
     /// and GPRC (the 82599 counts missed packets in GPRC; `ixgbe_update_stats`
     /// subtracts MPC from it).
-    pub(super) fn count_rx_drop(&mut self, qi: usize) {
+    pub(super) fn count_rx_drop(&self, qi: usize) {
         self.stat_add(stat::MPC, 1);
         self.stat_add(stat::RNBC, 1);
         self.stat_add(stat::GPRC, 1);

@@ -10,7 +10,7 @@ const MAC: [u8; 6] = [0x52, 0x54, 0x00, 0x12, 0x34, 0x56];
 
 fn dev_with(sfp: SfpKind) -> (Ixgbe, TestEnv) {
     let t = TestEnv::new();
-    let mut d = Ixgbe::new(IxgbeConfig { mac: MAC, sfp }, t.env.clone());
+    let d = Ixgbe::new(IxgbeConfig { mac: MAC, sfp }, t.env.clone());
     d.set_memory(ram(1 << 20));
     (d, t)
 }
@@ -423,21 +423,21 @@ fn setup_rings(d: &mut Ixgbe, n: u32) {
 
 fn post_rx(d: &mut Ixgbe, i: u32) {
     let desc = RX_RING + u64::from(i) * 16;
-    d.mem
+    d.mem()
         .write_obj(RX_BUFS + u64::from(i) * 2048, GuestAddress(desc))
         .unwrap();
-    d.mem.write_obj(0u64, GuestAddress(desc + 8)).unwrap();
+    d.mem().write_obj(0u64, GuestAddress(desc + 8)).unwrap();
 }
 
 fn send(d: &mut Ixgbe, idx: u32, n: u32, frame: &[u8]) {
     let buf = TX_BUFS + u64::from(idx) * 2048;
-    d.mem.write_slice(frame, GuestAddress(buf)).unwrap();
+    d.mem().write_slice(frame, GuestAddress(buf)).unwrap();
     let desc = TX_RING + u64::from(idx) * 16;
-    d.mem.write_obj(buf, GuestAddress(desc)).unwrap();
+    d.mem().write_obj(buf, GuestAddress(desc)).unwrap();
     // DEXT | RS | IFCS | EOP | DTYP data, PAYLEN.
     let cmd = 0x2b30_0000u32 | frame.len() as u32;
-    d.mem.write_obj(cmd, GuestAddress(desc + 8)).unwrap();
-    d.mem
+    d.mem().write_obj(cmd, GuestAddress(desc + 8)).unwrap();
+    d.mem()
         .write_obj((frame.len() as u32) << 14, GuestAddress(desc + 12))
         .unwrap();
     wr(d, txq_base(0) + q::T, (idx + 1) % n);
@@ -468,19 +468,19 @@ fn mac_loopback_self_test() {
         let slot = i % n;
         send(&mut d, slot, n, &f);
         let rxd = RX_RING + u64::from(slot) * 16;
-        let st: u32 = d.mem.read_obj(GuestAddress(rxd + 8)).unwrap();
+        let st: u32 = d.mem().read_obj(GuestAddress(rxd + 8)).unwrap();
         assert_eq!(st & 3, 3, "frame {i}: DD|EOP");
-        let len: u16 = d.mem.read_obj(GuestAddress(rxd + 12)).unwrap();
+        let len: u16 = d.mem().read_obj(GuestAddress(rxd + 12)).unwrap();
         assert_eq!(len, 1024);
         let mut got = vec![0u8; 1024];
-        d.mem
+        d.mem()
             .read_slice(&mut got, GuestAddress(RX_BUFS + u64::from(slot) * 2048))
             .unwrap();
         assert_eq!(got[3], 0xff);
         assert_eq!(got[512 + 10], 0xbe);
         assert_eq!(got[512 + 12], 0xaf);
         let txst: u32 = d
-            .mem
+            .mem()
             .read_obj(GuestAddress(TX_RING + u64::from(slot) * 16 + 12))
             .unwrap();
         assert_eq!(txst & 1, 1, "TX DD");
@@ -564,13 +564,13 @@ fn filters_rss_and_checksum_status() {
     let head = rd(&mut d, rxq_base(0) + q::H);
     d.receive(&u);
     let rxd = RX_RING + u64::from(head) * 16;
-    let st: u32 = d.mem.read_obj(GuestAddress(rxd + 8)).unwrap();
+    let st: u32 = d.mem().read_obj(GuestAddress(rxd + 8)).unwrap();
     assert_eq!(st & 0x63, 0x63, "DD|EOP|L4CS|IPCS");
     assert_eq!(st & 0xc000_0000, 0, "no checksum errors");
-    let info: u32 = d.mem.read_obj(GuestAddress(rxd)).unwrap();
+    let info: u32 = d.mem().read_obj(GuestAddress(rxd)).unwrap();
     assert_eq!(info & 0xf, 7, "RSS type UDP/IPv4");
     assert_eq!(info & 0x210, 0x210, "packet type IPv4 UDP");
-    let hash: u32 = d.mem.read_obj(GuestAddress(rxd + 4)).unwrap();
+    let hash: u32 = d.mem().read_obj(GuestAddress(rxd + 4)).unwrap();
     assert_ne!(hash, 0);
 }
 
@@ -604,11 +604,11 @@ fn hostile_rings_do_not_crash_or_hang() {
     wr(&mut d, tb + q::DCTL, QUEUE_ENABLE);
     for i in 0..8u64 {
         let desc = TX_RING + i * 16;
-        d.mem
+        d.mem()
             .write_obj(0xffff_0000_0000u64, GuestAddress(desc))
             .unwrap();
         let cmd = 0x2b30_0000u32 | 0xffff;
-        d.mem.write_obj(cmd, GuestAddress(desc + 8)).unwrap();
+        d.mem().write_obj(cmd, GuestAddress(desc + 8)).unwrap();
     }
     wr(&mut d, tb + q::T, 7);
     assert!(d.guest_errors().tx_malformed >= 1);
@@ -616,13 +616,13 @@ fn hostile_rings_do_not_crash_or_hang() {
     let mut ctx = [0u8; 16];
     ctx[0..4].copy_from_slice(&((127u32 << 9) | 511).to_le_bytes());
     ctx[8..12].copy_from_slice(&(0x2020_0000u32 | (0x6 << 9)).to_le_bytes());
-    d.mem.write_slice(&ctx, GuestAddress(TX_RING)).unwrap();
+    d.mem().write_slice(&ctx, GuestAddress(TX_RING)).unwrap();
     let desc = TX_RING + 16;
-    d.mem.write_obj(TX_BUFS, GuestAddress(desc)).unwrap();
-    d.mem
+    d.mem().write_obj(TX_BUFS, GuestAddress(desc)).unwrap();
+    d.mem()
         .write_obj(0xab30_0000u32 | 100, GuestAddress(desc + 8))
         .unwrap();
-    d.mem
+    d.mem()
         .write_obj(100u32 << 14, GuestAddress(desc + 12))
         .unwrap();
     wr(&mut d, tb + q::DCTL, 0);
@@ -647,7 +647,7 @@ fn hostile_rings_do_not_crash_or_hang() {
     wr(&mut d, rb + q::H, 0);
     wr(&mut d, rb + q::DCTL, QUEUE_ENABLE);
     for i in 0..8u64 {
-        d.mem
+        d.mem()
             .write_obj(u64::MAX - 100, GuestAddress(RX_RING + i * 16))
             .unwrap();
     }
@@ -793,12 +793,12 @@ fn ptp_tx_and_rx_stamps() {
     send(&mut d, 0, n, &f);
     assert_eq!(rd(&mut d, TSYNCTXCTL), 0x10, "no stamp without MAC_TSTAMP");
     let (desc, buf) = (TX_RING + 16, TX_BUFS + 2048);
-    d.mem.write_slice(&f, GuestAddress(buf)).unwrap();
-    d.mem.write_obj(buf, GuestAddress(desc)).unwrap();
-    d.mem
+    d.mem().write_slice(&f, GuestAddress(buf)).unwrap();
+    d.mem().write_obj(buf, GuestAddress(desc)).unwrap();
+    d.mem()
         .write_obj(0x2b38_0000u32 | f.len() as u32, GuestAddress(desc + 8))
         .unwrap();
-    d.mem
+    d.mem()
         .write_obj((f.len() as u32) << 14, GuestAddress(desc + 12))
         .unwrap();
     wr(&mut d, txq_base(0) + q::T, 2);
@@ -815,7 +815,9 @@ fn ptp_tx_and_rx_stamps() {
     assert_eq!(rd(&mut d, TSYNCTXCTL), 0x10, "TXSTMPH unlocks");
     // Receive: L2 and UDP event messages.
     let status = |d: &mut Ixgbe, i: u64| -> u32 {
-        d.mem.read_obj(GuestAddress(RX_RING + i * 16 + 8)).unwrap()
+        d.mem()
+            .read_obj(GuestAddress(RX_RING + i * 16 + 8))
+            .unwrap()
     };
     t.clock.set(128_000 - 640);
     d.receive(&ptp_l2_frame(0));
