@@ -19,13 +19,13 @@ fn dev() -> (Ixgbe, TestEnv) {
     dev_with(SfpKind::DirectAttach)
 }
 
-fn rd(d: &mut Ixgbe, off: u32) -> u32 {
+fn rd(d: &Ixgbe, off: u32) -> u32 {
     let mut b = [0u8; 4];
     d.bar_read(0, u64::from(off), &mut b);
     u32::from_le_bytes(b)
 }
 
-fn wr(d: &mut Ixgbe, off: u32, v: u32) {
+fn wr(d: &Ixgbe, off: u32, v: u32) {
     d.bar_write(0, u64::from(off), &v.to_le_bytes());
 }
 
@@ -131,26 +131,22 @@ impl I2c<'_> {
 fn probe_sequence_reset_nvm_mac_sfp_link() {
     let (mut d, _t) = dev();
     // ixgbe_disable_pcie_master: GIO_DIS, then STATUS.GIO must clear.
-    wr(&mut d, CTRL, ctrl::GIO_DIS);
-    assert_eq!(rd(&mut d, STATUS) & status::GIO, 0);
+    wr(&d, CTRL, ctrl::GIO_DIS);
+    assert_eq!(rd(&d, STATUS) & status::GIO, 0);
     // ixgbe_reset_hw_82599: LNK_RST (link down) or RST, polled until clear.
-    let v = rd(&mut d, CTRL) | ctrl::LNK_RST;
-    wr(&mut d, CTRL, v);
-    assert_eq!(
-        rd(&mut d, CTRL) & (ctrl::RST | ctrl::LNK_RST),
-        0,
-        "self-clears"
-    );
-    assert_ne!(rd(&mut d, STATUS) & status::GIO, 0);
-    wr(&mut d, CTRL, ctrl::RST);
-    assert_eq!(rd(&mut d, CTRL) & ctrl::RST, 0);
+    let v = rd(&d, CTRL) | ctrl::LNK_RST;
+    wr(&d, CTRL, v);
+    assert_eq!(rd(&d, CTRL) & (ctrl::RST | ctrl::LNK_RST), 0, "self-clears");
+    assert_ne!(rd(&d, STATUS) & status::GIO, 0);
+    wr(&d, CTRL, ctrl::RST);
+    assert_eq!(rd(&d, CTRL) & ctrl::RST, 0);
     // orig_autoc: 10G serial link mode, non-zero (the loopback test needs it).
-    let autoc = rd(&mut d, AUTOC);
+    let autoc = rd(&d, AUTOC);
     assert_ne!(autoc, 0);
     assert_eq!(autoc & (7 << 13), 3 << 13);
-    assert_eq!(rd(&mut d, AUTOC2) & (3 << 16), 2 << 16, "SFI");
+    assert_eq!(rd(&d, AUTOC2) & (3 << 16), 2 << 16, "SFI");
     // ixgbe_init_eeprom_params_generic.
-    let eec = rd(&mut d, EEC);
+    let eec = rd(&d, EEC);
     assert_ne!(eec & (1 << 8), 0, "PRES");
     assert_ne!(eec & (1 << 9), 0, "ARD");
     assert_eq!(1usize << (((eec >> 11) & 0xf) + 6), NVM_WORDS);
@@ -163,16 +159,16 @@ fn probe_sequence_reset_nvm_mac_sfp_link() {
     assert!(nvm_read(&mut d, u32::from(pt) + 7) > 5);
     assert_eq!(nvm_read(&mut d, u32::from(fw) + 2), 0xffff, "no LESM");
     // Permanent MAC from RAR0 (legacy 0x5400 and 82599 0xA200 locations).
-    let ral = rd(&mut d, RAL_LEGACY).to_le_bytes();
-    let rah = rd(&mut d, RAL_LEGACY + 4);
+    let ral = rd(&d, RAL_LEGACY).to_le_bytes();
+    let rah = rd(&d, RAL_LEGACY + 4);
     assert_eq!(&ral[..], &MAC[..4]);
     assert_eq!((rah as u16).to_le_bytes(), [MAC[4], MAC[5]]);
     assert_ne!(rah & (1 << 31), 0, "AV");
-    assert_eq!(rd(&mut d, RAL + 4), rah);
+    assert_eq!(rd(&d, RAL + 4), rah);
     // ixgbe_identify_phy_generic: MDIO commands complete, nobody answers.
-    wr(&mut d, MSCA, (1 << 16) | (3 << 26) | (1 << 30));
-    assert_eq!(rd(&mut d, MSCA) & (1 << 30), 0);
-    assert_eq!(rd(&mut d, MSRWD) >> 16, 0xffff);
+    wr(&d, MSCA, (1 << 16) | (3 << 26) | (1 << 30));
+    assert_eq!(rd(&d, MSCA) & (1 << 30), 0);
+    assert_eq!(rd(&d, MSRWD) >> 16, 0xffff);
     // ixgbe_identify_sfp_module_generic over the bit-banged I2C bus.
     let mut i2c = I2c(&mut d);
     assert_eq!(i2c.read(0xa0, 0), Some(0x03), "SFP identifier");
@@ -185,24 +181,24 @@ fn probe_sequence_reset_nvm_mac_sfp_link() {
     assert!(list != 0 && list != 0xffff);
     assert_eq!(nvm_read(&mut d, u32::from(list) + 1), 3);
     // prot_autoc_write / reset_pipeline: AN restart self-clears, AN state != 0.
-    wr(&mut d, AUTOC, autoc ^ (4 << 13) | (1 << 12));
-    assert_eq!(rd(&mut d, AUTOC) & (1 << 12), 0);
-    assert_ne!(rd(&mut d, 0x42b0) & 0x000f_0000, 0, "ANLP1 AN state");
-    wr(&mut d, AUTOC, autoc);
+    wr(&d, AUTOC, autoc ^ (4 << 13) | (1 << 12));
+    assert_eq!(rd(&d, AUTOC) & (1 << 12), 0);
+    assert_ne!(rd(&d, 0x42b0) & 0x000f_0000, 0, "ANLP1 AN state");
+    wr(&d, AUTOC, autoc);
     // ixgbe_check_mac_link_generic: 10G link up, SFP cage full (SDP2).
-    let links = rd(&mut d, LINKS);
+    let links = rd(&d, LINKS);
     assert_ne!(links & links::UP, 0);
     assert_eq!(links & (3 << 28), links::SPEED_10G);
-    assert_ne!(rd(&mut d, ESDP) & 4, 0);
+    assert_ne!(rd(&d, ESDP) & 4, 0);
     // FDIR init and command completion.
-    wr(&mut d, FDIRCTRL, 0x0000_0002);
-    assert_ne!(rd(&mut d, FDIRCTRL) & 8, 0);
+    wr(&d, FDIRCTRL, 0x0000_0002);
+    assert_ne!(rd(&d, FDIRCTRL) & 8, 0);
     d.bar_write(
         0,
         u64::from(FDIRCMD - 4),
         &0x0000_0001_1234_5678u64.to_le_bytes(),
     );
-    assert_eq!(rd(&mut d, FDIRCMD) & 3, 0);
+    assert_eq!(rd(&d, FDIRCMD) & 3, 0);
     // MSI-X table size as the driver reads it at config 0x72.
     let mut b = [0u8; 2];
     d.config_read(0x72, &mut b);
@@ -215,34 +211,34 @@ fn probe_sequence_reset_nvm_mac_sfp_link() {
 fn empty_cage_has_no_link_and_no_i2c_answer() {
     let (mut d, _t) = dev_with(SfpKind::None);
     assert_eq!(I2c(&mut d).read(0xa0, 0), None);
-    assert_eq!(rd(&mut d, LINKS) & links::UP, 0);
-    assert_eq!(rd(&mut d, ESDP) & 4, 0);
+    assert_eq!(rd(&d, LINKS) & links::UP, 0);
+    assert_eq!(rd(&d, ESDP) & 4, 0);
 }
 
 #[test]
 fn semaphores() {
-    let (mut d, _t) = dev();
-    assert_eq!(rd(&mut d, SWSM) & 1, 0, "first read acquires SMBI");
-    assert_eq!(rd(&mut d, SWSM) & 1, 1, "taken");
-    let v = rd(&mut d, SWSM) | 2;
-    wr(&mut d, SWSM, v);
-    assert_eq!(rd(&mut d, SWSM) & 2, 2, "SWESMBI");
-    wr(&mut d, GSSR, 0xffff_ffff);
-    assert_eq!(rd(&mut d, GSSR), 0x41f, "firmware bits stay clear");
-    wr(&mut d, GSSR, 0);
-    wr(&mut d, SWSM, 0);
-    assert_eq!(rd(&mut d, SWSM) & 1, 0);
-    wr(&mut d, EEC, 1 << 6);
-    assert_ne!(rd(&mut d, EEC) & (1 << 7), 0, "grant follows request");
+    let (d, _t) = dev();
+    assert_eq!(rd(&d, SWSM) & 1, 0, "first read acquires SMBI");
+    assert_eq!(rd(&d, SWSM) & 1, 1, "taken");
+    let v = rd(&d, SWSM) | 2;
+    wr(&d, SWSM, v);
+    assert_eq!(rd(&d, SWSM) & 2, 2, "SWESMBI");
+    wr(&d, GSSR, 0xffff_ffff);
+    assert_eq!(rd(&d, GSSR), 0x41f, "firmware bits stay clear");
+    wr(&d, GSSR, 0);
+    wr(&d, SWSM, 0);
+    assert_eq!(rd(&d, SWSM) & 1, 0);
+    wr(&d, EEC, 1 << 6);
+    assert_ne!(rd(&d, EEC) & (1 << 7), 0, "grant follows request");
 }
 
 #[test]
 fn register_self_test_table() {
     let (mut d, _t) = dev();
     // STATUS toggle test.
-    let before = rd(&mut d, STATUS) & 0x7fff_f30f;
-    wr(&mut d, STATUS, 0x7fff_f30f);
-    assert_eq!(rd(&mut d, STATUS) & 0x7fff_f30f, before);
+    let before = rd(&d, STATUS) & 0x7fff_f30f;
+    wr(&d, STATUS, 0x7fff_f30f);
+    assert_eq!(rd(&d, STATUS) & 0x7fff_f30f, before);
     let pattern = |d: &mut Ixgbe, reg: u32, mask: u32, write: u32| {
         for pat in [0x5a5a_5a5au32, 0xa5a5_a5a5, 0, u32::MAX] {
             let before = rd(d, reg);
@@ -261,13 +257,13 @@ fn register_self_test_table() {
         pattern(&mut d, 0x1008 + 0x40 * i, 0x000f_ff80, 0x000f_ffff);
     }
     for i in 0..4 {
-        wr(&mut d, 0x1028 + 0x40 * i, QUEUE_ENABLE);
+        wr(&d, 0x1028 + 0x40 * i, QUEUE_ENABLE);
     }
     for i in 0..4 {
         pattern(&mut d, 0x1018 + 0x40 * i, 0xffff, 0xffff);
     }
     for i in 0..4 {
-        wr(&mut d, 0x1028 + 0x40 * i, 0);
+        wr(&d, 0x1028 + 0x40 * i, 0);
     }
     pattern(&mut d, 0x3200, u32::MAX, u32::MAX);
     for i in 0..4 {
@@ -275,9 +271,9 @@ fn register_self_test_table() {
         pattern(&mut d, 0x6004 + 0x40 * i, u32::MAX, u32::MAX);
         pattern(&mut d, 0x6008 + 0x40 * i, 0x000f_ff80, 0x000f_ff80);
     }
-    wr(&mut d, RXCTRL, 1);
-    assert_eq!(rd(&mut d, RXCTRL) & 1, 1);
-    wr(&mut d, RXCTRL, 0);
+    wr(&d, RXCTRL, 1);
+    assert_eq!(rd(&d, RXCTRL) & 1, 1);
+    wr(&d, RXCTRL, 0);
     for i in 0..16 {
         pattern(&mut d, RAL_LEGACY + 8 * i, u32::MAX, u32::MAX);
         pattern(&mut d, RAL_LEGACY + 4 + 8 * i, 0x8001_ffff, 0x800c_ffff);
@@ -286,24 +282,24 @@ fn register_self_test_table() {
         pattern(&mut d, MTA + 4 * i, u32::MAX, u32::MAX);
     }
     // SRRCTL 0..15 are the same registers at 0x2100 and in the queue blocks.
-    wr(&mut d, 0x2100 + 4 * 3, 0x0200_0003);
-    assert_eq!(rd(&mut d, rxq_base(3) + q::SRRCTL), 0x0200_0003);
+    wr(&d, 0x2100 + 4 * 3, 0x0200_0003);
+    assert_eq!(rd(&d, rxq_base(3) + q::SRRCTL), 0x0200_0003);
     // Queue enable bits read back at once (the driver polls them); flush self-clears.
     wr(
-        &mut d,
+        &d,
         txq_base(5) + q::DCTL,
         QUEUE_ENABLE | QUEUE_SWFLSH | 0x20,
     );
-    assert_eq!(rd(&mut d, txq_base(5) + q::DCTL), QUEUE_ENABLE | 0x20);
-    wr(&mut d, rxq_base(70) + q::DCTL, QUEUE_ENABLE);
-    assert_eq!(rd(&mut d, 0xd000 + 6 * 0x40 + q::DCTL), QUEUE_ENABLE);
+    assert_eq!(rd(&d, txq_base(5) + q::DCTL), QUEUE_ENABLE | 0x20);
+    wr(&d, rxq_base(70) + q::DCTL, QUEUE_ENABLE);
+    assert_eq!(rd(&d, 0xd000 + 6 * 0x40 + q::DCTL), QUEUE_ENABLE);
     // Statistics clear on read; the octet counters are 36 bits.
     d.stat_add(stat::GPRC, 3);
-    assert_eq!(rd(&mut d, stat::GPRC), 3);
-    assert_eq!(rd(&mut d, stat::GPRC), 0);
+    assert_eq!(rd(&d, stat::GPRC), 3);
+    assert_eq!(rd(&d, stat::GPRC), 0);
     // Unknown, misaligned and out-of-range offsets.
-    assert_eq!(rd(&mut d, 0x0004), 0);
-    wr(&mut d, 0x1ff00, 5);
+    assert_eq!(rd(&d, 0x0004), 0);
+    wr(&d, 0x1ff00, 5);
     let mut b = [0xffu8; 4];
     d.bar_read(0, 1 << 40, &mut b);
     assert_eq!(b, [0; 4]);
@@ -315,48 +311,48 @@ fn register_self_test_table() {
 
 #[test]
 fn msix_routing_autoclear_automask_and_other_causes() {
-    let (mut d, t) = dev();
+    let (d, t) = dev();
     // ixgbe_setup_gpie + ixgbe_configure_msix for 2 queue vectors + other.
-    wr(&mut d, GPIE, 0x10 | 0x20 | (1 << 30) | (1 << 31));
-    wr(&mut d, EIAM_EX, u32::MAX);
-    wr(&mut d, EIAM_EX + 4, u32::MAX);
-    wr(&mut d, IVAR0, 0x8080); // queue 0: rx -> 0, tx -> 0
-    wr(&mut d, IVAR0 + 4 * 20, 0x8181_0000); // queue 41 -> vector 1
-    wr(&mut d, IVAR_MISC, 0x8200);
-    wr(&mut d, EIAC, 0x4000_ffff);
+    wr(&d, GPIE, 0x10 | 0x20 | (1 << 30) | (1 << 31));
+    wr(&d, EIAM_EX, u32::MAX);
+    wr(&d, EIAM_EX + 4, u32::MAX);
+    wr(&d, IVAR0, 0x8080); // queue 0: rx -> 0, tx -> 0
+    wr(&d, IVAR0 + 4 * 20, 0x8181_0000); // queue 41 -> vector 1
+    wr(&d, IVAR_MISC, 0x8200);
+    wr(&d, EIAC, 0x4000_ffff);
     // ixgbe_irq_enable: other causes in EIMS, queues in EIMS_EX.
-    wr(&mut d, EIMS, intr::EICR_LSC | (1 << 31));
-    wr(&mut d, EIMS_EX, u32::MAX);
-    wr(&mut d, EIMS_EX + 4, u32::MAX);
+    wr(&d, EIMS, intr::EICR_LSC | (1 << 31));
+    wr(&d, EIMS_EX, u32::MAX);
+    wr(&d, EIMS_EX + 4, u32::MAX);
     assert!(t.irq.take().is_empty());
     d.queue_interrupt(0, Dir::Rx);
     d.queue_interrupt(41, Dir::Tx);
     assert_eq!(t.irq.take(), vec![Irq::Msix(0), Irq::Msix(1)]);
     d.queue_interrupt(0, Dir::Rx);
     assert!(t.irq.take().is_empty(), "auto-masked until re-enabled");
-    wr(&mut d, EIMS_EX, 1);
+    wr(&d, EIMS_EX, 1);
     assert_eq!(
         t.irq.take(),
         vec![Irq::Msix(0)],
         "pending cause fires on unmask"
     );
-    assert_eq!(rd(&mut d, EIMS_EX) & 3, 0, "both auto-masked again");
+    assert_eq!(rd(&d, EIMS_EX) & 3, 0, "both auto-masked again");
     // Watchdog: EICS_EX rearms queue vectors.
-    wr(&mut d, EIMS_EX, 3);
-    wr(&mut d, EICS_EX, 3);
+    wr(&d, EIMS_EX, 3);
+    wr(&d, EICS_EX, 3);
     assert_eq!(t.irq.take(), vec![Irq::Msix(0), Irq::Msix(1)]);
     // Link change: the other vector fires; ixgbe_msix_other reads EICS, clears EICR.
     d.set_link(false);
     assert_eq!(t.irq.take(), vec![Irq::Msix(2)]);
-    assert_eq!(rd(&mut d, LINKS) & links::UP, 0);
-    let eicr = rd(&mut d, EICS) & 0xffff_0000;
+    assert_eq!(rd(&d, LINKS) & links::UP, 0);
+    let eicr = rd(&d, EICS) & 0xffff_0000;
     assert_ne!(eicr & intr::EICR_LSC, 0);
-    wr(&mut d, EICR, eicr);
-    assert_eq!(rd(&mut d, EICS) & intr::EICR_LSC, 0);
+    wr(&d, EICR, eicr);
+    assert_eq!(rd(&d, EICS) & intr::EICR_LSC, 0);
     d.set_link(true);
     assert_eq!(t.irq.take(), vec![Irq::Msix(2)]);
-    wr(&mut d, EIMC, intr::EICR_LSC);
-    wr(&mut d, EICR, u32::MAX);
+    wr(&d, EIMC, intr::EICR_LSC);
+    wr(&d, EICR, u32::MAX);
     d.set_link(false);
     assert!(t.irq.take().is_empty(), "LSC masked");
     assert_eq!(intr::ivar_slot(41, Dir::Tx), (20, 24));
@@ -366,20 +362,20 @@ fn msix_routing_autoclear_automask_and_other_causes() {
 #[test]
 fn legacy_interrupt_self_test() {
     // ixgbe_intr_test with MSI: EIMS/EICS bits 0..9.
-    let (mut d, t) = dev();
-    wr(&mut d, EIMC, u32::MAX);
+    let (d, t) = dev();
+    wr(&d, EIMC, u32::MAX);
     for i in 0..10 {
         let mask = 1u32 << i;
-        wr(&mut d, EIMC, !mask & 0x7fff);
-        wr(&mut d, EICS, !mask & 0x7fff);
+        wr(&d, EIMC, !mask & 0x7fff);
+        wr(&d, EICS, !mask & 0x7fff);
         assert!(t.irq.take().is_empty(), "masked bits do not fire");
-        wr(&mut d, EIMS, mask);
-        wr(&mut d, EICS, mask);
+        wr(&d, EIMS, mask);
+        wr(&d, EICS, mask);
         assert_eq!(t.irq.take(), vec![Irq::Legacy]);
-        assert_ne!(rd(&mut d, EICR) & mask, 0, "handler sees the cause");
-        assert_eq!(rd(&mut d, EICR) & 0x7fff, 0, "cleared by the read");
-        wr(&mut d, EIMC, !mask & 0x7fff);
-        wr(&mut d, EICS, !mask & 0x7fff);
+        assert_ne!(rd(&d, EICR) & mask, 0, "handler sees the cause");
+        assert_eq!(rd(&d, EICR) & 0x7fff, 0, "cleared by the read");
+        wr(&d, EIMC, !mask & 0x7fff);
+        wr(&d, EICS, !mask & 0x7fff);
         assert!(t.irq.take().is_empty());
     }
 }
@@ -421,7 +417,7 @@ fn setup_rings(d: &mut Ixgbe, n: u32) {
     wr(d, RXCTRL, 1 | 2);
 }
 
-fn post_rx(d: &mut Ixgbe, i: u32) {
+fn post_rx(d: &Ixgbe, i: u32) {
     let desc = RX_RING + u64::from(i) * 16;
     d.mem()
         .write_obj(RX_BUFS + u64::from(i) * 2048, GuestAddress(desc))
@@ -429,7 +425,7 @@ fn post_rx(d: &mut Ixgbe, i: u32) {
     d.mem().write_obj(0u64, GuestAddress(desc + 8)).unwrap();
 }
 
-fn send(d: &mut Ixgbe, idx: u32, n: u32, frame: &[u8]) {
+fn send(d: &Ixgbe, idx: u32, n: u32, frame: &[u8]) {
     let buf = TX_BUFS + u64::from(idx) * 2048;
     d.mem().write_slice(frame, GuestAddress(buf)).unwrap();
     let desc = TX_RING + u64::from(idx) * 16;
@@ -458,15 +454,15 @@ fn mac_loopback_self_test() {
     let n = 64;
     setup_rings(&mut d, n);
     // ixgbe_setup_loopback_test.
-    let v = rd(&mut d, HLREG0) | hlreg0::LPBK;
-    wr(&mut d, HLREG0, v);
-    let v = rd(&mut d, FCTRL) | fctrl::BAM | fctrl::SBP | fctrl::MPE;
-    wr(&mut d, FCTRL, v);
-    wr(&mut d, AUTOC, regs::AUTOC_RESET | 1);
+    let v = rd(&d, HLREG0) | hlreg0::LPBK;
+    wr(&d, HLREG0, v);
+    let v = rd(&d, FCTRL) | fctrl::BAM | fctrl::SBP | fctrl::MPE;
+    wr(&d, FCTRL, v);
+    wr(&d, AUTOC, regs::AUTOC_RESET | 1);
     let f = lbtest_frame();
     for i in 0..200u32 {
         let slot = i % n;
-        send(&mut d, slot, n, &f);
+        send(&d, slot, n, &f);
         let rxd = RX_RING + u64::from(slot) * 16;
         let st: u32 = d.mem().read_obj(GuestAddress(rxd + 8)).unwrap();
         assert_eq!(st & 3, 3, "frame {i}: DD|EOP");
@@ -484,23 +480,23 @@ fn mac_loopback_self_test() {
             .read_obj(GuestAddress(TX_RING + u64::from(slot) * 16 + 12))
             .unwrap();
         assert_eq!(txst & 1, 1, "TX DD");
-        post_rx(&mut d, slot);
-        wr(&mut d, rxq_base(0) + q::T, slot);
+        post_rx(&d, slot);
+        wr(&d, rxq_base(0) + q::T, slot);
     }
     assert!(t.wire.take().is_empty(), "loopback frames stay inside");
-    assert_eq!(rd(&mut d, stat::GPRC), 200);
-    assert_eq!(rd(&mut d, stat::BPRC), 200);
-    assert_eq!(rd(&mut d, stat::GPTC), 200);
-    assert_eq!(rd(&mut d, stat::GORCL), 200 * 1028);
-    assert_eq!(rd(&mut d, stat::GORCL + 4), 0);
-    assert_eq!(rd(&mut d, stat::PRC64 + 4 * 5), 200, "PRC1522 bucket");
-    assert_eq!(rd(&mut d, stat::QPRC), 200);
-    assert_eq!(rd(&mut d, stat::QPTC), 200);
-    assert_eq!(rd(&mut d, stat::QBTC_L), 200 * 1028);
+    assert_eq!(rd(&d, stat::GPRC), 200);
+    assert_eq!(rd(&d, stat::BPRC), 200);
+    assert_eq!(rd(&d, stat::GPTC), 200);
+    assert_eq!(rd(&d, stat::GORCL), 200 * 1028);
+    assert_eq!(rd(&d, stat::GORCL + 4), 0);
+    assert_eq!(rd(&d, stat::PRC64 + 4 * 5), 200, "PRC1522 bucket");
+    assert_eq!(rd(&d, stat::QPRC), 200);
+    assert_eq!(rd(&d, stat::QPTC), 200);
+    assert_eq!(rd(&d, stat::QBTC_L), 200 * 1028);
     // Without loopback the frame goes to the wire.
-    let v = rd(&mut d, HLREG0) & !hlreg0::LPBK;
-    wr(&mut d, HLREG0, v);
-    send(&mut d, 200 % n, n, &f);
+    let v = rd(&d, HLREG0) & !hlreg0::LPBK;
+    wr(&d, HLREG0, v);
+    send(&d, 200 % n, n, &f);
     assert_eq!(t.wire.take().len(), 1);
 }
 
@@ -508,40 +504,66 @@ fn mac_loopback_self_test() {
 fn full_rx_ring_counts_missed_packets() {
     let (mut d, _t) = dev();
     setup_rings(&mut d, 8);
-    wr(&mut d, FCTRL, fctrl::BAM);
+    wr(&d, FCTRL, fctrl::BAM);
     for _ in 0..10 {
         d.receive(&lbtest_frame());
     }
     // The driver computes gprc = GPRC - MPC.
-    let gprc = rd(&mut d, stat::GPRC);
-    let mpc = rd(&mut d, stat::MPC);
+    let gprc = rd(&d, stat::GPRC);
+    let mpc = rd(&d, stat::MPC);
     assert_eq!((gprc - mpc, mpc), (7, 3), "seven buffers posted");
-    assert_eq!(rd(&mut d, stat::RNBC), 3);
-    assert_eq!(rd(&mut d, stat::QPRDC), 3);
+    assert_eq!(rd(&d, stat::RNBC), 3);
+    assert_eq!(rd(&d, stat::QPRDC), 3);
+}
+
+#[test]
+fn a_busy_receive_queue_holds_up_neither_transmit_nor_control() {
+    let (mut d, t) = dev();
+    setup_rings(&mut d, 16);
+    let mut f = vec![0u8; 60];
+    f[..6].copy_from_slice(&MAC);
+    let gprc = |d: &Ixgbe| {
+        d.counters()
+            .into_iter()
+            .find(|(n, _)| n == "GPRC")
+            .unwrap()
+            .1
+    };
+    let guard = d.rxq[0].lock().unwrap();
+    assert!(!d.try_receive_at(&f, 0), "queue 0 busy: refused");
+    assert_eq!(gprc(&d), 0, "refused without side effects");
+    // Transmit and register accesses go on meanwhile.
+    send(&d, 0, 16, &lbtest_frame());
+    assert_eq!(t.wire.take().len(), 1);
+    assert_eq!(rd(&d, txq_base(0) + q::H), 1);
+    drop(guard);
+    assert!(d.try_receive_at(&f, 0));
+    assert_eq!(gprc(&d), 1);
+    assert_eq!(rd(&d, rxq_base(0) + q::H), 1);
 }
 
 #[test]
 fn filters_rss_and_checksum_status() {
     let (mut d, _t) = dev();
     setup_rings(&mut d, 16);
-    wr(&mut d, FCTRL, 0);
+    wr(&d, FCTRL, 0);
     let mut f = vec![0u8; 60];
     f[..6].copy_from_slice(&[0xff; 6]);
     d.receive(&f);
-    assert_eq!(rd(&mut d, stat::GPRC), 0, "broadcast needs BAM");
+    assert_eq!(rd(&d, stat::GPRC), 0, "broadcast needs BAM");
     f[..6].copy_from_slice(&MAC);
     d.receive(&f);
     f[..6].copy_from_slice(&[0x52, 0x54, 0, 0, 0, 1]);
     d.receive(&f);
-    assert_eq!(rd(&mut d, stat::GPRC), 1, "own MAC only");
+    assert_eq!(rd(&d, stat::GPRC), 1, "own MAC only");
     // Multicast 01:00:5e:00:00:01, MO = 0: hash 0x10, needs MCSTCTRL.MFE.
     f[..6].copy_from_slice(&[0x01, 0x00, 0x5e, 0x00, 0x00, 0x01]);
-    wr(&mut d, MTA, 1 << 0x10);
+    wr(&d, MTA, 1 << 0x10);
     d.receive(&f);
-    assert_eq!(rd(&mut d, stat::MPRC), 0);
-    wr(&mut d, MCSTCTRL, 1 << 2);
+    assert_eq!(rd(&d, stat::MPRC), 0);
+    wr(&d, MCSTCTRL, 1 << 2);
     d.receive(&f);
-    assert_eq!(rd(&mut d, stat::MPRC), 1);
+    assert_eq!(rd(&d, stat::MPRC), 1);
     // A UDP/IPv4 frame with a good checksum, RSS over 4 queues (all to queue 0 here).
     let mut u = vec![0u8; 14 + 20 + 8 + 4];
     u[..6].copy_from_slice(&MAC);
@@ -557,11 +579,11 @@ fn filters_rss_and_checksum_status() {
     u[38..40].copy_from_slice(&12u16.to_be_bytes());
     crate::offload::ipv4_header_csum(&mut u, 14).unwrap();
     crate::offload::l4_csum(&mut u, 14, 34, true, 17).unwrap();
-    wr(&mut d, MRQC, 1 | (1 << 17) | (1 << 22));
+    wr(&d, MRQC, 1 | (1 << 17) | (1 << 22));
     for i in 0..10 {
-        wr(&mut d, RSSRK + 4 * i, 0x6d5a_56da ^ i);
+        wr(&d, RSSRK + 4 * i, 0x6d5a_56da ^ i);
     }
-    let head = rd(&mut d, rxq_base(0) + q::H);
+    let head = rd(&d, rxq_base(0) + q::H);
     d.receive(&u);
     let rxd = RX_RING + u64::from(head) * 16;
     let st: u32 = d.mem().read_obj(GuestAddress(rxd + 8)).unwrap();
@@ -580,28 +602,28 @@ fn hostile_rings_do_not_crash_or_hang() {
     setup_rings(&mut d, 8);
     let tb = txq_base(0);
     // Tail beyond the ring.
-    wr(&mut d, tb + q::T, 200);
+    wr(&d, tb + q::T, 200);
     assert!(d.guest_errors().ring_errors >= 1);
     // Descriptor ring outside guest memory.
-    wr(&mut d, tb + q::DCTL, 0);
-    wr(&mut d, tb + q::BAL, 0xffff_ff80);
-    wr(&mut d, tb + q::BAH, 0xffff_ffff);
-    wr(&mut d, tb + q::H, 0);
-    wr(&mut d, tb + q::DCTL, QUEUE_ENABLE);
-    wr(&mut d, tb + q::T, 7);
+    wr(&d, tb + q::DCTL, 0);
+    wr(&d, tb + q::BAL, 0xffff_ff80);
+    wr(&d, tb + q::BAH, 0xffff_ffff);
+    wr(&d, tb + q::H, 0);
+    wr(&d, tb + q::DCTL, QUEUE_ENABLE);
+    wr(&d, tb + q::T, 7);
     assert!(d.guest_errors().dma_errors >= 7);
     assert_eq!(
-        rd(&mut d, tb + q::H),
+        rd(&d, tb + q::H),
         7,
         "head advanced past the bad descriptors"
     );
     // Buffers outside RAM, huge lengths, no EOP: dropped and counted.
-    wr(&mut d, tb + q::DCTL, 0);
-    wr(&mut d, tb + q::BAL, TX_RING as u32);
-    wr(&mut d, tb + q::BAH, 0);
-    wr(&mut d, tb + q::H, 0);
-    wr(&mut d, tb + q::T, 0);
-    wr(&mut d, tb + q::DCTL, QUEUE_ENABLE);
+    wr(&d, tb + q::DCTL, 0);
+    wr(&d, tb + q::BAL, TX_RING as u32);
+    wr(&d, tb + q::BAH, 0);
+    wr(&d, tb + q::H, 0);
+    wr(&d, tb + q::T, 0);
+    wr(&d, tb + q::DCTL, QUEUE_ENABLE);
     for i in 0..8u64 {
         let desc = TX_RING + i * 16;
         d.mem()
@@ -610,7 +632,7 @@ fn hostile_rings_do_not_crash_or_hang() {
         let cmd = 0x2b30_0000u32 | 0xffff;
         d.mem().write_obj(cmd, GuestAddress(desc + 8)).unwrap();
     }
-    wr(&mut d, tb + q::T, 7);
+    wr(&d, tb + q::T, 7);
     assert!(d.guest_errors().tx_malformed >= 1);
     // TSO with a hostile context: MSS 0, header lengths beyond the frame.
     let mut ctx = [0u8; 16];
@@ -625,66 +647,66 @@ fn hostile_rings_do_not_crash_or_hang() {
     d.mem()
         .write_obj(100u32 << 14, GuestAddress(desc + 12))
         .unwrap();
-    wr(&mut d, tb + q::DCTL, 0);
-    wr(&mut d, tb + q::H, 0);
-    wr(&mut d, tb + q::T, 0);
-    wr(&mut d, tb + q::DCTL, QUEUE_ENABLE);
-    wr(&mut d, tb + q::T, 2);
+    wr(&d, tb + q::DCTL, 0);
+    wr(&d, tb + q::H, 0);
+    wr(&d, tb + q::T, 0);
+    wr(&d, tb + q::DCTL, QUEUE_ENABLE);
+    wr(&d, tb + q::T, 2);
     // A one-descriptor ring (16 bytes) with tail 0 does nothing.
-    wr(&mut d, tb + q::DCTL, 0);
-    wr(&mut d, tb + q::LEN, 16);
-    wr(&mut d, tb + q::H, 0);
-    wr(&mut d, tb + q::DCTL, QUEUE_ENABLE);
-    wr(&mut d, tb + q::T, 0);
+    wr(&d, tb + q::DCTL, 0);
+    wr(&d, tb + q::LEN, 16);
+    wr(&d, tb + q::H, 0);
+    wr(&d, tb + q::DCTL, QUEUE_ENABLE);
+    wr(&d, tb + q::T, 0);
     // RX with a zero-length ring and buffers outside RAM.
     let rb = rxq_base(0);
-    wr(&mut d, FCTRL, fctrl::BAM);
-    wr(&mut d, rb + q::LEN, 0);
+    wr(&d, FCTRL, fctrl::BAM);
+    wr(&d, rb + q::LEN, 0);
     d.receive(&lbtest_frame());
-    wr(&mut d, rb + q::DCTL, 0);
-    wr(&mut d, rb + q::LEN, 128);
-    wr(&mut d, rb + q::BAL, RX_RING as u32);
-    wr(&mut d, rb + q::H, 0);
-    wr(&mut d, rb + q::DCTL, QUEUE_ENABLE);
+    wr(&d, rb + q::DCTL, 0);
+    wr(&d, rb + q::LEN, 128);
+    wr(&d, rb + q::BAL, RX_RING as u32);
+    wr(&d, rb + q::H, 0);
+    wr(&d, rb + q::DCTL, QUEUE_ENABLE);
     for i in 0..8u64 {
         d.mem()
             .write_obj(u64::MAX - 100, GuestAddress(RX_RING + i * 16))
             .unwrap();
     }
-    wr(&mut d, rb + q::T, 7);
+    wr(&d, rb + q::T, 7);
     d.receive(&lbtest_frame());
     d.receive(&[0u8; 3]);
     d.receive(&vec![0xffu8; 20000]);
     assert!(d.guest_errors().dma_errors >= 8);
     // Queue registers of every queue and I/O window extremes.
     for qi in [63u32, 64, 127] {
-        wr(&mut d, rxq_base(qi) + q::DCTL, QUEUE_ENABLE);
-        wr(&mut d, txq_base(qi) + q::DCTL, QUEUE_ENABLE);
-        wr(&mut d, txq_base(qi) + q::T, 5);
+        wr(&d, rxq_base(qi) + q::DCTL, QUEUE_ENABLE);
+        wr(&d, txq_base(qi) + q::DCTL, QUEUE_ENABLE);
+        wr(&d, txq_base(qi) + q::T, 5);
     }
     d.bar_write(2, 0, &u32::MAX.to_le_bytes());
     d.bar_write(2, 4, &u32::MAX.to_le_bytes());
     let mut b = [0u8; 4];
     d.bar_read(2, 4, &mut b);
     // The device still answers.
-    assert_ne!(rd(&mut d, LINKS) & links::UP, 0);
+    assert_ne!(rd(&d, LINKS) & links::UP, 0);
 }
 
 #[test]
 fn eitr_moderates_queue_vectors() {
-    let (mut d, t) = dev();
-    wr(&mut d, GPIE, 0x10 | (1 << 30));
-    wr(&mut d, EIAM_EX, u32::MAX);
-    wr(&mut d, EIAC, 0x4000_ffff);
-    wr(&mut d, EITR0 + 4, 200 | (1 << 31)); // vector 1: 50 µs, CNT_WDIS
-    wr(&mut d, EITR_HI + 4 * 6, 200); // vector 30: 50 µs
+    let (d, t) = dev();
+    wr(&d, GPIE, 0x10 | (1 << 30));
+    wr(&d, EIAM_EX, u32::MAX);
+    wr(&d, EIAC, 0x4000_ffff);
+    wr(&d, EITR0 + 4, 200 | (1 << 31)); // vector 1: 50 µs, CNT_WDIS
+    wr(&d, EITR_HI + 4 * 6, 200); // vector 30: 50 µs
     t.clock.set(1_000_000);
-    wr(&mut d, EIMS_EX, 1 << 1);
-    wr(&mut d, EICS_EX, 1 << 1);
+    wr(&d, EIMS_EX, 1 << 1);
+    wr(&d, EICS_EX, 1 << 1);
     assert_eq!(t.irq.take(), vec![Irq::Msix(1)]);
     t.clock.set(1_020_000);
-    wr(&mut d, EIMS_EX, 1 << 1);
-    wr(&mut d, EICS_EX, 1 << 1);
+    wr(&d, EIMS_EX, 1 << 1);
+    wr(&d, EICS_EX, 1 << 1);
     assert!(t.irq.take().is_empty(), "within 50 µs of the last");
     assert_eq!(t.timer.take(), vec![1_050_000]);
     t.clock.set(1_050_000);
@@ -745,7 +767,7 @@ fn systim(d: &mut Ixgbe) -> u64 {
 #[test]
 fn ptp_clock_rate_frequency_adjust_timadj() {
     let (mut d, t) = dev();
-    wr(&mut d, TIMINCA, TIMINCA_10G);
+    wr(&d, TIMINCA, TIMINCA_10G);
     t.clock.set(3_000_000_000);
     let ns = systim(&mut d) >> 21;
     assert!(
@@ -756,20 +778,20 @@ fn ptp_clock_rate_frequency_adjust_timadj() {
     let base = u64::from(0x6666_6666u32 >> 7);
     let iv = base - base * (100_000 * 65536 / 1000) / (1_000_000 << 16);
     let before = systim(&mut d);
-    wr(&mut d, TIMINCA, (1 << 24) | iv as u32);
+    wr(&d, TIMINCA, (1 << 24) | iv as u32);
     t.clock.set(5_000_000_000);
     let elapsed = (systim(&mut d) - before) >> 21;
     let ppb = (elapsed as f64 / 2e9 - 1.0) * 1e9;
     assert!((ppb + 100_000.0).abs() < 150.0, "{ppb} ppb");
     // SYSTIM writes (ixgbe_ptp_reset on X540-style paths) and TIMADJ.
-    wr(&mut d, SYSTIML, 0);
-    wr(&mut d, SYSTIMH, 0);
+    wr(&d, SYSTIML, 0);
+    wr(&d, SYSTIMH, 0);
     assert_eq!(systim(&mut d), 0);
-    wr(&mut d, TIMADJL, 1000);
-    wr(&mut d, TIMADJH, 0);
+    wr(&d, TIMADJL, 1000);
+    wr(&d, TIMADJH, 0);
     assert_eq!(systim(&mut d), 1000);
-    wr(&mut d, TIMADJL, 10);
-    wr(&mut d, TIMADJH, 1 << 31);
+    wr(&d, TIMADJL, 10);
+    wr(&d, TIMADJH, 1 << 31);
     assert_eq!(systim(&mut d), 990);
 }
 
@@ -778,20 +800,20 @@ fn ptp_tx_and_rx_stamps() {
     let (mut d, t) = dev();
     let n = 16;
     setup_rings(&mut d, n);
-    let v = rd(&mut d, FCTRL) | fctrl::MPE;
-    wr(&mut d, FCTRL, v);
-    wr(&mut d, TIMINCA, TIMINCA_10G);
+    let v = rd(&d, FCTRL) | fctrl::MPE;
+    wr(&d, FCTRL, v);
+    wr(&d, TIMINCA, TIMINCA_10G);
     d.set_wire_delay_ns(640);
     // ixgbe_ptp_set_timestamp_mode for HWTSTAMP_TX_ON / PTP_V2_EVENT.
-    wr(&mut d, 0x5128 + 12, 0xc000_0000 | 0x88f7);
-    wr(&mut d, TSYNCTXCTL, 0x10);
-    wr(&mut d, TSYNCRXCTL, 0x10 | 0x0a);
-    wr(&mut d, 0x5120, 319 << 16);
+    wr(&d, 0x5128 + 12, 0xc000_0000 | 0x88f7);
+    wr(&d, TSYNCTXCTL, 0x10);
+    wr(&d, TSYNCRXCTL, 0x10 | 0x0a);
+    wr(&d, 0x5120, 319 << 16);
     // Transmit with ADVTXD_MAC_TSTAMP.
     t.clock.set(64_000);
     let f = ptp_l2_frame(0);
-    send(&mut d, 0, n, &f);
-    assert_eq!(rd(&mut d, TSYNCTXCTL), 0x10, "no stamp without MAC_TSTAMP");
+    send(&d, 0, n, &f);
+    assert_eq!(rd(&d, TSYNCTXCTL), 0x10, "no stamp without MAC_TSTAMP");
     let (desc, buf) = (TX_RING + 16, TX_BUFS + 2048);
     d.mem().write_slice(&f, GuestAddress(buf)).unwrap();
     d.mem().write_obj(buf, GuestAddress(desc)).unwrap();
@@ -801,18 +823,18 @@ fn ptp_tx_and_rx_stamps() {
     d.mem()
         .write_obj((f.len() as u32) << 14, GuestAddress(desc + 12))
         .unwrap();
-    wr(&mut d, txq_base(0) + q::T, 2);
+    wr(&d, txq_base(0) + q::T, 2);
     assert_eq!(t.wire.take().len(), 2);
-    assert_eq!(rd(&mut d, TSYNCTXCTL), 0x11);
-    let lo = rd(&mut d, TXSTMPL);
-    let hi = rd(&mut d, TXSTMPH);
+    assert_eq!(rd(&d, TSYNCTXCTL), 0x11);
+    let lo = rd(&d, TXSTMPL);
+    let hi = rd(&d, TXSTMPH);
     let cycles = u64::from(lo) | (u64::from(hi) << 32);
     assert_eq!(
         cycles,
         10_000 * 0xcc_cccc,
         "64 us = 10000 periods of 6.4 ns"
     );
-    assert_eq!(rd(&mut d, TSYNCTXCTL), 0x10, "TXSTMPH unlocks");
+    assert_eq!(rd(&d, TSYNCTXCTL), 0x10, "TXSTMPH unlocks");
     // Receive: L2 and UDP event messages.
     let status = |d: &mut Ixgbe, i: u64| -> u32 {
         d.mem()
@@ -822,9 +844,9 @@ fn ptp_tx_and_rx_stamps() {
     t.clock.set(128_000 - 640);
     d.receive(&ptp_l2_frame(0));
     assert_eq!(status(&mut d, 0) & 0x1_0003, 0x1_0003);
-    assert_eq!(rd(&mut d, TSYNCRXCTL), 0x1b);
-    let lo = rd(&mut d, RXSTMPL);
-    let hi = rd(&mut d, RXSTMPH);
+    assert_eq!(rd(&d, TSYNCRXCTL), 0x1b);
+    let lo = rd(&d, RXSTMPL);
+    let hi = rd(&d, RXSTMPH);
     assert_eq!(
         u64::from(lo) | (u64::from(hi) << 32),
         20_000 * 0xcc_cccc,
@@ -834,10 +856,10 @@ fn ptp_tx_and_rx_stamps() {
     assert_eq!(status(&mut d, 1) & 0x1_0000, 0x1_0000, "UDP Delay_Req");
     d.receive(&ptp_udp_frame(2));
     assert_eq!(status(&mut d, 2) & 0x1_0000, 0, "still locked");
-    let _ = rd(&mut d, RXSTMPH);
+    let _ = rd(&d, RXSTMPH);
     d.receive(&ptp_udp_frame(0xb));
     assert_eq!(status(&mut d, 3) & 0x1_0000, 0, "Announce is no event");
     // Link reset clears the time sync unit.
-    wr(&mut d, CTRL, ctrl::LNK_RST);
-    assert_eq!((rd(&mut d, TSYNCRXCTL), rd(&mut d, TIMINCA)), (0, 0));
+    wr(&d, CTRL, ctrl::LNK_RST);
+    assert_eq!((rd(&d, TSYNCRXCTL), rd(&d, TIMINCA)), (0, 0));
 }
