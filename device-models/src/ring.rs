@@ -109,14 +109,16 @@ pub fn read_desc(mem: &GuestRam, addr: u64) -> Result<[u8; 16], RingError> {
     Ok(d)
 }
 
-/// Writes a 16-byte write-back descriptor so that the dword at offset 12 (which
-/// holds the fields drivers poll: length / DD) becomes visible last.
+/// Writes a 16-byte advanced receive write-back descriptor so that the dword
+/// at offset 12 becomes visible last: it holds the length, which igb and
+/// ixgbe poll (`igb_clean_rx_irq`, `ixgbe_clean_rx_irq`: a non-zero length
+/// means the write-back is complete) before they read the status at offset 8.
 pub fn write_desc(mem: &GuestRam, addr: u64, d: &[u8; 16]) -> Result<(), RingError> {
     mem.write_slice(&d[..12], GuestAddress(addr))
         .map_err(|_| RingError::BadAddress(addr))?;
     std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
     let last = u32::from_le_bytes([d[12], d[13], d[14], d[15]]);
-    mem.write_obj(last, GuestAddress(addr + 12))
+    mem.write_obj(last, GuestAddress(addr.wrapping_add(12)))
         .map_err(|_| RingError::BadAddress(addr))
 }
 
