@@ -869,4 +869,156 @@ mod tests {
         assert!(check_region(&tables, &acc(1, 0, 4)).is_err(), "absent BAR");
         assert!(check_region(&tables, &acc(9, 0, 4)).is_err());
     }
+
+    /// Records what the server asks of the device; DMA_MAP fails with EEXIST.
+    #[derive(Default)]
+    struct Mock {
+        writes: Vec<(u32, u64, Vec<u8>)>,
+        resets: usize,
+    }
+
+    impl DeviceBackend for Mock {
+        fn region_read(&mut self, _: u32, offset: u64, data: &mut [u8]) -> io::Result<()> {
+            for (i, b) in data.iter_mut().enumerate() {
+                *b = (offset as u8).wrapping_add(i as u8);
+            }
+            Ok(())
+        }
+        fn region_write(&mut self, region: u32, offset: u64, data: &[u8]) -> io::Result<()> {
+            self.writes.push((region, offset, data.to_vec()));
+            Ok(())
+        }
+        fn dma_map(
+            &mut self,
+            _: DmaMapFlags,
+            _: u64,
+            _: u64,
+            _: u64,
+            _: Option<File>,
+        ) -> io::Result<()> {
+            Err(io::Error::from_raw_os_error(libc::EEXIST))
+        }
+        fn dma_unmap(&mut self, _: DmaUnmapFlags, _: u64, _: u64) -> io::Result<()> {
+            Ok(())
+        }
+        fn reset(&mut self) -> io::Result<()> {
+            self.resets += 1;
+            Ok(())
+        }
+        fn set_irqs(&mut self, _: u32, _: u32, _: u32, _: u32, _: Vec<File>) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn msg(id: u16, command: u16, flags: u32, payload: &[u8]) -> Vec<u8> {
+        let mut m = Header {
+            message_id: id,
+            command,
+            message_size: (HEADER_SIZE + payload.len()) as u32,
+            flags,
+            error: 0,
+        }
+        .encode()
+        .to_vec();
+        m.extend_from_slice(payload);
+        m
+    }
+
+    fn reply(s: &mut UnixStream) -> (Header, Vec<u8>) {
+        let mut h = [0u8; HEADER_SIZE];
+        s.read_exact(&mut h).unwrap();
+        let h = Header::parse(&h);
+        let mut p = vec![0; h.message_size as usize - HEADER_SIZE];
+        s.read_exact(&mut p).unwrap();
+        (h, p)
+    }
+
+    #[test]
+    fn serves_a_client_against_a_backend() {
+        let dir = std::env::temp_dir().join(format!("nicemu-srv-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("s.sock");
+        let tables = DeviceTables {
+            regions: vec![RegionInfo {
+                flags: 3,
+                index: 0,
+                size: 0x100,
+            }],
+            irqs: vec![],
+            resettable: true,
+        };
+        let server = Server::bind("t", &path, tables).unwrap();
+        assert!(matches!(
+            Server::bind("t", &path, DeviceTables::default()),
+            Err(Error::SocketExists(_))
+        ));
+        let t = std::thread::spawn(move || {
+            let mut m = Mock::default();
+            let first = server.serve_one(&mut m);
+            let second = server.serve_one(&mut m);
+            (first, second, m)
+        });
+        let mut c = UnixStream::connect(&path).unwrap();
+        c.write_all(&msg(1, 1, 0, b"\0\0\0\0")).unwrap();
+        let (h, p) = reply(&mut c);
+        assert_eq!((h.message_id, h.flags), (1, wire::flags::REPLY));
+        assert!(p.ends_with(b"}\0"));
+        // Posted writes, one of them failing, then a read that orders after them.
+        let mut w = Vec::new();
+        RegionAccess {
+            offset: 8,
+            region: 0,
+            count: 2,
+        }
+        .encode(&mut w);
+        w.extend_from_slice(&[0xaa, 0xbb]);
+        c.write_all(&msg(2, 10, wire::flags::NO_REPLY, &w)).unwrap();
+        let mut bad = Vec::new();
+        RegionAccess {
+            offset: 0xff,
+            region: 0,
+            count: 2,
+        }
+        .encode(&mut bad);
+        bad.extend_from_slice(&[1, 2]);
+        c.write_all(&msg(3, 10, wire::flags::NO_REPLY, &bad))
+            .unwrap();
+        let mut r = Vec::new();
+        RegionAccess {
+            offset: 0x10,
+            region: 0,
+            count: 3,
+        }
+        .encode(&mut r);
+        c.write_all(&msg(4, 9, 0, &r)).unwrap();
+        let (h, p) = reply(&mut c);
+        assert_eq!(h.message_id, 4, "no reply to the posted writes");
+        assert_eq!(&p[16..], &[0x10, 0x11, 0x12]);
+        // The backend's errno reaches the client.
+        let map = [0u8; 32];
+        c.write_all(&msg(5, 2, 0, &map)).unwrap();
+        let (h, p) = reply(&mut c);
+        assert_eq!(
+            (h.message_id, h.flags & wire::flags::ERROR, h.error),
+            (5, wire::flags::ERROR, libc::EEXIST as u32)
+        );
+        assert!(p.is_empty());
+        c.write_all(&msg(6, 13, 0, &[])).unwrap();
+        assert_eq!(reply(&mut c).0.flags, wire::flags::REPLY);
+        drop(c);
+        // A second client leaves in the middle of a message.
+        let mut c = UnixStream::connect(&path).unwrap();
+        c.write_all(&msg(1, 1, 0, b"\0\0\0\0")[..18]).unwrap();
+        drop(c);
+        let (first, second, m) = t.join().unwrap();
+        assert!(first.is_ok(), "{first:?}");
+        assert!(
+            matches!(second, Err(ConnError::Truncated { got: 18, want: 20 })),
+            "{second:?}"
+        );
+        assert_eq!(m.writes, vec![(0, 8, vec![0xaa, 0xbb])]);
+        assert_eq!(m.resets, 1);
+        let _ = std::fs::remove_dir_all(dir);
+    }
 }
