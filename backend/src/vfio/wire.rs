@@ -364,7 +364,10 @@ impl Version {
                 return Err(WireError::NotTerminated);
             };
             let text = text.split(|&c| c == 0).next().unwrap_or(&[]);
-            serde_json::from_slice(text).map_err(|e| WireError::BadJson(e.to_string()))?
+            serde_json::from_slice(text).map_err(|e| {
+                // serde quotes offending input; keep log lines short.
+                WireError::BadJson(e.to_string().chars().take(160).collect())
+            })?
         };
         Ok(Version { major, minor, data })
     }
@@ -832,6 +835,14 @@ mod tests {
             let r = Version::parse(&version_payload(0, 0, bad));
             assert!(matches!(r, Err(WireError::BadJson(_))), "{bad:?}: {r:?}");
             assert_eq!(r.unwrap_err().errno(), libc::EINVAL);
+        }
+        let long = format!(
+            "{{\"capabilities\":{{\"max_msg_fds\":\"{}\"}}}}\0",
+            "x".repeat(5000)
+        );
+        match Version::parse(&version_payload(0, 0, long.as_bytes())) {
+            Err(WireError::BadJson(m)) => assert!(m.chars().count() <= 160, "{m}"),
+            other => panic!("{other:?}"),
         }
         let r = Version::parse(&version_payload(1, 0, b""));
         assert_eq!(r, Err(WireError::Major { major: 1, minor: 0 }));
