@@ -20,7 +20,7 @@
 //! `NO_REPLY`, which QEMU sets on BAR writes) get no reply, not even on error.
 
 use std::fs::File;
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::Path;
@@ -315,6 +315,15 @@ impl Fds {
         v
     }
 
+    /// Moves the descriptors of `other` here (surplus closed, `overflow`).
+    fn take_from(&mut self, other: &mut Fds) {
+        self.overflow |= other.overflow;
+        for f in other.fds.iter_mut().filter_map(Option::take) {
+            self.push(f);
+        }
+        other.clear();
+    }
+
     fn take_one(&mut self) -> Option<File> {
         let f = self.fds.first_mut().and_then(Option::take).map(File::from);
         self.clear();
@@ -403,15 +412,32 @@ struct Session {
 }
 
 /// One client connection.
+///
+/// Receiving reads ahead: one `recvmsg` takes whatever the socket holds (up to
+/// the free part of `rx`), and every complete message in it is served before
+/// the next call, so a burst of posted writes costs one system call. File
+/// descriptors belong to the message holding the last byte a `recvmsg`
+/// returned: Linux attaches them to the first byte of the sender's `sendmsg`
+/// and ends a read right after the data that carried them (QEMU sends each
+/// message with one `sendmsg`).
 struct Conn<'a> {
     id: &'a str,
     stream: UnixStream,
     tables: &'a DeviceTables,
-    /// Payload of the current message.
+    /// Received bytes; `rx[head..tail]` is not served yet and starts at a
+    /// message boundary. Large enough for the largest message.
     rx: Vec<u8>,
+    head: usize,
+    tail: usize,
+    /// When the first byte of the message at `head` arrived (None when
+    /// `head == tail`).
+    msg_start: Option<Instant>,
+    /// Descriptors of the message at `head`.
+    fds: Fds,
+    /// Descriptors of the last `recvmsg`, before they are attributed.
+    new_fds: Fds,
     /// Reply being built (header, then payload).
     tx: Vec<u8>,
-    fds: Fds,
     session: Session,
 }
 
@@ -427,9 +453,13 @@ impl<'a> Conn<'a> {
             id,
             stream,
             tables,
-            rx: vec![0; MAX_MSG_SIZE - HEADER_SIZE],
-            tx: Vec::with_capacity(MAX_MSG_SIZE),
+            rx: vec![0; MAX_MSG_SIZE],
+            head: 0,
+            tail: 0,
+            msg_start: None,
             fds: Fds::new(),
+            new_fds: Fds::new(),
+            tx: Vec::with_capacity(MAX_MSG_SIZE),
             session: Session {
                 id: id.to_string(),
                 negotiated: false,
@@ -440,63 +470,116 @@ impl<'a> Conn<'a> {
 
     fn run(mut self, backend: &mut dyn DeviceBackend) -> Result<(), ConnError> {
         loop {
-            self.fds.clear();
-            let mut hb = [0u8; HEADER_SIZE];
-            let Some(start) = self.recv_header(&mut hb)? else {
-                return Ok(());
-            };
-            let hdr = Header::parse(&hb);
-            let size = hdr.message_size;
-            if (size as usize) < HEADER_SIZE {
-                return Err(ConnError::Undersized(size));
+            // The unserved rest is part of one message, smaller than `rx`
+            // (complete messages were served, larger ones refused), so
+            // there is always room to receive into.
+            if self.head > 0 {
+                self.rx.copy_within(self.head..self.tail, 0);
+                self.tail -= self.head;
+                self.head = 0;
             }
-            if size as usize > MAX_MSG_SIZE {
-                // Best effort: the connection is dropped either way.
-                let _ = self.send_error(&hdr, libc::E2BIG);
-                return Err(ConnError::Oversized(size));
-            }
-            let len = size as usize - HEADER_SIZE;
-            self.recv_payload(len, start)?;
-            self.tx.clear();
-            self.tx.extend_from_slice(&[0; HEADER_SIZE]);
-            let r = handle(
-                &hdr,
-                &self.rx[..len],
-                &mut self.tx,
-                &mut self.fds,
-                self.tables,
-                &mut self.session,
-                backend,
-            );
-            self.fds.clear();
-            match r {
-                Ok(()) if hdr.no_reply() => {}
-                Ok(()) => {
-                    let reply = hdr.reply(self.tx.len() as u32).encode();
-                    self.tx[..HEADER_SIZE].copy_from_slice(&reply);
-                    (&self.stream)
-                        .write_all(&self.tx)
-                        .map_err(ConnError::Send)?;
-                }
-                Err(CmdError::Wire(e))
-                    if Command::from_u16(hdr.command) == Some(Command::Version)
-                        && !self.session.negotiated =>
-                {
-                    if !hdr.no_reply() {
-                        let _ = self.send_error(&hdr, e.errno());
-                    }
-                    return Err(ConnError::Version(e));
-                }
+            let n = match recv_with_fds(&self.stream, &mut self.rx[self.tail..], &mut self.new_fds)
+            {
+                Ok(0) if self.tail == 0 => return Ok(()),
+                Ok(0) => return Err(self.truncated()),
+                Ok(n) => n,
                 Err(e) => {
-                    log::warn!(
-                        "{}: command {} (message {}) failed: {e}",
-                        self.id,
-                        hdr.command,
-                        hdr.message_id
-                    );
-                    if !hdr.no_reply() {
-                        self.send_error(&hdr, e.errno())?;
-                    }
+                    self.recv_wait(e)?;
+                    continue;
+                }
+            };
+            let last = self.tail + n - 1;
+            self.tail += n;
+            let started = *self.msg_start.get_or_insert_with(Instant::now);
+            let mut new_fds_at = (self.new_fds.len > 0 || self.new_fds.overflow).then_some(last);
+            let head_before = self.head;
+            while let Some(end) = self.complete_message()? {
+                if new_fds_at.is_some_and(|p| p < end) {
+                    self.fds.take_from(&mut self.new_fds);
+                    new_fds_at = None;
+                }
+                self.serve(end, backend)?;
+                self.head = end;
+            }
+            if new_fds_at.is_some() {
+                self.fds.take_from(&mut self.new_fds);
+            }
+            self.msg_start = if self.head == self.tail {
+                None
+            } else if self.head == head_before {
+                Some(started)
+            } else {
+                Some(Instant::now())
+            };
+        }
+    }
+
+    /// The end of the message at `head` if all of it has arrived; refuses
+    /// messages whose size field breaks framing.
+    fn complete_message(&mut self) -> Result<Option<usize>, ConnError> {
+        if self.tail - self.head < HEADER_SIZE {
+            return Ok(None);
+        }
+        let mut b = [0u8; HEADER_SIZE];
+        b.copy_from_slice(&self.rx[self.head..self.head + HEADER_SIZE]);
+        let hdr = Header::parse(&b);
+        let size = hdr.message_size as usize;
+        if size < HEADER_SIZE {
+            return Err(ConnError::Undersized(hdr.message_size));
+        }
+        if size > MAX_MSG_SIZE {
+            // Best effort: the connection is dropped either way.
+            let _ = self.send_error(&hdr, libc::E2BIG);
+            return Err(ConnError::Oversized(hdr.message_size));
+        }
+        Ok((self.tail - self.head >= size).then_some(self.head + size))
+    }
+
+    /// Serves the complete message `rx[head..end]` with the descriptors in
+    /// `fds`, and replies.
+    fn serve(&mut self, end: usize, backend: &mut dyn DeviceBackend) -> Result<(), ConnError> {
+        let mut b = [0u8; HEADER_SIZE];
+        b.copy_from_slice(&self.rx[self.head..self.head + HEADER_SIZE]);
+        let hdr = Header::parse(&b);
+        self.tx.clear();
+        self.tx.extend_from_slice(&[0; HEADER_SIZE]);
+        let r = handle(
+            &hdr,
+            &self.rx[self.head + HEADER_SIZE..end],
+            &mut self.tx,
+            &mut self.fds,
+            self.tables,
+            &mut self.session,
+            backend,
+        );
+        self.fds.clear();
+        match r {
+            Ok(()) if hdr.no_reply() => Ok(()),
+            Ok(()) => {
+                let reply = hdr.reply(self.tx.len() as u32).encode();
+                self.tx[..HEADER_SIZE].copy_from_slice(&reply);
+                (&self.stream).write_all(&self.tx).map_err(ConnError::Send)
+            }
+            Err(CmdError::Wire(e))
+                if Command::from_u16(hdr.command) == Some(Command::Version)
+                    && !self.session.negotiated =>
+            {
+                if !hdr.no_reply() {
+                    let _ = self.send_error(&hdr, e.errno());
+                }
+                Err(ConnError::Version(e))
+            }
+            Err(e) => {
+                log::warn!(
+                    "{}: command {} (message {}) failed: {e}",
+                    self.id,
+                    hdr.command,
+                    hdr.message_id
+                );
+                if hdr.no_reply() {
+                    Ok(())
+                } else {
+                    self.send_error(&hdr, e.errno())
                 }
             }
         }
@@ -508,61 +591,32 @@ impl<'a> Conn<'a> {
             .map_err(ConnError::Send)
     }
 
-    /// Receives a header with its file descriptors. `None` when the client
-    /// closed the connection before the first byte; otherwise the time the
-    /// message started.
-    fn recv_header(&mut self, hb: &mut [u8; HEADER_SIZE]) -> Result<Option<Instant>, ConnError> {
-        let mut got = 0;
-        let mut start = None;
-        while got < HEADER_SIZE {
-            match recv_with_fds(&self.stream, &mut hb[got..], &mut self.fds) {
-                Ok(0) if got == 0 => return Ok(None),
-                Ok(0) => {
-                    return Err(ConnError::Truncated {
-                        got,
-                        want: HEADER_SIZE,
-                    })
-                }
-                Ok(n) => {
-                    got += n;
-                    start.get_or_insert_with(Instant::now);
-                }
-                Err(e) => Self::recv_wait(e, start, got, HEADER_SIZE)?,
-            }
-        }
-        Ok(start)
+    /// Bytes of the partial message at `head`, and the size it announces
+    /// (the header's size while the header itself is incomplete).
+    fn partial(&self) -> (usize, usize) {
+        let got = self.tail - self.head;
+        let want = match self.rx.get(self.head + 4..self.head + 8) {
+            Some(s) if got >= HEADER_SIZE => u32::from_le_bytes([s[0], s[1], s[2], s[3]]) as usize,
+            _ => HEADER_SIZE,
+        };
+        (got, want)
     }
 
-    /// Receives `len` payload bytes into `rx`.
-    fn recv_payload(&mut self, len: usize, start: Instant) -> Result<(), ConnError> {
-        let mut got = 0;
-        while got < len {
-            match (&self.stream).read(&mut self.rx[got..len]) {
-                Ok(0) => {
-                    return Err(ConnError::Truncated {
-                        got: HEADER_SIZE + got,
-                        want: HEADER_SIZE + len,
-                    })
-                }
-                Ok(n) => got += n,
-                Err(e) => Self::recv_wait(e, Some(start), HEADER_SIZE + got, HEADER_SIZE + len)?,
-            }
-        }
-        Ok(())
+    fn truncated(&self) -> ConnError {
+        let (got, want) = self.partial();
+        ConnError::Truncated { got, want }
     }
 
     /// Handles a receive error: a timeout between messages or within the
     /// deadline is waited out, anything else ends the connection.
-    fn recv_wait(
-        e: io::Error,
-        start: Option<Instant>,
-        got: usize,
-        want: usize,
-    ) -> Result<(), ConnError> {
+    fn recv_wait(&self, e: io::Error) -> Result<(), ConnError> {
         match e.kind() {
             io::ErrorKind::Interrupted => Ok(()),
-            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => match start {
-                Some(t) if t.elapsed() >= MSG_DEADLINE => Err(ConnError::Stalled { got, want }),
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => match self.msg_start {
+                Some(t) if t.elapsed() >= MSG_DEADLINE => {
+                    let (got, want) = self.partial();
+                    Err(ConnError::Stalled { got, want })
+                }
                 _ => Ok(()),
             },
             _ => Err(ConnError::Recv(e)),
@@ -800,6 +854,7 @@ fn check_region(tables: &DeviceTables, a: &RegionAccess) -> Result<(), CmdError>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Read;
     use std::os::unix::net::UnixStream;
     use vmm_sys_util::eventfd::EventFd;
     use vmm_sys_util::sock_ctrl_msg::ScmSocket;
@@ -875,6 +930,8 @@ mod tests {
     struct Mock {
         writes: Vec<(u32, u64, Vec<u8>)>,
         resets: usize,
+        /// (start, count, descriptors) of each SET_IRQS.
+        irqs: Vec<(u32, u32, usize)>,
     }
 
     impl DeviceBackend for Mock {
@@ -905,7 +962,15 @@ mod tests {
             self.resets += 1;
             Ok(())
         }
-        fn set_irqs(&mut self, _: u32, _: u32, _: u32, _: u32, _: Vec<File>) -> io::Result<()> {
+        fn set_irqs(
+            &mut self,
+            _: u32,
+            _: u32,
+            start: u32,
+            count: u32,
+            fds: Vec<File>,
+        ) -> io::Result<()> {
+            self.irqs.push((start, count, fds.len()));
             Ok(())
         }
     }
@@ -1019,6 +1084,104 @@ mod tests {
         );
         assert_eq!(m.writes, vec![(0, 8, vec![0xaa, 0xbb])]);
         assert_eq!(m.resets, 1);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    fn write_msg(id: u16, offset: u64, v: u8) -> Vec<u8> {
+        let mut w = Vec::new();
+        RegionAccess {
+            offset,
+            region: 0,
+            count: 1,
+        }
+        .encode(&mut w);
+        w.push(v);
+        msg(id, 10, wire::flags::NO_REPLY, &w)
+    }
+
+    #[test]
+    fn bursts_are_served_and_descriptors_reach_their_message() {
+        let dir = std::env::temp_dir().join(format!("nicemu-burst-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("s.sock");
+        let tables = DeviceTables {
+            regions: vec![RegionInfo {
+                flags: 3,
+                index: 0,
+                size: 0x100,
+            }],
+            irqs: vec![IrqInfo {
+                index: 0,
+                count: 64,
+                flags: 1,
+            }],
+            resettable: true,
+        };
+        let server = Server::bind("t", &path, tables).unwrap();
+        let t = std::thread::spawn(move || {
+            let mut m = Mock::default();
+            let r = server.serve_one(&mut m);
+            (r, m)
+        });
+        let mut c = UnixStream::connect(&path).unwrap();
+        c.write_all(&msg(1, 1, 0, b"\0\0\0\0")).unwrap();
+        reply(&mut c);
+        let evs: Vec<EventFd> = (0..3).map(|_| EventFd::new(0).unwrap()).collect();
+        let raw: Vec<RawFd> = evs.iter().map(|e| e.as_raw_fd()).collect();
+        let set = |start: u32, count: u32| {
+            let mut p = Vec::new();
+            for v in [20, (1 << 5) | (1 << 2), 0, start, count] {
+                p.extend_from_slice(&u32::to_le_bytes(v));
+            }
+            msg(2, 8, wire::flags::NO_REPLY, &p)
+        };
+        // Posted writes around SET_IRQS messages with and without
+        // descriptors, sent without waiting, so that one receive may hold
+        // several messages (and the descriptors of the last one).
+        let rounds = 40u32;
+        for i in 0..rounds {
+            c.write_all(&write_msg(3, 1, i as u8)).unwrap();
+            c.send_with_fds(&[&set(i, 3)[..]], &raw).unwrap();
+            c.write_all(&write_msg(4, 2, i as u8)).unwrap();
+            c.write_all(&set(i, 2)).unwrap();
+        }
+        // A burst larger than the receive buffer: messages straddle its end.
+        let burst: Vec<u8> = (0..3000u32)
+            .flat_map(|i| write_msg(5, 3, i as u8))
+            .collect();
+        c.write_all(&burst).unwrap();
+        // A header alone, then its payload.
+        let mut r = Vec::new();
+        RegionAccess {
+            offset: 0x10,
+            region: 0,
+            count: 1,
+        }
+        .encode(&mut r);
+        let m = msg(6, 9, 0, &r);
+        c.write_all(&m[..HEADER_SIZE]).unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        c.write_all(&m[HEADER_SIZE..]).unwrap();
+        let (h, p) = reply(&mut c);
+        assert_eq!(
+            (h.message_id, p.len()),
+            (6, 17),
+            "only the read is answered"
+        );
+        drop(c);
+        let (r, m) = t.join().unwrap();
+        assert!(r.is_ok(), "{r:?}");
+        let want: Vec<(u32, u32, usize)> =
+            (0..rounds).flat_map(|i| [(i, 3, 3), (i, 2, 0)]).collect();
+        assert_eq!(m.irqs, want, "each SET_IRQS got its own descriptors");
+        assert_eq!(m.writes.len(), 2 * rounds as usize + 3000);
+        assert!(m
+            .writes
+            .iter()
+            .skip(2 * rounds as usize)
+            .enumerate()
+            .all(|(i, w)| *w == (0, 3, vec![i as u8])));
         let _ = std::fs::remove_dir_all(dir);
     }
 }
