@@ -2,24 +2,27 @@
 //!
 //! One server thread per function accepts one client at a time; when the
 //! client goes away (VM shut down, QEMU killed, malformed stream) the device is
-//! reset and the socket accepts the next client. A panic inside the protocol
-//! crate is contained to the connection.
+//! reset and the socket accepts the next client. The protocol is nicemu's own
+//! ([`server`], [`wire`]); a panic while serving is contained to the
+//! connection.
 
 pub mod irq;
 pub mod memory;
+pub mod server;
+pub mod wire;
 
 use std::fs::File;
-use std::mem::size_of;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use device_models::NicFunction;
+use server::{ConnError, DeviceBackend, DeviceTables, Server};
 use vfio_bindings::bindings::vfio::{
-    vfio_region_info, VFIO_IRQ_INFO_EVENTFD, VFIO_PCI_CONFIG_REGION_INDEX, VFIO_PCI_INTX_IRQ_INDEX,
+    VFIO_IRQ_INFO_EVENTFD, VFIO_PCI_CONFIG_REGION_INDEX, VFIO_PCI_INTX_IRQ_INDEX,
     VFIO_PCI_MSIX_IRQ_INDEX, VFIO_PCI_MSI_IRQ_INDEX, VFIO_PCI_NUM_IRQS, VFIO_PCI_NUM_REGIONS,
     VFIO_REGION_INFO_FLAG_READ, VFIO_REGION_INFO_FLAG_WRITE,
 };
-use vfio_user::{IrqInfo, Server, ServerBackend, ServerRegion};
+use wire::{DmaMapFlags, DmaUnmapFlags, IrqInfo, RegionInfo};
 
 use crate::error::Error;
 use crate::trace::{Dir, Tracer};
@@ -64,11 +67,10 @@ impl VfioPort {
 
     /// Region table advertised to the client: BARs and config space, no mmap
     /// (every access is trapped, so writes can be posted).
-    fn regions(dev: &dyn NicFunction) -> Vec<ServerRegion> {
+    fn regions(dev: &dyn NicFunction) -> Vec<RegionInfo> {
         (0..VFIO_PCI_NUM_REGIONS)
             .map(|index| {
-                let mut info = vfio_region_info {
-                    argsz: size_of::<vfio_region_info>() as u32,
+                let mut info = RegionInfo {
                     index,
                     ..Default::default()
                 };
@@ -80,11 +82,7 @@ impl VfioPort {
                     info.size = b.size;
                     info.flags = rw;
                 }
-                ServerRegion {
-                    region_info: info,
-                    sparse_areas: Vec::new(),
-                    mmap_fd: None,
-                }
+                info
             })
             .collect()
     }
@@ -147,13 +145,12 @@ impl VfioPort {
             let d = self.dev.as_ref();
             (Self::regions(d), Self::irqs(d))
         };
-        let server = Server::new(socket, true, irqs, regions).map_err(|e| match e {
-            vfio_user::Error::SocketPathExists => Error::SocketExists(socket.to_path_buf()),
-            other => Error::Listen {
-                path: socket.to_path_buf(),
-                source: std::io::Error::other(other.to_string()),
-            },
-        })?;
+        let tables = DeviceTables {
+            regions,
+            irqs,
+            resettable: true,
+        };
+        let server = Server::bind(&self.id, socket, tables)?;
         let path: PathBuf = socket.to_path_buf();
         let id = self.id.clone();
         let handle = std::thread::Builder::new()
@@ -161,12 +158,20 @@ impl VfioPort {
             .spawn(move || loop {
                 log::info!("{id}: waiting for a vfio-user client on {}", path.display());
                 let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    server.run(&mut self)
+                    server.serve_one(&mut self)
                 }));
                 match r {
                     Ok(Ok(())) => log::info!("{id}: client disconnected"),
-                    Ok(Err(e)) => log::warn!("{id}: client connection ended: {e}"),
-                    Err(_) => log::error!("{id}: malformed client message; connection dropped"),
+                    Ok(Err(e @ ConnError::Accept(_))) => {
+                        // No client was served; do not spin on e.g. EMFILE.
+                        log::warn!("{id}: {e}");
+                        std::thread::sleep(std::time::Duration::from_millis(100));
+                        continue;
+                    }
+                    Ok(Err(e)) => log::warn!("{id}: client connection dropped: {e}"),
+                    Err(_) => {
+                        log::error!("{id}: panic while serving the client; connection dropped")
+                    }
                 }
                 self.disconnect();
             })
@@ -178,7 +183,7 @@ impl VfioPort {
     }
 }
 
-impl ServerBackend for VfioPort {
+impl DeviceBackend for VfioPort {
     fn region_read(
         &mut self,
         region: u32,
@@ -236,7 +241,7 @@ impl ServerBackend for VfioPort {
 
     fn dma_map(
         &mut self,
-        _flags: vfio_user::DmaMapFlags,
+        _flags: DmaMapFlags,
         offset: u64,
         address: u64,
         size: u64,
@@ -263,7 +268,7 @@ impl ServerBackend for VfioPort {
 
     fn dma_unmap(
         &mut self,
-        _flags: vfio_user::DmaUnmapFlags,
+        _flags: DmaUnmapFlags,
         address: u64,
         size: u64,
     ) -> Result<(), std::io::Error> {

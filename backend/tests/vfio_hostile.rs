@@ -1,0 +1,491 @@
+//! Hostile vfio-user clients against the `nicemu` binary, over a raw unix
+//! socket: every malformed message gets an error reply or ends the
+//! connection, nicemu never dies, leaks no descriptors, and the next
+//! well-formed client is served.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::net::UnixStream;
+use std::time::{Duration, Instant};
+
+use common::*;
+use vfio_bindings::bindings::vfio::{
+    VFIO_IRQ_SET_ACTION_TRIGGER, VFIO_IRQ_SET_DATA_BOOL, VFIO_IRQ_SET_DATA_EVENTFD,
+    VFIO_IRQ_SET_DATA_NONE, VFIO_PCI_BAR0_REGION_INDEX, VFIO_PCI_CONFIG_REGION_INDEX,
+    VFIO_PCI_MSIX_IRQ_INDEX,
+};
+use vmm_sys_util::eventfd::EventFd;
+use vmm_sys_util::sock_ctrl_msg::ScmSocket;
+
+const VERSION: u16 = 1;
+const DMA_MAP: u16 = 2;
+const DMA_UNMAP: u16 = 3;
+const GET_INFO: u16 = 4;
+const GET_REGION_IO_FDS: u16 = 6;
+const SET_IRQS: u16 = 8;
+const REGION_READ: u16 = 9;
+const REGION_WRITE: u16 = 10;
+const NO_REPLY: u32 = 1 << 4;
+const ERROR: u32 = 1 << 5;
+
+fn igb(name: &str) -> Nicemu {
+    Nicemu::start(
+        name,
+        &["--device", "igb,id=igb0,socket={dir}/igb0.sock"],
+        &["igb0.sock"],
+    )
+}
+
+/// A reply: header fields and payload.
+#[derive(Debug)]
+struct Reply {
+    id: u16,
+    command: u16,
+    flags: u32,
+    error: u32,
+    payload: Vec<u8>,
+}
+
+impl Reply {
+    fn ok(&self) -> bool {
+        self.flags & ERROR == 0
+    }
+}
+
+/// A vfio-user client that sends whatever it is told to.
+struct Raw {
+    s: UnixStream,
+    next_id: u16,
+}
+
+fn header(id: u16, command: u16, size: u32, flags: u32) -> Vec<u8> {
+    let mut h = Vec::with_capacity(16);
+    h.extend_from_slice(&id.to_le_bytes());
+    h.extend_from_slice(&command.to_le_bytes());
+    h.extend_from_slice(&size.to_le_bytes());
+    h.extend_from_slice(&flags.to_le_bytes());
+    h.extend_from_slice(&0u32.to_le_bytes());
+    h
+}
+
+fn le32s(v: &[u32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+fn access(offset: u64, region: u32, count: u32) -> Vec<u8> {
+    let mut p = offset.to_le_bytes().to_vec();
+    p.extend_from_slice(&region.to_le_bytes());
+    p.extend_from_slice(&count.to_le_bytes());
+    p
+}
+
+impl Raw {
+    fn connect(n: &Nicemu) -> Raw {
+        let s = UnixStream::connect(n.path("igb0.sock")).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        Raw { s, next_id: 0x100 }
+    }
+
+    /// Sends a command with `payload` and `fds`; returns its message id.
+    fn send_fds(&mut self, command: u16, flags: u32, payload: &[u8], fds: &[RawFd]) -> u16 {
+        let id = self.next_id;
+        self.next_id += 1;
+        let mut m = header(id, command, 16 + payload.len() as u32, flags);
+        m.extend_from_slice(payload);
+        if fds.is_empty() {
+            self.s.write_all(&m).unwrap();
+        } else {
+            let n = self.s.send_with_fds(&[&m[..]], fds).unwrap();
+            assert_eq!(n, m.len());
+        }
+        id
+    }
+
+    fn send(&mut self, command: u16, flags: u32, payload: &[u8]) -> u16 {
+        self.send_fds(command, flags, payload, &[])
+    }
+
+    fn recv(&mut self) -> Reply {
+        let mut h = [0u8; 16];
+        self.s.read_exact(&mut h).expect("a reply header");
+        let le32 = |i: usize| u32::from_le_bytes(h[i..i + 4].try_into().unwrap());
+        let size = le32(4) as usize;
+        assert!((16..=1 << 20).contains(&size), "reply size {size}");
+        let mut payload = vec![0; size - 16];
+        self.s.read_exact(&mut payload).expect("a reply payload");
+        Reply {
+            id: u16::from_le_bytes([h[0], h[1]]),
+            command: u16::from_le_bytes([h[2], h[3]]),
+            flags: le32(8),
+            error: le32(12),
+            payload,
+        }
+    }
+
+    /// Sends a command and returns its reply (checked to match).
+    fn call_fds(&mut self, command: u16, payload: &[u8], fds: &[RawFd]) -> Reply {
+        let id = self.send_fds(command, 0, payload, fds);
+        let r = self.recv();
+        assert_eq!((r.id, r.command), (id, command), "reply matches: {r:?}");
+        assert_eq!(r.flags & 0xf, 1, "reply type");
+        r
+    }
+
+    fn call(&mut self, command: u16, payload: &[u8]) -> Reply {
+        self.call_fds(command, payload, &[])
+    }
+
+    /// Expects an error reply with `errno` and no payload.
+    fn expect_error(&mut self, command: u16, payload: &[u8], errno: i32) {
+        let r = self.call(command, payload);
+        assert!(!r.ok(), "command {command} should fail: {r:?}");
+        assert_eq!(r.error, errno as u32, "errno of command {command}");
+        assert!(r.payload.is_empty(), "error replies are the header alone");
+    }
+
+    fn version(&mut self) -> serde_json::Value {
+        let mut p = vec![0, 0, 0, 0];
+        p.extend_from_slice(br#"{"capabilities":{"max_msg_fds":16,"max_data_xfer_size":1048576}}"#);
+        p.push(0);
+        let r = self.call(VERSION, &p);
+        assert!(r.ok(), "{r:?}");
+        assert_eq!(&r.payload[..4], &[0, 0, 0, 0], "version 0.0");
+        assert_eq!(r.payload.last(), Some(&0), "NUL-terminated");
+        serde_json::from_slice(&r.payload[4..r.payload.len() - 1]).unwrap()
+    }
+
+    fn read32(&mut self, region: u32, offset: u64) -> u32 {
+        let r = self.call(REGION_READ, &access(offset, region, 4));
+        assert!(r.ok(), "{r:?}");
+        assert_eq!(r.payload.len(), 20);
+        assert_eq!(&r.payload[..16], &access(offset, region, 4)[..]);
+        u32::from_le_bytes(r.payload[16..20].try_into().unwrap())
+    }
+
+    /// Expects nicemu to close the connection.
+    fn expect_closed(&mut self) {
+        let mut b = [0u8; 64];
+        match self.s.read(&mut b) {
+            Ok(0) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
+            other => panic!("connection should be closed, got {other:?}"),
+        }
+    }
+}
+
+/// The device still works for a well-formed client (the crate's client).
+fn still_serves(n: &Nicemu) {
+    let mut c = n.client("igb0.sock");
+    assert_eq!(cfg16(&mut c, 0), 0x8086);
+    assert_ne!(rd(&mut c, 0x8) & 2, 0, "STATUS.LU");
+}
+
+fn open_fds(n: &Nicemu) -> usize {
+    std::fs::read_dir(format!("/proc/{}/fd", n.child.id()))
+        .unwrap()
+        .count()
+}
+
+#[test]
+fn version_reply_advertises_the_limits() {
+    let n = igb("h-version");
+    let mut c = Raw::connect(&n);
+    let caps = c.version();
+    let caps = &caps["capabilities"];
+    assert_eq!(caps["max_msg_fds"], 16);
+    assert_eq!(caps["max_data_xfer_size"], 65536);
+    assert_eq!(caps["pgsizes"], 4096);
+    assert_eq!(caps["migration"]["pgsize"], 4096);
+    assert!(caps.get("write_multiple").is_none());
+    // A second VERSION is refused; the session goes on.
+    c.expect_error(VERSION, &[0, 0, 0, 0], libc::EINVAL);
+    let r = c.call(GET_INFO, &le32s(&[16, 0, 0, 0]));
+    assert!(r.ok());
+    assert_eq!(
+        r.payload,
+        le32s(&[16, 3, 9, 5]),
+        "PCI|RESET, 9 regions, 5 irqs"
+    );
+}
+
+#[test]
+fn malformed_version_gets_an_error_then_the_connection_ends() {
+    let n = igb("h-badver");
+    for (payload, errno) in [
+        (&b"\0\0\0\0{\"capabilities\":\0"[..], libc::EINVAL),
+        (
+            b"\0\0\0\0{\"capabilities\":{\"max_msg_fds\":\"many\"}}\0",
+            libc::EINVAL,
+        ),
+        (b"\0\0\0\0{}", libc::EINVAL),
+        (b"\0\0\xff", libc::EINVAL),
+        (b"\x07\0\0\0", libc::ENOTSUP),
+    ] {
+        let mut c = Raw::connect(&n);
+        c.expect_error(VERSION, payload, errno);
+        c.expect_closed();
+    }
+    still_serves(&n);
+}
+
+#[test]
+fn commands_before_version_unknown_and_unsupported_ones() {
+    let n = igb("h-cmds");
+    let mut c = Raw::connect(&n);
+    c.expect_error(
+        REGION_READ,
+        &access(0, VFIO_PCI_CONFIG_REGION_INDEX, 2),
+        libc::EINVAL,
+    );
+    c.version();
+    c.expect_error(99, &[], libc::ENOSYS);
+    c.expect_error(15, &[0; 8], libc::ENOSYS); // REGION_WRITE_MULTI, not advertised
+    c.expect_error(11, &[0; 16], libc::ENOSYS); // DMA_READ goes server to client
+    c.expect_error(GET_REGION_IO_FDS, &le32s(&[16, 0, 0, 0]), libc::ENOTSUP);
+    c.expect_error(GET_REGION_IO_FDS, &le32s(&[16, 0, 77, 0]), libc::EINVAL);
+    // A reply-type message from the client is not a command.
+    let id = c.send(GET_INFO, 1, &le32s(&[16, 0, 0, 0]));
+    let r = c.recv();
+    assert_eq!((r.id, r.error), (id, libc::EINVAL as u32));
+    // Truncated payloads of fixed-size commands.
+    c.expect_error(DMA_MAP, &[0; 31], libc::EINVAL);
+    c.expect_error(DMA_UNMAP, &[0; 10], libc::EINVAL);
+    c.expect_error(GET_INFO, &[], libc::EINVAL);
+    c.expect_error(SET_IRQS, &[0; 19], libc::EINVAL);
+    c.expect_error(REGION_READ, &[0; 15], libc::EINVAL);
+    // The connection is still in order.
+    assert_eq!(c.read32(VFIO_PCI_CONFIG_REGION_INDEX, 0), 0x10c9_8086);
+}
+
+#[test]
+fn region_access_bounds_and_huge_counts() {
+    let n = igb("h-region");
+    let mut c = Raw::connect(&n);
+    c.version();
+    let bar0 = VFIO_PCI_BAR0_REGION_INDEX;
+    c.expect_error(REGION_READ, &access(0, bar0, u32::MAX), libc::E2BIG);
+    c.expect_error(REGION_READ, &access(0, bar0, 65537), libc::E2BIG);
+    c.expect_error(REGION_READ, &access(0x1fffe, bar0, 4), libc::EINVAL);
+    c.expect_error(REGION_READ, &access(u64::MAX - 1, bar0, 4), libc::EINVAL);
+    c.expect_error(REGION_READ, &access(0, 4, 4), libc::EINVAL); // igb has no BAR4
+    c.expect_error(REGION_READ, &access(0, 1000, 4), libc::EINVAL);
+    // The largest read allowed is served, within bounded time.
+    let r = c.call(REGION_READ, &access(0, bar0, 65536));
+    assert!(r.ok());
+    assert_eq!(r.payload.len(), 16 + 65536);
+    // Writes: count must match the data.
+    let mut w = access(0x100, bar0, 8);
+    w.extend_from_slice(&[0; 4]);
+    c.expect_error(REGION_WRITE, &w, libc::EINVAL);
+    let mut w = access(0x100, bar0, 0x7fff_ffff);
+    w.extend_from_slice(&[0; 4]);
+    c.expect_error(REGION_WRITE, &w, libc::E2BIG);
+    let mut w = access(0x100, bar0, 4);
+    w.extend_from_slice(&0x0400_8002u32.to_le_bytes());
+    let r = c.call(REGION_WRITE, &w);
+    assert!(r.ok());
+    assert_eq!(
+        r.payload,
+        access(0x100, bar0, 4),
+        "write reply echoes the access"
+    );
+    assert_eq!(c.read32(bar0, 0x100), 0x0400_8002);
+    // Zero-length accesses do nothing.
+    assert!(c.call(REGION_READ, &access(0x100, bar0, 0)).ok());
+    drop(c);
+    still_serves(&n);
+}
+
+#[test]
+fn posted_writes_get_no_reply_even_when_they_fail() {
+    let n = igb("h-posted");
+    let mut c = Raw::connect(&n);
+    c.version();
+    let bar0 = VFIO_PCI_BAR0_REGION_INDEX;
+    let mut w = access(0x100, bar0, 4);
+    w.extend_from_slice(&0x2u32.to_le_bytes());
+    c.send(REGION_WRITE, NO_REPLY, &w);
+    let mut bad = access(0x100, 1000, 4);
+    bad.extend_from_slice(&0x8u32.to_le_bytes());
+    c.send(REGION_WRITE, NO_REPLY, &bad);
+    c.send(99, NO_REPLY, &[]);
+    // The first reply is the read's, and it sees the posted write.
+    assert_eq!(c.read32(bar0, 0x100), 0x2);
+}
+
+#[test]
+fn oversized_undersized_and_truncated_messages_end_the_connection() {
+    let n = igb("h-framing");
+    {
+        let mut c = Raw::connect(&n);
+        c.version();
+        c.s.write_all(&header(7, REGION_WRITE, 0xffff_fff0, 0))
+            .unwrap();
+        let r = c.recv();
+        assert_eq!(
+            (r.id, r.flags & ERROR, r.error),
+            (7, ERROR, libc::E2BIG as u32)
+        );
+        c.expect_closed();
+    }
+    {
+        // One byte above the limit (REGION_WRITE of 64 KiB + 1).
+        let mut c = Raw::connect(&n);
+        c.version();
+        c.s.write_all(&header(8, REGION_WRITE, 16 + 16 + 65537, 0))
+            .unwrap();
+        assert_eq!(c.recv().error, libc::E2BIG as u32);
+        c.expect_closed();
+    }
+    {
+        let mut c = Raw::connect(&n);
+        c.s.write_all(&header(9, VERSION, 8, 0)).unwrap();
+        c.expect_closed();
+    }
+    {
+        // Half a header, then gone.
+        let mut c = Raw::connect(&n);
+        c.s.write_all(&header(1, VERSION, 64, 0)[..10]).unwrap();
+    }
+    {
+        // A header, half its payload, then gone.
+        let mut c = Raw::connect(&n);
+        c.version();
+        let mut m = header(2, REGION_WRITE, 16 + 16 + 4, 0);
+        m.extend_from_slice(&access(0x100, 0, 4)[..8]);
+        c.s.write_all(&m).unwrap();
+    }
+    still_serves(&n);
+}
+
+#[test]
+fn a_client_stalling_inside_a_message_is_dropped() {
+    let n = igb("h-stall");
+    let mut c = Raw::connect(&n);
+    c.version();
+    c.s.write_all(&header(3, REGION_READ, 32, 0)).unwrap();
+    c.s.write_all(&[0; 4]).unwrap();
+    let t = Instant::now();
+    c.expect_closed();
+    let waited = t.elapsed();
+    assert!(
+        (Duration::from_secs(9)..Duration::from_secs(19)).contains(&waited),
+        "dropped after the 10 s message deadline, not {waited:?}"
+    );
+    still_serves(&n);
+}
+
+#[test]
+fn descriptor_counts_are_enforced_and_nothing_leaks() {
+    let n = igb("h-fds");
+    let mut c = Raw::connect(&n);
+    c.version();
+    let baseline = open_fds(&n);
+    let evs: Vec<EventFd> = (0..17).map(|_| EventFd::new(0).unwrap()).collect();
+    let fds: Vec<RawFd> = evs.iter().map(|e| e.as_raw_fd()).collect();
+    let set =
+        |flags: u32, index: u32, start: u32, count: u32| le32s(&[20, flags, index, start, count]);
+    let trig_fd = VFIO_IRQ_SET_ACTION_TRIGGER | VFIO_IRQ_SET_DATA_EVENTFD;
+    let msix = VFIO_PCI_MSIX_IRQ_INDEX;
+    // Count not matching the descriptors.
+    let r = c.call_fds(SET_IRQS, &set(trig_fd, msix, 0, 3), &fds[..2]);
+    assert_eq!(r.error, libc::EINVAL as u32);
+    // More descriptors than advertised (17 > max_msg_fds 16).
+    let r = c.call_fds(SET_IRQS, &set(trig_fd, msix, 0, 17), &fds);
+    assert_eq!(r.error, libc::EINVAL as u32);
+    // Descriptors with commands that take none, or too many for DMA_MAP.
+    let r = c.call_fds(REGION_READ, &access(0, 0, 4), &fds[..1]);
+    assert_eq!(r.error, libc::EINVAL as u32);
+    let map = [
+        le32s(&[32, 3]),
+        0u64.to_le_bytes().to_vec(),
+        0u64.to_le_bytes().to_vec(),
+        4096u64.to_le_bytes().to_vec(),
+    ]
+    .concat();
+    let r = c.call_fds(DMA_MAP, &map, &fds[..2]);
+    assert_eq!(r.error, libc::EINVAL as u32);
+    let r = c.call_fds(
+        SET_IRQS,
+        &set(
+            VFIO_IRQ_SET_ACTION_TRIGGER | VFIO_IRQ_SET_DATA_NONE,
+            msix,
+            0,
+            1,
+        ),
+        &fds[..1],
+    );
+    assert_eq!(r.error, libc::EINVAL as u32);
+    // Unsupported or nonsensical flags, nonexistent index, vectors out of range.
+    let mut b = set(
+        VFIO_IRQ_SET_ACTION_TRIGGER | VFIO_IRQ_SET_DATA_BOOL,
+        msix,
+        0,
+        2,
+    );
+    b.extend_from_slice(&[1, 1]);
+    c.expect_error(SET_IRQS, &b, libc::ENOTSUP);
+    c.expect_error(
+        SET_IRQS,
+        &set(trig_fd | VFIO_IRQ_SET_DATA_NONE, msix, 0, 0),
+        libc::EINVAL,
+    );
+    c.expect_error(SET_IRQS, &set(0, msix, 0, 0), libc::EINVAL);
+    c.expect_error(SET_IRQS, &set(trig_fd, 9, 0, 1), libc::EINVAL);
+    let r = c.call_fds(SET_IRQS, &set(trig_fd, msix, 9, 2), &fds[..2]);
+    assert_eq!(r.error, libc::EINVAL as u32, "vectors 9..11 of 10");
+    // Well-formed: one eventfd per vector of igb's 10, then de-assign them
+    // with none.
+    let r = c.call_fds(SET_IRQS, &set(trig_fd, msix, 0, 10), &fds[..10]);
+    assert!(r.ok(), "{r:?}");
+    assert_eq!(open_fds(&n), baseline + 10, "ten eventfds held");
+    let r = c.call(SET_IRQS, &set(trig_fd, msix, 0, 10));
+    assert!(r.ok(), "{r:?}");
+    assert_eq!(
+        open_fds(&n),
+        baseline,
+        "every refused or released descriptor closed"
+    );
+    drop(c);
+    still_serves(&n);
+}
+
+#[test]
+fn dma_map_errors_and_unmap_all() {
+    let n = igb("h-dma");
+    let mut c = Raw::connect(&n);
+    c.version();
+    let ram = Ram::new(&n.dir, "ram", 1 << 20);
+    let map = |addr: u64, size: u64| {
+        [
+            le32s(&[32, 3]),
+            0u64.to_le_bytes().to_vec(),
+            addr.to_le_bytes().to_vec(),
+            size.to_le_bytes().to_vec(),
+        ]
+        .concat()
+    };
+    let baseline = open_fds(&n);
+    let r = c.call_fds(DMA_MAP, &map(0, 1 << 20), &[ram.0.as_raw_fd()]);
+    assert!(r.ok() && r.payload.is_empty(), "{r:?}");
+    let r = c.call_fds(DMA_MAP, &map(0x1000, 1 << 20), &[ram.0.as_raw_fd()]);
+    assert!(!r.ok(), "overlapping mapping refused");
+    let r = c.call_fds(DMA_MAP, &map(1 << 40, 0), &[ram.0.as_raw_fd()]);
+    assert!(!r.ok(), "empty mapping refused");
+    // UNMAP_ALL (flag bit 1, address and size 0) drops the mapping; the reply
+    // echoes the request.
+    let unmap = [
+        le32s(&[24, 2]),
+        0u64.to_le_bytes().to_vec(),
+        0u64.to_le_bytes().to_vec(),
+    ]
+    .concat();
+    let r = c.call(DMA_UNMAP, &unmap);
+    assert!(r.ok());
+    assert_eq!(r.payload, unmap);
+    assert_eq!(open_fds(&n), baseline, "mapping released");
+    let r = c.call_fds(DMA_MAP, &map(0x1000, 1 << 20), &[ram.0.as_raw_fd()]);
+    assert!(r.ok(), "the range is free again: {r:?}");
+}
