@@ -27,11 +27,11 @@ fn every_scenario_of_the_capture_passes() {
     let setup = setup::parse(c.sections.get(setup::NAME), &target());
     assert_eq!(setup.status, Status::Pass, "{:?}", setup.reason);
     assert_eq!(setup.metrics["peer_iface"], "eth1");
-    // The capture predates `faults` and `rss` (they have their own captures below) and the
+    // The capture predates `faults`, `rss` and `mq` (they have their own captures below) and the
     // `ptp` rate check and ptp4l runs (without them `ptp` fails: see `ptp_needs_the_rate_check`).
     for name in NAMES
         .iter()
-        .filter(|n| !["faults", "rss", "ptp"].contains(n))
+        .filter(|n| !["faults", "rss", "ptp", "mq"].contains(n))
     {
         let r = eval(name, ALL);
         assert_eq!(r.status, Status::Pass, "{name}: {:?}", r.reason);
@@ -364,7 +364,7 @@ fn nicemu_igb_ci_matrix_capture_passes_every_scenario() {
 }
 
 /// nicemu's virtio-net (vhost-user, 2 queue pairs), sid 7.2, TCG: probe, ping and netperf
-/// pass; selftest, stats and faults are SKIPped for the device.
+/// pass; selftest and stats are SKIPped for the device.
 #[test]
 fn nicemu_virtio_capture() {
     let text = include_str!("../../tests/fixtures/nicemu-virtio-probe-ping-netperf.serial.log");
@@ -383,7 +383,7 @@ fn nicemu_virtio_capture() {
         let r = evaluate(by_name(name).unwrap().as_ref(), &c, &t);
         assert_eq!(r.status, Status::Pass, "{name}: {:?}", r.reason);
     }
-    for name in ["selftest", "stats", "faults"] {
+    for name in ["selftest", "stats"] {
         let r = evaluate(by_name(name).unwrap().as_ref(), &c, &t);
         assert_eq!(r.status, Status::Skip, "{name}");
         assert!(r.reason.unwrap().contains("virtio"), "{name}");
