@@ -55,6 +55,21 @@ use crate::switch::{DirectRx, Switch};
 use backend::{Delivery, GsoPeers, NetBackend};
 use counters::{PortStats, QueueStats};
 
+/// A port's counters as `nicemu ctl stats` shows them: the backend's and the switch's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct PortView {
+    /// The backend's port counters.
+    #[serde(flatten)]
+    pub port: PortStats,
+    /// Frames the port sent into the switch.
+    pub switch_tx_frames: u64,
+    /// Frames the switch handed or queued to the port.
+    pub switch_rx_frames: u64,
+    /// Frames the switch dropped because the port's receive queue was full
+    /// (the guest did not take frames as fast as they came).
+    pub switch_rx_drops: u64,
+}
+
 /// A running virtio-net port; cheap to clone (the control socket keeps one).
 #[derive(Clone, Debug)]
 pub struct VirtioNetPort {
@@ -63,6 +78,8 @@ pub struct VirtioNetPort {
 
 struct Shared {
     backend: Arc<NetBackend>,
+    /// The switch's counters of this port (its receive-queue drops).
+    switch_counters: Arc<crate::switch::PortCounters>,
     socket: PathBuf,
     /// The frontend's connection while one is up.
     conn: Mutex<Option<UnixStream>>,
@@ -104,6 +121,7 @@ impl VirtioNetPort {
         let listener = UnixListener::bind(&spec.socket).map_err(listen_err)?;
         let direct = Arc::new(DirectVhost::default());
         let (port, rx) = switch.attach_direct(Some(direct.clone()));
+        let switch_counters = port.counters.clone();
         let backend = Arc::new(NetBackend::new(
             spec.id.clone(),
             spec.mac,
@@ -114,6 +132,7 @@ impl VirtioNetPort {
         let _ = direct.backend.set(backend.clone());
         let inner = Arc::new(Shared {
             backend: backend.clone(),
+            switch_counters,
             socket: spec.socket.clone(),
             conn: Mutex::new(None),
         });
@@ -184,9 +203,15 @@ impl VirtioNetPort {
             .collect()
     }
 
-    /// Counters of the port.
-    pub fn port_stats(&self) -> PortStats {
-        self.inner.backend.port_counters.snapshot()
+    /// Counters of the port, with the switch's counters of it.
+    pub fn port_stats(&self) -> PortView {
+        let sw = &self.inner.switch_counters;
+        PortView {
+            port: self.inner.backend.port_counters.snapshot(),
+            switch_tx_frames: sw.tx_frames.load(Ordering::Relaxed),
+            switch_rx_frames: sw.rx_frames.load(Ordering::Relaxed),
+            switch_rx_drops: sw.rx_drops.load(Ordering::Relaxed),
+        }
     }
 
     /// The socket the port listens on.

@@ -48,6 +48,7 @@ nicemu_irqs() { grep -E " $vdev-(input|output)\.[0-9]+\$" /proc/interrupts; true
 nicemu_out a /usr/sbin/ethtool -S "$IFACE"
 nicemu_out ia nicemu_irqs
 nicemu_host c0 ctl --json stats DUT
+nicemu_host p0 ctl --json stats PEER
 nicemu_out crr timeout $((CRR * 3 + 30)) /usr/bin/netperf -H $PEER_IP -t TCP_CRR -l $CRR -P 0 -- -k THROUGHPUT,THROUGHPUT_UNITS
 t0=$(nicemu_uptime)
 i=1
@@ -62,6 +63,7 @@ while [ $i -le $S ]; do nicemu_out s$i cat /tmp/mq$i; i=$((i + 1)); done
 nicemu_out b /usr/sbin/ethtool -S "$IFACE"
 nicemu_out ib nicemu_irqs
 nicemu_host c1 ctl --json stats DUT
+nicemu_host p1 ctl --json stats PEER
 nicemu_out after timeout 30 /usr/bin/ping -q -c 5 -i 0.2 -W 2 $PEER_IP
 true"#;
 
@@ -118,6 +120,7 @@ impl Scenario for Mq {
         let streams = check_streams(s, &mut r);
         let guest = check_guest_queues(s, n, &mut r);
         let ctl = check_ctl_queues(s, n, &mut r);
+        record_waits(s, &mut r);
         if let Some(secs) = s.get("load_secs").and_then(num) {
             r.metric("load_secs", json!(secs));
         }
@@ -276,6 +279,39 @@ pub fn parse_ctl_queues(lines: &[&str]) -> Option<Vec<(u64, u64)>> {
     qs.iter()
         .map(|q| Some((q.get("rx_frames")?.as_u64()?, q.get("tx_frames")?.as_u64()?)))
         .collect()
+}
+
+/// Waits for receive buffers and switch drops of a virtio-net port from
+/// `nicemu ctl --json stats`: (sum of `rx_no_buffers` over pairs, `port.switch_rx_drops`).
+pub fn parse_ctl_waits(lines: &[&str]) -> Option<(u64, u64)> {
+    let v: serde_json::Value = serde_json::from_str(&lines.join("\n")).ok()?;
+    let d = v.get("data")?;
+    let waits = d
+        .get("queues")?
+        .as_array()?
+        .iter()
+        .filter_map(|q| q.get("rx_no_buffers")?.as_u64())
+        .sum();
+    let drops = d.get("port")?.get("switch_rx_drops")?.as_u64()?;
+    Some((waits, drops))
+}
+
+/// Records (informational) how often each port waited for receive buffers and how many
+/// frames the switch dropped for it during the scenario.
+fn record_waits(s: &Section, r: &mut ScenarioResult) {
+    let get = |tag: &str| parse_ctl_waits(&s.lines(&format!("host_{tag}")).collect::<Vec<_>>());
+    for (who, a, b) in [("dut", "c0", "c1"), ("peer", "p0", "p1")] {
+        if let (Some((wa, da)), Some((wb, db))) = (get(a), get(b)) {
+            r.metric(
+                &format!("{who}_rx_no_buffers"),
+                json!(wb.saturating_sub(wa)),
+            );
+            r.metric(
+                &format!("{who}_switch_rx_drops"),
+                json!(db.saturating_sub(da)),
+            );
+        }
+    }
 }
 
 /// Checks nicemu's per-pair counters moved on every active pair and only there.
@@ -485,6 +521,9 @@ mod tests {
     #[test]
     fn ctl_queue_json() {
         assert_eq!(parse_ctl_queues(&[CTL0]), Some(vec![(1, 2), (0, 0)]));
+        let w = r#"{"ok": true, "data": {"port": {"switch_rx_drops": 7}, "queues": [{"rx_no_buffers": 2}, {"rx_no_buffers": 3}]}}"#;
+        assert_eq!(parse_ctl_waits(&[w]), Some((5, 7)));
+        assert_eq!(parse_ctl_waits(&[CTL0]), None);
         assert_eq!(parse_ctl_queues(&["{\"ok\": false}"]), None);
     }
 }
