@@ -25,7 +25,15 @@
 //! by closing the connection and not listening until the link comes back:
 //! QEMU's virtio-net reports the vhost-user disconnect to the guest as link
 //! down through a configuration-change interrupt, and link up when its
-//! chardev (`reconnect-ms=`) connects again.
+//! chardev (`reconnect-ms=`) connects again. This is the only way a
+//! vhost-user-net backend can move the guest's carrier: QEMU's virtio-net
+//! serves the config space's status from its own state (it reads a backend's
+//! config only for vhost-vdpa), registers no config notifier for vhost-user,
+//! and therefore masks `VHOST_USER_PROTOCOL_F_CONFIG` off (QEMU 11.1.3 warns
+//! "vhost-user backend supports VHOST_USER_PROTOCOL_F_CONFIG but QEMU does
+//! not." when offered it), so `BACKEND_CONFIG_CHANGE_MSG` is not available.
+//! The backend's `get_config` still reports the link state for
+//! frontends that do read it.
 
 pub mod backend;
 pub mod config;
