@@ -72,6 +72,11 @@ pub const KNOWN: &[(&str, &str, &str)] = &[
     ("mq.streams", "8", "parallel netperf TCP_STREAM streams"),
     ("mq.duration", "10", "seconds per stream (netperf -l)"),
     (
+        "mq.direction",
+        "out",
+        "out = every stream TCP_STREAM (DUT to peer); both = every second one TCP_MAERTS",
+    ),
+    (
         "virtio.queues",
         "2",
         "nicemu-virtio: queue pairs of each virtio-net port (nicemu `queues=N`, QEMU \

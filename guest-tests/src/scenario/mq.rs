@@ -1,7 +1,8 @@
 //! `mq`: multiqueue under load (issue 7). `ethtool -L IFACE combined N` on both ports
 //! (`mq.combined`, 0 = the driver's maximum), then many flows (one netperf TCP_CRR run: a
 //! new TCP 4-tuple per transaction) and `mq.streams` parallel netperf TCP_STREAM streams
-//! of `mq.duration` seconds. Checks:
+//! of `mq.duration` seconds (`mq.direction=both`: every second one TCP_MAERTS, so both
+//! ports send bulk at once). Checks:
 //! - every stream ends in time with a throughput (a queue the device stops serving shows up
 //!   as a stream that times out),
 //! - the guest's per-queue counters grew on every active queue pair Q < N: `ethtool -S`
@@ -53,7 +54,9 @@ nicemu_out crr timeout $((CRR * 3 + 30)) /usr/bin/netperf -H $PEER_IP -t TCP_CRR
 t0=$(nicemu_uptime)
 i=1
 while [ $i -le $S ]; do
-    ( timeout $((D * 3 + 40)) /usr/bin/netperf -H $PEER_IP -t TCP_STREAM -l $D -P 0 -- -k THROUGHPUT,THROUGHPUT_UNITS; echo "RC=$?" ) </dev/null >/tmp/mq$i 2>&1 &
+    t=TCP_STREAM
+    [ "$BOTH" = 1 ] && [ $((i % 2)) = 0 ] && t=TCP_MAERTS
+    ( timeout $((D * 3 + 40)) /usr/bin/netperf -H $PEER_IP -t $t -l $D -P 0 -- -k THROUGHPUT,THROUGHPUT_UNITS; echo "RC=$?" ) </dev/null >/tmp/mq$i 2>&1 &
     i=$((i + 1))
 done
 wait
@@ -88,10 +91,11 @@ impl Scenario for Mq {
 
     fn script(&self, p: &Params) -> String {
         format!(
-            "{NEED_IFACE}{NEED_PEER}WANT={}\nS={}\nD={}\nCRR={CRR_SECS}\n{SCRIPT}",
+            "{NEED_IFACE}{NEED_PEER}WANT={}\nS={}\nD={}\nCRR={CRR_SECS}\nBOTH={}\n{SCRIPT}",
             p.num("mq.combined").max(0.0) as u64,
             streams(p),
             duration(p),
+            u8::from(p.get("mq.direction") == "both"),
         )
     }
 
@@ -516,6 +520,18 @@ mod tests {
         );
         assert!(!why.contains("guest rx"), "{why}");
         assert_eq!(r.metrics["guest_rx_queue_deltas"], json!([10, 5]));
+    }
+
+    #[test]
+    fn script_follows_the_parameters() {
+        let mut p = Params::default();
+        let s = Mq.script(&p);
+        assert!(s.contains("\nS=8\nD=10\n") && s.contains("BOTH=0"), "{s}");
+        p.set("mq.direction", "both").unwrap();
+        p.set("mq.streams", "16").unwrap();
+        let s = Mq.script(&p);
+        assert!(s.contains("\nS=16\n") && s.contains("BOTH=1"), "{s}");
+        assert!(s.contains("t=TCP_MAERTS"));
     }
 
     #[test]
