@@ -133,6 +133,10 @@ pub struct NetBackend {
     queues: Vec<Pair>,
     /// Receive queues the driver has kicked while enabled (bit per pair).
     active: AtomicU64,
+    /// Frames from the switch waiting in the port's backlog for each queue
+    /// pair ([`super::backlog::Backlog`]); while non-zero, frames of that
+    /// queue are not delivered directly (they would overtake).
+    pub(crate) pending: Vec<std::sync::atomic::AtomicUsize>,
     /// Per queue pair counters.
     pub counters: Vec<QueueCounters>,
     /// Port counters.
@@ -254,6 +258,9 @@ impl NetBackend {
             conn: RwLock::new(Conn::default()),
             queues,
             active: AtomicU64::new(0),
+            pending: (0..pairs)
+                .map(|_| std::sync::atomic::AtomicUsize::new(0))
+                .collect(),
             counters: (0..pairs).map(|_| QueueCounters::default()).collect(),
             port_counters: PortCounters::default(),
             wake: (Mutex::new(0), Condvar::new()),
@@ -363,6 +370,10 @@ impl NetBackend {
                 self.active.fetch_and(!(1u64 << q), Ordering::AcqRel);
                 continue;
             };
+            if try_only && self.pending[q].load(Ordering::Acquire) > 0 {
+                // Older frames of this queue wait in the backlog.
+                return Delivery::Busy;
+            }
             let side = if try_only {
                 match pair.rx.try_lock() {
                     Ok(g) => g,
@@ -472,6 +483,18 @@ impl NetBackend {
             let _ = vr.signal_used_queue();
         }
         Delivery::Done
+    }
+
+    /// The queue pair a frame from the switch goes to now (its flow's pick
+    /// among the receive queues in use; 0 when none is in use).
+    pub fn queue_for(&self, frame: &[u8]) -> usize {
+        let (frame, _) = voff::split_trailer(frame, self.token);
+        let active = self.active.load(Ordering::Acquire);
+        let n = active.count_ones();
+        if n == 0 {
+            return 0;
+        }
+        nth_set_bit(active, flow_hash(frame) % n).min(self.queues.len().saturating_sub(1))
     }
 
     fn count_rx(&self, c: &QueueCounters, o: RxOutcome, len: usize) {

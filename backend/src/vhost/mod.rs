@@ -5,7 +5,9 @@
 //! attached to its network's switch. Frames the guest transmits go into the
 //! switch from the worker of the queue they came on; frames for the guest
 //! are written into a receive queue chosen by a flow hash, directly from the
-//! sender's thread when the queue is idle, else from the port's receive thread.
+//! sender's thread when the queue is idle, else from the port's receive
+//! backlog (one FIFO per queue pair, so a queue without buffers holds up only
+//! its own flows).
 //!
 //! Offloads: the guest may hand over partially checksummed frames and TCP
 //! segments up to 64 KiB (`CSUM`, `HOST_TSO4/6`). The transmitting port
@@ -36,6 +38,7 @@
 //! frontends that do read it.
 
 pub mod backend;
+pub mod backlog;
 pub mod config;
 pub mod counters;
 pub mod offload;
@@ -61,6 +64,7 @@ use crate::config::DeviceSpec;
 use crate::error::Error;
 use crate::switch::{DirectRx, Switch};
 use backend::{Delivery, GsoPeers, NetBackend};
+use backlog::Backlog;
 use counters::{PortStats, QueueStats};
 
 /// A port's counters as `nicemu ctl stats` shows them: the backend's and the switch's.
@@ -144,20 +148,39 @@ impl VirtioNetPort {
             socket: spec.socket.clone(),
             conn: Mutex::new(None),
         });
-        // Receive thread: frames the switch queued while the guest was busy.
-        let rb = backend.clone();
+        // Frames the switch queued while the guest was busy: the dispatcher
+        // moves them into per-queue FIFOs, the deliverer writes them into
+        // the guest's queues as buffers arrive (see [`backlog`]).
+        let backlog = Arc::new(Backlog::new(usize::from(backend.pairs())));
+        let (rb, bl) = (backend.clone(), backlog.clone());
         std::thread::Builder::new()
             .name(format!("rx-{}", spec.id))
             .spawn(move || {
                 while let Some(frame) = rx.recv() {
-                    loop {
-                        let seen = rb.generation();
-                        if rb.deliver(&frame, false) == Delivery::Done {
-                            break;
-                        }
-                        rb.wait(seen, Duration::from_millis(100));
-                    }
+                    bl.push(&rb, &frame);
                     rx.recycle(frame);
+                }
+                bl.close(&rb);
+            })
+            .map_err(listen_err)?;
+        let (rb, bl) = (backend.clone(), backlog);
+        std::thread::Builder::new()
+            .name(format!("rxq-{}", spec.id))
+            .spawn(move || loop {
+                let seen = rb.generation();
+                if bl.pump(&rb) {
+                    continue;
+                }
+                if bl.is_empty() {
+                    if bl.is_closed() {
+                        break;
+                    }
+                    // Idle: a pushed frame bumps the generation.
+                    rb.wait(seen, Duration::from_secs(1));
+                } else {
+                    // Waiting for buffers: a receive kick bumps it; the
+                    // timeout only bounds a missed one.
+                    rb.wait(seen, Duration::from_millis(100));
                 }
             })
             .map_err(listen_err)?;

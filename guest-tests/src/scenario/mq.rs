@@ -285,8 +285,9 @@ pub fn parse_ctl_queues(lines: &[&str]) -> Option<Vec<(u64, u64)>> {
         .collect()
 }
 
-/// Waits for receive buffers and switch drops of a virtio-net port from
-/// `nicemu ctl --json stats`: (sum of `rx_no_buffers` over pairs, `port.switch_rx_drops`).
+/// Waits for receive buffers and receive drops of a virtio-net port from
+/// `nicemu ctl --json stats`: (sum of `rx_no_buffers` over pairs,
+/// `port.switch_rx_drops` + `port.rx_backlog_drops`).
 pub fn parse_ctl_waits(lines: &[&str]) -> Option<(u64, u64)> {
     let v: serde_json::Value = serde_json::from_str(&lines.join("\n")).ok()?;
     let d = v.get("data")?;
@@ -296,12 +297,17 @@ pub fn parse_ctl_waits(lines: &[&str]) -> Option<(u64, u64)> {
         .iter()
         .filter_map(|q| q.get("rx_no_buffers")?.as_u64())
         .sum();
-    let drops = d.get("port")?.get("switch_rx_drops")?.as_u64()?;
+    let port = d.get("port")?;
+    let drops = port.get("switch_rx_drops")?.as_u64()?
+        + port
+            .get("rx_backlog_drops")
+            .and_then(|v| v.as_u64())
+            .unwrap_or(0);
     Some((waits, drops))
 }
 
 /// Records (informational) how often each port waited for receive buffers and how many
-/// frames the switch dropped for it during the scenario.
+/// frames it dropped for want of them (switch queue or receive backlog full).
 fn record_waits(s: &Section, r: &mut ScenarioResult) {
     let get = |tag: &str| parse_ctl_waits(&s.lines(&format!("host_{tag}")).collect::<Vec<_>>());
     for (who, a, b) in [("dut", "c0", "c1"), ("peer", "p0", "p1")] {
@@ -539,6 +545,8 @@ mod tests {
         assert_eq!(parse_ctl_queues(&[CTL0]), Some(vec![(1, 2), (0, 0)]));
         let w = r#"{"ok": true, "data": {"port": {"switch_rx_drops": 7}, "queues": [{"rx_no_buffers": 2}, {"rx_no_buffers": 3}]}}"#;
         assert_eq!(parse_ctl_waits(&[w]), Some((5, 7)));
+        let w = r#"{"ok": true, "data": {"port": {"switch_rx_drops": 7, "rx_backlog_drops": 4}, "queues": []}}"#;
+        assert_eq!(parse_ctl_waits(&[w]), Some((0, 11)));
         assert_eq!(parse_ctl_waits(&[CTL0]), None);
         assert_eq!(parse_ctl_queues(&["{\"ok\": false}"]), None);
     }
