@@ -64,7 +64,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub matrix: Option<PathBuf>,
     /// Devices under test: qemu-igb, qemu-e1000e, nicemu-igb, nicemu-ixgbe,
-    /// nicemu-virtio (repeatable,
+    /// nicemu-virtio, qemu-virtio (repeatable,
     /// comma-separated lists allowed). One guest is booted per kernel and device.
     #[arg(long = "device", value_delimiter = ',')]
     pub devices: Vec<String>,

@@ -65,6 +65,24 @@ pub const KNOWN: &[(&str, &str, &str)] = &[
         "fault cases to run (nicemu devices only)",
     ),
     (
+        "mq.combined",
+        "0",
+        "ethtool -L combined N on both ports before the load (0 = the driver's maximum)",
+    ),
+    ("mq.streams", "8", "parallel netperf TCP_STREAM streams"),
+    ("mq.duration", "10", "seconds per stream (netperf -l)"),
+    (
+        "mq.direction",
+        "out",
+        "out = every stream TCP_STREAM (DUT to peer); both = every second one TCP_MAERTS",
+    ),
+    (
+        "virtio.queues",
+        "2",
+        "nicemu-virtio: queue pairs of each virtio-net port (nicemu `queues=N`, QEMU \
+         `-netdev vhost-user,queues=N`, `vectors=2N+2`), 1 to 16",
+    ),
+    (
         "ptp.delay_ns",
         "0",
         "nicemu topologies: `,delay=NS` on both nicemu --device specs (a symmetric wire delay); \

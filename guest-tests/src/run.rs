@@ -13,7 +13,7 @@ use crate::provision::{self, mounts::BindMounts, QemuLauncher};
 use crate::report::{self, CellRun, RunReport};
 use crate::scenario::{self, setup, Console, Scenario, ScenarioResult, Target};
 use crate::vm::accel::{self, Accel};
-use crate::vm::device::{DeviceKind, Topology, TEST_MAC};
+use crate::vm::device::{DeviceKind, Topology, MAX_VIRTIO_QUEUES, TEST_MAC};
 use crate::vm::host::{HostActions, CONTROL_SOCKET};
 use crate::vm::launch::{self, BootSpec, Exit};
 use crate::vm::nicemu_proc::{self, NicemuProcess};
@@ -330,6 +330,7 @@ fn nicemu_cell(
     dev: DeviceKind,
     d: &RunDir,
     delay_ns: u64,
+    virtio_queues: usize,
 ) -> NicemuCell {
     let mut args = Vec::new();
     let mut sockets = Vec::new();
@@ -357,7 +358,7 @@ fn nicemu_cell(
         args.push(format!(
             "{kind},id={id},socket={}{},mac={mac},net=lan0{delay}",
             host.display(),
-            dev.nicemu_opts()
+            dev.nicemu_opts(virtio_queues)
         ));
         sockets.push(host);
         guest_socks.push(guest);
@@ -370,7 +371,12 @@ fn nicemu_cell(
             sockets.push(host);
             DeviceKind::interop_args(&guest_socks[0], model, &guest)
         }
-        None => dev.qemu_args(&d.guest.to_string_lossy(), &guest_socks, topo.macs()),
+        None => dev.qemu_args(
+            &d.guest.to_string_lossy(),
+            &guest_socks,
+            topo.macs(),
+            virtio_queues,
+        ),
     };
     let (control, _) = d.file(CONTROL_SOCKET);
     args.push("--control".to_owned());
@@ -418,6 +424,11 @@ fn not_booted(
     }
 }
 
+/// Queue pairs of nicemu virtio-net ports (`virtio.queues`, 1 to 16).
+fn virtio_queues(ctx: &Ctx) -> usize {
+    (ctx.matrix.params.num("virtio.queues") as usize).clamp(1, MAX_VIRTIO_QUEUES)
+}
+
 /// Boots one guest for `cell` (starting nicemu for its ports) and evaluates the scenarios.
 fn run_cell(
     ctx: &Ctx,
@@ -439,14 +450,19 @@ fn run_cell(
     let mut host = None;
     if let (Some(kind), Some(bin)) = (dev.nicemu_kind(), ctx.nicemu_bin) {
         let delay_ns = ctx.matrix.params.num("ptp.delay_ns").max(0.0) as u64;
-        let c = nicemu_cell(bin, kind, topo, dev, d, delay_ns);
+        let c = nicemu_cell(bin, kind, topo, dev, d, delay_ns, virtio_queues(ctx));
         let log = d.host.join("nicemu.log");
         println!("  nicemu {} (log {})", c.args.join(" "), log.display());
         nicemu = Some(NicemuProcess::start(bin, &c.args, &c.sockets, &log)?);
         s.extra = c.qemu;
         host = Some(c.host);
     } else {
-        s.extra = dev.qemu_args(&d.guest.to_string_lossy(), &[], topo.macs());
+        s.extra = dev.qemu_args(
+            &d.guest.to_string_lossy(),
+            &[],
+            topo.macs(),
+            virtio_queues(ctx),
+        );
     }
     let out = launch::boot(&s, host.as_mut())?;
     let mut nicemu_note = None;
@@ -570,6 +586,7 @@ mod tests {
             DeviceKind::NicemuIgb,
             &d,
             50000,
+            2,
         );
         let devices: Vec<&str> = c
             .args
@@ -598,6 +615,7 @@ mod tests {
             DeviceKind::NicemuIgb,
             &d,
             0,
+            2,
         );
         assert!(netns.args.iter().all(|a| !a.contains("delay=")));
         assert!(netns.args.iter().any(|a| a.starts_with("igb,id=igb1,")));

@@ -133,6 +133,10 @@ pub struct NetBackend {
     queues: Vec<Pair>,
     /// Receive queues the driver has kicked while enabled (bit per pair).
     active: AtomicU64,
+    /// Frames from the switch waiting in the port's backlog for each queue
+    /// pair ([`super::backlog::Backlog`]); while non-zero, frames of that
+    /// queue are not delivered directly (they would overtake).
+    pub(crate) pending: Vec<std::sync::atomic::AtomicUsize>,
     /// Per queue pair counters.
     pub counters: Vec<QueueCounters>,
     /// Port counters.
@@ -178,9 +182,29 @@ fn process_token() -> u64 {
     })
 }
 
+/// Index of the `k`-th set bit of `bits` (0-based; `k` < number of set bits).
+fn nth_set_bit(bits: u64, k: u32) -> usize {
+    let mut k = k;
+    for i in 0..64 {
+        if bits & (1u64 << i) != 0 {
+            if k == 0 {
+                return i;
+            }
+            k -= 1;
+        }
+    }
+    0
+}
+
+/// True when the driver has the receive queue enabled and ready.
+fn rx_ready(v: &Vring) -> bool {
+    let g = v.get_ref();
+    g.is_enabled() && g.get_queue().ready()
+}
+
 /// Chooses a queue pair for a frame by its addresses and ports, so one flow
 /// stays on one queue.
-fn flow_hash(f: &[u8]) -> u32 {
+pub(crate) fn flow_hash(f: &[u8]) -> u32 {
     let Some(p) = rss::parse(f) else { return 0 };
     let mut h: u32 = 0x811c_9dc5;
     let mut mix = |b: &[u8]| {
@@ -234,6 +258,9 @@ impl NetBackend {
             conn: RwLock::new(Conn::default()),
             queues,
             active: AtomicU64::new(0),
+            pending: (0..pairs)
+                .map(|_| std::sync::atomic::AtomicUsize::new(0))
+                .collect(),
             counters: (0..pairs).map(|_| QueueCounters::default()).collect(),
             port_counters: PortCounters::default(),
             wake: (Mutex::new(0), Condvar::new()),
@@ -325,44 +352,56 @@ impl NetBackend {
             }
         };
         let (frame, meta) = voff::split_trailer(frame, self.token);
-        let active = self.active.load(Ordering::Acquire);
-        let n = active.count_ones();
-        if n == 0 {
-            inc(&self.port_counters.rx_not_ready);
-            return Delivery::Done;
-        }
-        let mut k = flow_hash(frame) % n;
-        let mut q = 0usize;
-        for i in 0..64 {
-            if active & (1 << i) != 0 {
-                if k == 0 {
-                    q = i;
+        // The flow's queue among the receive queues in use. A queue the
+        // driver has disabled since it was kicked (fewer combined channels,
+        // vhost stop) is forgotten and the frame goes to the next choice
+        // among those left, instead of being dropped. Bounded: every retry
+        // clears one bit.
+        let hash = flow_hash(frame);
+        let mut picked = None;
+        for _ in 0..=64 {
+            let active = self.active.load(Ordering::Acquire);
+            let n = active.count_ones();
+            if n == 0 {
+                break;
+            }
+            let q = nth_set_bit(active, hash % n);
+            let Some(pair) = self.queues.get(q) else {
+                self.active.fetch_and(!(1u64 << q), Ordering::AcqRel);
+                continue;
+            };
+            if try_only && self.pending[q].load(Ordering::Acquire) > 0 {
+                // Older frames of this queue wait in the backlog.
+                return Delivery::Busy;
+            }
+            let side = if try_only {
+                match pair.rx.try_lock() {
+                    Ok(g) => g,
+                    Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+                    Err(std::sync::TryLockError::WouldBlock) => return Delivery::Busy,
+                }
+            } else {
+                lock(&pair.rx)
+            };
+            match side.vring.clone() {
+                Some(v) if rx_ready(&v) => {
+                    picked = Some((q, side, v));
                     break;
                 }
-                k -= 1;
+                _ => {
+                    self.active.fetch_and(!(1u64 << q), Ordering::AcqRel);
+                }
             }
         }
-        let Some(pair) = self.queues.get(q) else {
-            return Delivery::Done;
-        };
-        let mut side = if try_only {
-            match pair.rx.try_lock() {
-                Ok(g) => g,
-                Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
-                Err(std::sync::TryLockError::WouldBlock) => return Delivery::Busy,
-            }
-        } else {
-            lock(&pair.rx)
-        };
-        let side = &mut *side;
-        let Some(vring) = side.vring.clone() else {
-            self.active.fetch_and(!(1 << q), Ordering::AcqRel);
+        let Some((q, mut side, vring)) = picked else {
             inc(&self.port_counters.rx_not_ready);
             return Delivery::Done;
         };
+        let side = &mut *side;
         let mut vr = vring.get_mut();
         if !vr.is_enabled() || !vr.get_queue().ready() {
-            self.active.fetch_and(!(1 << q), Ordering::AcqRel);
+            // Disabled between the check and now.
+            self.active.fetch_and(!(1u64 << q), Ordering::AcqRel);
             inc(&self.port_counters.rx_not_ready);
             return Delivery::Done;
         }
@@ -444,6 +483,18 @@ impl NetBackend {
             let _ = vr.signal_used_queue();
         }
         Delivery::Done
+    }
+
+    /// The queue pair a frame from the switch goes to now (its flow's pick
+    /// among the receive queues in use; 0 when none is in use).
+    pub fn queue_for(&self, frame: &[u8]) -> usize {
+        let (frame, _) = voff::split_trailer(frame, self.token);
+        let active = self.active.load(Ordering::Acquire);
+        let n = active.count_ones();
+        if n == 0 {
+            return 0;
+        }
+        nth_set_bit(active, flow_hash(frame) % n).min(self.queues.len().saturating_sub(1))
     }
 
     fn count_rx(&self, c: &QueueCounters, o: RxOutcome, len: usize) {

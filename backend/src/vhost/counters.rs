@@ -74,6 +74,9 @@ counters!(
         rx_not_ready,
         /// Connections accepted.
         connections,
+        /// Frames from the switch dropped because their receive queue's
+        /// backlog was full (the guest did not give buffers in time).
+        rx_backlog_drops,
     }
 );
 

@@ -5,7 +5,9 @@
 //! attached to its network's switch. Frames the guest transmits go into the
 //! switch from the worker of the queue they came on; frames for the guest
 //! are written into a receive queue chosen by a flow hash, directly from the
-//! sender's thread when the queue is idle, else from the port's receive thread.
+//! sender's thread when the queue is idle, else from the port's receive
+//! backlog (one FIFO per queue pair, so a queue without buffers holds up only
+//! its own flows).
 //!
 //! Offloads: the guest may hand over partially checksummed frames and TCP
 //! segments up to 64 KiB (`CSUM`, `HOST_TSO4/6`). The transmitting port
@@ -25,9 +27,18 @@
 //! by closing the connection and not listening until the link comes back:
 //! QEMU's virtio-net reports the vhost-user disconnect to the guest as link
 //! down through a configuration-change interrupt, and link up when its
-//! chardev (`reconnect-ms=`) connects again.
+//! chardev (`reconnect-ms=`) connects again. This is the only way a
+//! vhost-user-net backend can move the guest's carrier: QEMU's virtio-net
+//! serves the config space's status from its own state (it reads a backend's
+//! config only for vhost-vdpa), registers no config notifier for vhost-user,
+//! and therefore masks `VHOST_USER_PROTOCOL_F_CONFIG` off (QEMU 11.1.3 warns
+//! "vhost-user backend supports VHOST_USER_PROTOCOL_F_CONFIG but QEMU does
+//! not." when offered it), so `BACKEND_CONFIG_CHANGE_MSG` is not available.
+//! The backend's `get_config` still reports the link state for
+//! frontends that do read it.
 
 pub mod backend;
+pub mod backlog;
 pub mod config;
 pub mod counters;
 pub mod offload;
@@ -53,7 +64,23 @@ use crate::config::DeviceSpec;
 use crate::error::Error;
 use crate::switch::{DirectRx, Switch};
 use backend::{Delivery, GsoPeers, NetBackend};
+use backlog::Backlog;
 use counters::{PortStats, QueueStats};
+
+/// A port's counters as `nicemu ctl stats` shows them: the backend's and the switch's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct PortView {
+    /// The backend's port counters.
+    #[serde(flatten)]
+    pub port: PortStats,
+    /// Frames the port sent into the switch.
+    pub switch_tx_frames: u64,
+    /// Frames the switch handed or queued to the port.
+    pub switch_rx_frames: u64,
+    /// Frames the switch dropped because the port's receive queue was full
+    /// (the guest did not take frames as fast as they came).
+    pub switch_rx_drops: u64,
+}
 
 /// A running virtio-net port; cheap to clone (the control socket keeps one).
 #[derive(Clone, Debug)]
@@ -63,6 +90,8 @@ pub struct VirtioNetPort {
 
 struct Shared {
     backend: Arc<NetBackend>,
+    /// The switch's counters of this port (its receive-queue drops).
+    switch_counters: Arc<crate::switch::PortCounters>,
     socket: PathBuf,
     /// The frontend's connection while one is up.
     conn: Mutex<Option<UnixStream>>,
@@ -104,6 +133,7 @@ impl VirtioNetPort {
         let listener = UnixListener::bind(&spec.socket).map_err(listen_err)?;
         let direct = Arc::new(DirectVhost::default());
         let (port, rx) = switch.attach_direct(Some(direct.clone()));
+        let switch_counters = port.counters.clone();
         let backend = Arc::new(NetBackend::new(
             spec.id.clone(),
             spec.mac,
@@ -114,23 +144,43 @@ impl VirtioNetPort {
         let _ = direct.backend.set(backend.clone());
         let inner = Arc::new(Shared {
             backend: backend.clone(),
+            switch_counters,
             socket: spec.socket.clone(),
             conn: Mutex::new(None),
         });
-        // Receive thread: frames the switch queued while the guest was busy.
-        let rb = backend.clone();
+        // Frames the switch queued while the guest was busy: the dispatcher
+        // moves them into per-queue FIFOs, the deliverer writes them into
+        // the guest's queues as buffers arrive (see [`backlog`]).
+        let backlog = Arc::new(Backlog::new(usize::from(backend.pairs())));
+        let (rb, bl) = (backend.clone(), backlog.clone());
         std::thread::Builder::new()
             .name(format!("rx-{}", spec.id))
             .spawn(move || {
                 while let Some(frame) = rx.recv() {
-                    loop {
-                        let seen = rb.generation();
-                        if rb.deliver(&frame, false) == Delivery::Done {
-                            break;
-                        }
-                        rb.wait(seen, Duration::from_millis(100));
-                    }
+                    bl.push(&rb, &frame);
                     rx.recycle(frame);
+                }
+                bl.close(&rb);
+            })
+            .map_err(listen_err)?;
+        let (rb, bl) = (backend.clone(), backlog);
+        std::thread::Builder::new()
+            .name(format!("rxq-{}", spec.id))
+            .spawn(move || loop {
+                let seen = rb.generation();
+                if bl.pump(&rb) {
+                    continue;
+                }
+                if bl.is_empty() {
+                    if bl.is_closed() {
+                        break;
+                    }
+                    // Idle: a pushed frame bumps the generation.
+                    rb.wait(seen, Duration::from_secs(1));
+                } else {
+                    // Waiting for buffers: a receive kick bumps it; the
+                    // timeout only bounds a missed one.
+                    rb.wait(seen, Duration::from_millis(100));
                 }
             })
             .map_err(listen_err)?;
@@ -184,9 +234,15 @@ impl VirtioNetPort {
             .collect()
     }
 
-    /// Counters of the port.
-    pub fn port_stats(&self) -> PortStats {
-        self.inner.backend.port_counters.snapshot()
+    /// Counters of the port, with the switch's counters of it.
+    pub fn port_stats(&self) -> PortView {
+        let sw = &self.inner.switch_counters;
+        PortView {
+            port: self.inner.backend.port_counters.snapshot(),
+            switch_tx_frames: sw.tx_frames.load(Ordering::Relaxed),
+            switch_rx_frames: sw.rx_frames.load(Ordering::Relaxed),
+            switch_rx_drops: sw.rx_drops.load(Ordering::Relaxed),
+        }
     }
 
     /// The socket the port listens on.

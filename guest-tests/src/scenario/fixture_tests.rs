@@ -27,11 +27,11 @@ fn every_scenario_of_the_capture_passes() {
     let setup = setup::parse(c.sections.get(setup::NAME), &target());
     assert_eq!(setup.status, Status::Pass, "{:?}", setup.reason);
     assert_eq!(setup.metrics["peer_iface"], "eth1");
-    // The capture predates `faults` and `rss` (they have their own captures below) and the
+    // The capture predates `faults`, `rss` and `mq` (they have their own captures below) and the
     // `ptp` rate check and ptp4l runs (without them `ptp` fails: see `ptp_needs_the_rate_check`).
     for name in NAMES
         .iter()
-        .filter(|n| !["faults", "rss", "ptp"].contains(n))
+        .filter(|n| !["faults", "rss", "ptp", "mq"].contains(n))
     {
         let r = eval(name, ALL);
         assert_eq!(r.status, Status::Pass, "{name}: {:?}", r.reason);
@@ -364,7 +364,7 @@ fn nicemu_igb_ci_matrix_capture_passes_every_scenario() {
 }
 
 /// nicemu's virtio-net (vhost-user, 2 queue pairs), sid 7.2, TCG: probe, ping and netperf
-/// pass; selftest, stats and faults are SKIPped for the device.
+/// pass; selftest and stats are SKIPped for the device.
 #[test]
 fn nicemu_virtio_capture() {
     let text = include_str!("../../tests/fixtures/nicemu-virtio-probe-ping-netperf.serial.log");
@@ -383,9 +383,47 @@ fn nicemu_virtio_capture() {
         let r = evaluate(by_name(name).unwrap().as_ref(), &c, &t);
         assert_eq!(r.status, Status::Pass, "{name}: {:?}", r.reason);
     }
-    for name in ["selftest", "stats", "faults"] {
+    for name in ["selftest", "stats"] {
         let r = evaluate(by_name(name).unwrap().as_ref(), &c, &t);
         assert_eq!(r.status, Status::Skip, "{name}");
         assert!(r.reason.unwrap().contains("virtio"), "{name}");
     }
+}
+
+const VIRTIO_Q4: &str =
+    include_str!("../../tests/fixtures/nicemu-virtio-q4-faults-link-mq.serial.log");
+
+/// nicemu's virtio-net with 4 queue pairs (`virtio.queues=4`), sid 7.2, TCG: `faults` with
+/// its `link` case (down: carrier 0, NO-CARRIER, `carrier_down_count` 1 → 2; up: carrier,
+/// 5/5 pings) and `mq` (combined 4, 16 TCP_STREAM streams of 10 s) pass.
+#[test]
+fn nicemu_virtio_link_and_four_queue_pairs() {
+    let f = eval_as("faults", VIRTIO_Q4, "virtio_net", true);
+    assert_eq!(f.status, Status::Pass, "{:?}", f.reason);
+    assert_eq!(f.metrics["link_carrier_downs"], 1);
+    assert_eq!(f.metrics["passed_cases"], serde_json::json!(["link"]));
+    let m = eval_as("mq", VIRTIO_Q4, "virtio_net", true);
+    assert_eq!(m.status, Status::Pass, "{:?}", m.reason);
+    assert_eq!(m.metrics["combined"], 4);
+    assert_eq!(m.metrics["stream_mbps"].as_array().unwrap().len(), 16);
+    assert_eq!(
+        m.metrics["guest_rx_queue_deltas"],
+        serde_json::json!([1455, 1564, 847, 1283])
+    );
+    assert_eq!(m.metrics["guest_tx_queue_counter"], "txQ_kicks");
+    // A link down the guest did not see, and a receive queue that got no interrupt, fail.
+    let stuck = VIRTIO_Q4
+        .replace("down_carrier=0", "down_carrier=1")
+        .replace("down_count_b=2", "down_count_b=1");
+    let f = eval_as("faults", &stuck, "virtio_net", true);
+    let why = f.reason.unwrap();
+    assert!(why.contains("carrier stayed on"), "{why}");
+    assert!(why.contains("carrier_down_count did not grow"), "{why}");
+    let idle = VIRTIO_Q4.replace(
+        "mq ib   29:        847          1",
+        "mq ib   29:          0          1",
+    );
+    let m = eval_as("mq", &idle, "virtio_net", true);
+    let why = m.reason.unwrap();
+    assert!(why.contains("guest rx queues [2] moved nothing"), "{why}");
 }

@@ -18,6 +18,7 @@ pub mod cyclictest;
 pub mod faults;
 #[cfg(test)]
 mod fixture_tests;
+pub mod mq;
 pub mod netperf;
 pub mod ping;
 pub mod probe;
@@ -102,6 +103,7 @@ pub const NAMES: &[&str] = &[
     "ptp",
     "faults",
     "rss",
+    "mq",
 ];
 
 /// Looks a scenario up by name.
@@ -118,6 +120,7 @@ pub fn by_name(name: &str) -> Option<Box<dyn Scenario>> {
         "ptp" => Box::new(ptp::Ptp),
         "faults" => Box::new(faults::Faults),
         "rss" => Box::new(rss::Rss),
+        "mq" => Box::new(mq::Mq),
         _ => return None,
     })
 }

@@ -96,10 +96,13 @@ pub enum DeviceKind {
     NicemuIxgbe,
     /// nicemu's virtio-net over vhost-user (`-netdev vhost-user`, `virtio-net-pci`).
     NicemuVirtio,
+    /// QEMU's in-process virtio-net-pci (the paravirtual baseline), ports joined like
+    /// QEMU's igb pair (`-netdev dgram`; one queue pair, no vnet header so no offloads).
+    QemuVirtio,
 }
 
-/// Queue pairs of each nicemu virtio-net port (`queues=`; MSI-X vectors 2N+2).
-pub const VIRTIO_QUEUES: usize = 2;
+/// Most queue pairs the harness gives a nicemu virtio-net port.
+pub const MAX_VIRTIO_QUEUES: usize = 16;
 
 impl DeviceKind {
     /// All kinds, for help texts.
@@ -109,6 +112,7 @@ impl DeviceKind {
         DeviceKind::NicemuIgb,
         DeviceKind::NicemuIxgbe,
         DeviceKind::NicemuVirtio,
+        DeviceKind::QemuVirtio,
     ];
 
     /// Command-line name.
@@ -119,6 +123,7 @@ impl DeviceKind {
             DeviceKind::NicemuIgb => "nicemu-igb",
             DeviceKind::NicemuIxgbe => "nicemu-ixgbe",
             DeviceKind::NicemuVirtio => "nicemu-virtio",
+            DeviceKind::QemuVirtio => "qemu-virtio",
         }
     }
 
@@ -128,7 +133,7 @@ impl DeviceKind {
             DeviceKind::QemuIgb | DeviceKind::NicemuIgb => "igb",
             DeviceKind::QemuE1000e => "e1000e",
             DeviceKind::NicemuIxgbe => "ixgbe",
-            DeviceKind::NicemuVirtio => "virtio_net",
+            DeviceKind::NicemuVirtio | DeviceKind::QemuVirtio => "virtio_net",
         }
     }
 
@@ -150,28 +155,26 @@ impl DeviceKind {
         }
     }
 
-    /// Extra nicemu `--device` options of the kind (virtio-net: `queues=N`).
-    pub fn nicemu_opts(self) -> String {
+    /// Extra nicemu `--device` options of the kind (virtio-net: `queues=N`, N the
+    /// `virtio_queues` asked for: parameter `virtio.queues`, default 2).
+    pub fn nicemu_opts(self, virtio_queues: usize) -> String {
         match self {
-            DeviceKind::NicemuVirtio => format!(",queues={VIRTIO_QUEUES}"),
+            DeviceKind::NicemuVirtio => format!(",queues={virtio_queues}"),
             _ => String::new(),
         }
     }
 
     /// Why `scenario` does not apply to this device, if it does not (virtio-net has no
-    /// ethtool self-test, no hardware counters the `stats` checks compare, and nicemu's
-    /// fault injection targets the register models).
+    /// ethtool self-test and no hardware counters the `stats` checks compare; `faults` runs
+    /// only its `link` case there, see [`crate::scenario::faults::VIRTIO_CASES`]).
     pub fn unsupported(self, scenario: &str) -> Option<&'static str> {
         match (self, scenario) {
-            (DeviceKind::NicemuVirtio, "selftest") => {
+            (DeviceKind::NicemuVirtio | DeviceKind::QemuVirtio, "selftest") => {
                 Some("virtio_net has no ethtool self-test (ethtool -t)")
             }
-            (DeviceKind::NicemuVirtio, "stats") => Some(
+            (DeviceKind::NicemuVirtio | DeviceKind::QemuVirtio, "stats") => Some(
                 "virtio_net has no hardware packet/byte/broadcast counters to check (ethtool -S)",
             ),
-            (DeviceKind::NicemuVirtio, "faults") => {
-                Some("nicemu's fault injection (corrupt-rx, stall-tx, …) is for igb/ixgbe ports, not virtio-net")
-            }
             _ => None,
         }
     }
@@ -219,13 +222,20 @@ impl DeviceKind {
     /// root port (`rp1`, `rp2`, …). `dir` is the device's run directory as QEMU sees it;
     /// `sockets` the vfio-user sockets (nicemu kinds, one per port). QEMU's own devices
     /// with two ports are joined port to port by a pair of `-netdev dgram` unix sockets;
-    /// a single port sends into an unbound socket (a sink).
-    pub fn qemu_args(self, dir: &str, sockets: &[String], macs: &[&str]) -> Vec<String> {
+    /// a single port sends into an unbound socket (a sink). nicemu virtio-net ports get
+    /// `virtio_queues` queue pairs.
+    pub fn qemu_args(
+        self,
+        dir: &str,
+        sockets: &[String],
+        macs: &[&str],
+        virtio_queues: usize,
+    ) -> Vec<String> {
         let mut a = Vec::new();
         for (i, mac) in macs.iter().enumerate() {
             let n = i + 1;
             if let (DeviceKind::NicemuVirtio, Some(sock)) = (self, sockets.get(i)) {
-                let q = VIRTIO_QUEUES;
+                let q = virtio_queues;
                 a.extend([
                     "-chardev".to_owned(),
                     format!("socket,id=c{n},path={sock},reconnect-ms=1000"),
@@ -256,6 +266,7 @@ impl DeviceKind {
                 _ => {
                     let model = match self {
                         DeviceKind::QemuE1000e => "e1000e",
+                        DeviceKind::QemuVirtio => "virtio-net-pci",
                         _ => "igb",
                     };
                     let (local, remote) = if macs.len() == 2 {
@@ -293,34 +304,45 @@ mod tests {
             assert_eq!(DeviceKind::parse(d.name()).unwrap(), *d);
         }
         assert!(DeviceKind::parse("foo").is_err());
-        let a = DeviceKind::NicemuIgb.qemu_args("/r", &["/r/igb0.sock".into()], &[TEST_MAC]);
+        let a = DeviceKind::NicemuIgb.qemu_args("/r", &["/r/igb0.sock".into()], &[TEST_MAC], 2);
         assert!(a
             .iter()
             .any(|x| x.starts_with('{') && x.contains("\"/r/igb0.sock\"")));
-        let a = DeviceKind::QemuIgb.qemu_args("/r", &[], &[TEST_MAC]);
+        let a = DeviceKind::QemuIgb.qemu_args("/r", &[], &[TEST_MAC], 2);
         assert!(a.iter().any(|x| x.starts_with("igb,netdev=n1,bus=rp1")));
         let socks = ["/r/vn0.sock".to_owned(), "/r/vn1.sock".to_owned()];
-        let a = DeviceKind::NicemuVirtio.qemu_args("/r", &socks, &[TEST_MAC, PEER_MAC]);
+        let a = DeviceKind::NicemuVirtio.qemu_args("/r", &socks, &[TEST_MAC, PEER_MAC], 2);
         let joined = a.join(" ");
         assert!(joined.contains(
             "-chardev socket,id=c2,path=/r/vn1.sock,reconnect-ms=1000 \
              -netdev vhost-user,id=n2,chardev=c2,queues=2 \
              -device virtio-net-pci,netdev=n2,mq=on,vectors=6,mac=52:54:00:12:34:57"
         ));
+        let a = DeviceKind::NicemuVirtio.qemu_args("/r", &socks, &[TEST_MAC, PEER_MAC], 4);
+        let joined = a.join(" ");
+        assert!(joined.contains("-netdev vhost-user,id=n1,chardev=c1,queues=4 "));
+        assert!(joined.contains("virtio-net-pci,netdev=n1,mq=on,vectors=10,mac="));
+        assert_eq!(DeviceKind::NicemuVirtio.nicemu_opts(4), ",queues=4");
+        assert_eq!(DeviceKind::NicemuIgb.nicemu_opts(4), "");
+        let a = DeviceKind::QemuVirtio.qemu_args("/r", &[], &[TEST_MAC, PEER_MAC], 4);
+        let joined = a.join(" ");
+        assert!(joined.contains("virtio-net-pci,netdev=n2,bus=rp2,mac=52:54:00:12:34:57"));
+        assert!(joined.contains("local.path=/r/n1.sock,remote.type=unix,remote.path=/r/n2.sock"));
+        assert!(!joined.contains("vhost-user"));
         assert_eq!(DeviceKind::NicemuVirtio.unsupported("ping"), None);
-        assert!(DeviceKind::NicemuVirtio.unsupported("faults").is_some());
+        assert_eq!(DeviceKind::NicemuVirtio.unsupported("faults"), None);
     }
 
     #[test]
     fn two_ports_get_own_root_ports_and_crossed_sockets() {
-        let a = DeviceKind::QemuIgb.qemu_args("/r", &[], &[TEST_MAC, PEER_MAC]);
+        let a = DeviceKind::QemuIgb.qemu_args("/r", &[], &[TEST_MAC, PEER_MAC], 2);
         let joined = a.join(" ");
         assert!(joined.contains("pcie-root-port,id=rp2,chassis=2"));
         assert!(joined.contains("local.path=/r/n1.sock,remote.type=unix,remote.path=/r/n2.sock"));
         assert!(joined.contains("local.path=/r/n2.sock,remote.type=unix,remote.path=/r/n1.sock"));
         assert!(joined.contains("igb,netdev=n2,bus=rp2,mac=52:54:00:12:34:57"));
         let socks = ["/r/igb0.sock".to_owned(), "/r/igb1.sock".to_owned()];
-        let a = DeviceKind::NicemuIgb.qemu_args("/r", &socks, &[TEST_MAC, PEER_MAC]);
+        let a = DeviceKind::NicemuIgb.qemu_args("/r", &socks, &[TEST_MAC, PEER_MAC], 2);
         assert!(a.join(" ").contains("\"bus\":\"rp2\""));
     }
 
