@@ -4,10 +4,12 @@
 //! insertion, legacy or context-based checksum offload, TCP segmentation and
 //! short-frame padding before the frame (or each segment) leaves the MAC.
 
-use crate::desc::{TxContext, TXD_CMD_EOP, TXD_CMD_TSE, TXD_CMD_VLE};
+use crate::desc::{
+    parse_tx, TxContext, TxDesc, TXD_CMD_EOP, TXD_CMD_RS, TXD_CMD_TSE, TXD_CMD_VLE, TXD_STAT_DD,
+};
 use crate::offload::{self, OffloadError};
-use crate::ring;
-use crate::GuestRam;
+use crate::ring::{self, Ring};
+use crate::{ErrorCounters, GuestRam};
 
 /// Largest frame gathered by default (a 64 KiB TSO payload plus headers).
 pub const MAX_TX_FRAME: usize = 64 * 1024 + 256;
@@ -197,6 +199,119 @@ impl TxQueue {
     }
 }
 
+/// What one pass over a transmit ring needs beyond the ring and the queue.
+#[derive(Clone, Copy)]
+pub struct RingPass<'a> {
+    /// Guest memory.
+    pub mem: &'a GuestRam,
+    /// Where bad addresses and malformed frames are counted.
+    pub errors: &'a ErrorCounters,
+    /// Context descriptors with RS report DD too (82599 §7.2.3.2.3; the
+    /// 82576 writes back data descriptors only).
+    pub context_dd: bool,
+    /// Head write-back address (TDWBAL/TDWBAH with its enable bit set): the
+    /// head is written there instead of DD bits (82576 §7.2.3.5.2, 82599
+    /// §7.2.3.5.2).
+    pub head_wb: Option<u64>,
+}
+
+/// Processes a transmit ring from its head to its tail, at most one pass
+/// (`r.count` descriptors, so a ring the guest keeps refilling cannot hold
+/// the device): context descriptors are stored in `q`, data and legacy
+/// descriptors gathered, each complete frame handed to `frame_done`, and
+/// descriptors with RS written back. `r.head` is left at the new head.
+/// Returns whether anything was written back (the queue's interrupt is due).
+pub fn run_ring(
+    r: &mut Ring,
+    q: &mut TxQueue,
+    p: RingPass<'_>,
+    mut frame_done: impl FnMut(&mut TxQueue, FrameOpts),
+) -> bool {
+    let mut done = false;
+    let mut budget = r.count;
+    while r.head != r.tail && budget > 0 {
+        budget -= 1;
+        let idx = r.head;
+        r.advance();
+        let Ok(d) = ring::read_desc(p.mem, r.desc_addr(idx)) else {
+            p.errors.dma();
+            continue;
+        };
+        let (cmd, buf) = match parse_tx(&d) {
+            TxDesc::Context(c) => {
+                q.ctx[usize::from(c.idx & 1)] = c;
+                let rs = u32::from_le_bytes([d[8], d[9], d[10], d[11]]) & TXD_CMD_RS;
+                (if p.context_dd { rs } else { 0 }, None)
+            }
+            TxDesc::Data {
+                addr,
+                len,
+                cmd,
+                popts,
+                idx,
+                tstamp,
+                ..
+            } => {
+                let opts = FrameOpts {
+                    cmd,
+                    popts,
+                    idx: idx & 1,
+                    tstamp,
+                    ..Default::default()
+                };
+                (cmd, Some((addr, len, opts)))
+            }
+            TxDesc::Legacy {
+                addr,
+                len,
+                cmd,
+                cso,
+                css,
+                vlan,
+            } => {
+                // Legacy IC (insert checksum) is command bit 2.
+                let ic = cmd & (1 << 26) != 0;
+                let opts = FrameOpts {
+                    cmd,
+                    legacy_vlan: Some(vlan),
+                    legacy_csum: ic.then_some((cso, css)),
+                    ..Default::default()
+                };
+                (cmd, Some((addr, len, opts)))
+            }
+        };
+        if let Some((addr, len, opts)) = buf {
+            let (g, dma_error) = q.gather(p.mem, addr, usize::from(len), opts);
+            if dma_error {
+                p.errors.dma();
+            }
+            match g {
+                Gathered::More => {}
+                Gathered::Dropped => p.errors.tx_malformed(),
+                Gathered::Done(first) => frame_done(q, first),
+            }
+        }
+        if cmd & TXD_CMD_RS != 0 && p.head_wb.is_none() {
+            if ring::write_u32(p.mem, r.desc_addr(idx) + 12, TXD_STAT_DD).is_err() {
+                p.errors.dma();
+            }
+            done = true;
+        }
+    }
+    if let Some(addr) = p.head_wb {
+        if ring::write_u32(p.mem, addr, r.head).is_err() {
+            p.errors.dma();
+        }
+        done = true;
+    }
+    done
+}
+
+/// The head write-back address from TDWBAL/TDWBAH, if its enable bit is set.
+pub fn head_writeback(wbal: u32, wbah: u32) -> Option<u64> {
+    (wbal & 1 != 0).then(|| (u64::from(wbah) << 32) | u64::from(wbal & !3))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -235,6 +350,105 @@ mod tests {
         assert_eq!(f.len(), 60, "34 bytes padded to 60");
         assert_eq!(&f[12..16], &[0x81, 0x00, 0x01, 0x23]);
         assert_eq!(&f[16..18], &[1, 1]);
+    }
+
+    /// Writes an advanced data descriptor (DEXT | DTYP data | IFCS | cmd).
+    fn data_desc(mem: &GuestRam, at: u64, buf: u64, len: u16, cmd: u32) {
+        mem.write_obj(buf, GuestAddress(at)).unwrap();
+        let w2 = 0x2030_0000u32 | cmd | u32::from(len);
+        mem.write_obj(w2, GuestAddress(at + 8)).unwrap();
+        mem.write_obj(u32::from(len) << 14, GuestAddress(at + 12))
+            .unwrap();
+    }
+
+    /// Writes an advanced context descriptor with `cmd` (RS or not).
+    fn context_desc(mem: &GuestRam, at: u64, cmd: u32) {
+        mem.write_obj(0u64, GuestAddress(at)).unwrap();
+        mem.write_obj(0x2020_0000u32 | cmd, GuestAddress(at + 8))
+            .unwrap();
+        mem.write_obj(0u32, GuestAddress(at + 12)).unwrap();
+    }
+
+    #[test]
+    fn ring_pass_writes_back_dd_or_the_head() {
+        const RS: u32 = TXD_CMD_RS;
+        let mem = ram(0x20000);
+        mem.write_slice(&[7u8; 60], GuestAddress(0x8000)).unwrap();
+        let errors = ErrorCounters::default();
+        for (context_dd, head_wb) in [(false, None), (true, None), (false, Some(0x9000u64))] {
+            // Context (RS), data without EOP, data with EOP|RS, data EOP|RS.
+            context_desc(&mem, 0x1000, RS);
+            data_desc(&mem, 0x1010, 0x8000, 30, 0);
+            data_desc(&mem, 0x1020, 0x8000, 30, TXD_CMD_EOP | RS);
+            data_desc(&mem, 0x1030, 0x8000, 60, TXD_CMD_EOP | RS);
+            let mut r = Ring::new(0x1000, 0, 8 * 16, 0, 4).unwrap();
+            let mut q = TxQueue::default();
+            let pass = RingPass {
+                mem: &mem,
+                errors: &errors,
+                context_dd,
+                head_wb,
+            };
+            let mut frames = Vec::new();
+            let done = run_ring(&mut r, &mut q, pass, |q, first| {
+                q.finish(first, S, |f| frames.push(f.len())).unwrap();
+            });
+            assert!(done);
+            assert_eq!(r.head, 4);
+            assert_eq!(
+                frames,
+                vec![60, 60],
+                "two frames, the first from two buffers"
+            );
+            let st = |i: u64| mem.read_obj::<u32>(GuestAddress(0x100c + 16 * i)).unwrap();
+            match head_wb {
+                Some(a) => {
+                    assert_eq!(mem.read_obj::<u32>(GuestAddress(a)).unwrap(), 4);
+                    assert_eq!(st(2) & 1, 0, "no DD with head write-back");
+                }
+                None => {
+                    assert_eq!(st(0) & 1, u32::from(context_dd), "context DD (82599 only)");
+                    assert_eq!(st(1) & 1, 0, "no RS, no DD");
+                    assert_eq!((st(2) & 1, st(3) & 1), (1, 1));
+                }
+            }
+        }
+        assert_eq!(errors.snapshot(), crate::GuestErrors::default());
+        assert_eq!(head_writeback(0x9001, 1), Some(0x1_0000_9000));
+        assert_eq!(head_writeback(0x9000, 1), None);
+    }
+
+    #[test]
+    fn ring_pass_is_one_pass_and_counts_bad_addresses() {
+        let mem = ram(0x20000);
+        let errors = ErrorCounters::default();
+        // Every descriptor points outside guest memory and never ends a frame.
+        for i in 0..16u64 {
+            data_desc(&mem, 0x1000 + 16 * i, 0xdead_0000_0000, 64, 0);
+        }
+        let mut r = Ring::new(0x1000, 0, 16 * 16, 5, 4).unwrap();
+        let mut q = TxQueue::default();
+        let pass = RingPass {
+            mem: &mem,
+            errors: &errors,
+            context_dd: false,
+            head_wb: None,
+        };
+        assert!(!run_ring(&mut r, &mut q, pass, |_, _| panic!("no frame")));
+        assert_eq!(r.head, 4, "stops at the tail after at most one lap");
+        assert_eq!(
+            errors.snapshot().dma_errors,
+            1,
+            "the frame is bad after its first unreadable buffer; the rest are skipped"
+        );
+        // A ring whose descriptors live outside guest memory.
+        let mut r = Ring::new(0xdead_0000, 0, 16 * 16, 0, 3).unwrap();
+        run_ring(&mut r, &mut q, pass, |_, _| {});
+        assert_eq!(
+            errors.snapshot().dma_errors,
+            4,
+            "one per unreadable descriptor"
+        );
     }
 
     #[test]

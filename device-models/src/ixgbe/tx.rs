@@ -8,11 +8,11 @@
 use super::intr::Dir;
 use super::regs::*;
 use super::{hlreg0, Ixgbe, DMATXCTL_TE};
-use crate::desc::{parse_tx, TxDesc, TXD_CMD_RS, TXD_STAT_DD};
-use crate::ring::{self, Ring};
+use crate::ring::Ring;
 use crate::sync::lock;
-use crate::txframe::{FinishSettings, Finished, FrameOpts, Gathered, TxQueue};
-use crate::GuestRam;
+use crate::txframe::{
+    head_writeback, run_ring, FinishSettings, Finished, FrameOpts, RingPass, TxQueue,
+};
 
 impl Ixgbe {
     /// Processes transmit queue `qi` after its tail moved: at most one pass over
@@ -38,105 +38,22 @@ impl Ixgbe {
             }
         };
         let mem = self.mem.get();
-        let head_wb = self.regs.peek(base + q::WBAL) & 1 != 0;
-        let mut done = false;
-        let mut budget = r.count;
-        while r.head != r.tail && budget > 0 {
-            budget -= 1;
-            let idx = r.head;
-            r.advance();
-            let d = match ring::read_desc(&mem, r.desc_addr(idx)) {
-                Ok(d) => d,
-                Err(_) => {
-                    self.errors.dma();
-                    continue;
-                }
-            };
-            let cmd = match parse_tx(&d) {
-                TxDesc::Context(c) => {
-                    txq.ctx[usize::from(c.idx & 1)] = c;
-                    // Context descriptors report DD too when RS is set.
-                    u32::from_le_bytes([d[8], d[9], d[10], d[11]]) & TXD_CMD_RS
-                }
-                TxDesc::Data {
-                    addr,
-                    len,
-                    cmd,
-                    popts,
-                    idx,
-                    tstamp,
-                    ..
-                } => {
-                    let opts = FrameOpts {
-                        cmd,
-                        popts,
-                        idx: idx & 1,
-                        tstamp,
-                        ..Default::default()
-                    };
-                    self.tx_gather(&mut txq, &mem, qi, addr, usize::from(len), opts);
-                    cmd
-                }
-                TxDesc::Legacy {
-                    addr,
-                    len,
-                    cmd,
-                    cso,
-                    css,
-                    vlan,
-                } => {
-                    // Legacy IC (insert checksum) is command bit 2.
-                    let ic = cmd & (1 << 26) != 0;
-                    let opts = FrameOpts {
-                        cmd,
-                        legacy_vlan: Some(vlan),
-                        legacy_csum: ic.then_some((cso, css)),
-                        ..Default::default()
-                    };
-                    self.tx_gather(&mut txq, &mem, qi, addr, usize::from(len), opts);
-                    cmd
-                }
-            };
-            if cmd & TXD_CMD_RS != 0 && !head_wb {
-                if ring::write_u32(&mem, r.desc_addr(idx) + 12, TXD_STAT_DD).is_err() {
-                    self.errors.dma();
-                }
-                done = true;
-            }
-        }
+        let pass = RingPass {
+            mem: &mem,
+            errors: &self.errors,
+            context_dd: true,
+            head_wb: head_writeback(
+                self.regs.peek(base + q::WBAL),
+                self.regs.peek(base + q::WBAH),
+            ),
+        };
+        let done = run_ring(&mut r, &mut txq, pass, |t, first| {
+            self.tx_finish(t, qi, first)
+        });
         self.regs.poke(base + q::H, r.head);
-        if head_wb {
-            let wbal = self.regs.peek(base + q::WBAL);
-            let addr = (u64::from(self.regs.peek(base + q::WBAH)) << 32) | u64::from(wbal & !3);
-            if ring::write_u32(&mem, addr, r.head).is_err() {
-                self.errors.dma();
-            }
-            done = true;
-        }
         drop(txq);
         if done {
             self.queue_interrupt(qi, Dir::Tx);
-        }
-    }
-
-    /// Appends one data buffer to the queue's frame and sends it at EOP.
-    fn tx_gather(
-        &self,
-        txq: &mut TxQueue,
-        mem: &GuestRam,
-        qi: usize,
-        addr: u64,
-        len: usize,
-        opts: FrameOpts,
-    ) {
-        let (g, dma_error) = txq.gather(mem, addr, len, opts);
-        if dma_error {
-            self.errors.dma();
-        }
-        match g {
-            Gathered::More => {}
-            Gathered::Dropped => self.errors.tx_malformed(),
-            Gathered::Done(first) => self.tx_finish(txq, qi, first),
         }
     }
 
