@@ -122,6 +122,34 @@ pub fn write_desc(mem: &GuestRam, addr: u64, d: &[u8; 16]) -> Result<(), RingErr
         .map_err(|_| RingError::BadAddress(addr))
 }
 
+/// Places a received frame (`parts` concatenated, `total` bytes) into the
+/// ring's buffers from its head on, `bufsize` bytes per buffer (one-buffer
+/// advanced receive descriptors: 82576 §7.1.5, 82599 §7.1.6), writing back
+/// each descriptor with `writeback(last, len)` and advancing `r.head` past
+/// every buffer used. The caller checked that enough descriptors are free.
+/// Stops at the first descriptor or buffer outside guest memory.
+pub fn place_frame(
+    mem: &GuestRam,
+    r: &mut Ring,
+    parts: &[&[u8]; 2],
+    total: usize,
+    bufsize: usize,
+    mut writeback: impl FnMut(bool, u16) -> [u8; 16],
+) -> Result<(), RingError> {
+    let mut off = 0usize;
+    while off < total {
+        let chunk = (total - off).min(bufsize.max(1));
+        let daddr = r.desc_addr(r.head);
+        let d = read_desc(mem, daddr)?;
+        let pkt = u64::from_le_bytes([d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7]]);
+        write_parts(mem, pkt, parts, off, chunk)?;
+        off += chunk;
+        write_desc(mem, daddr, &writeback(off >= total, chunk as u16))?;
+        r.advance();
+    }
+    Ok(())
+}
+
 /// Writes one little-endian dword.
 pub fn write_u32(mem: &GuestRam, addr: u64, v: u32) -> Result<(), RingError> {
     mem.write_obj(v, GuestAddress(addr))
@@ -192,6 +220,45 @@ mod tests {
             Err(RingError::TailOutOfRange { tail: 4, count: 4 })
         );
         assert_eq!(Ring::new(0, 1, 64, 9, 0).unwrap().head, 0);
+    }
+
+    #[test]
+    fn a_frame_spans_buffers_and_each_descriptor_is_written_back() {
+        let m = ram();
+        // Three descriptors at 0x1000 pointing at buffers 0x4000, 0x5000, 0x6000.
+        for i in 0..3u64 {
+            m.write_obj(0x4000 + 0x1000 * i, GuestAddress(0x1000 + 16 * i))
+                .unwrap();
+        }
+        let mut r = Ring::new(0x1000, 0, 4 * 16, 0, 3).unwrap();
+        let frame: Vec<u8> = (0..250u8).collect();
+        let mut wbs = Vec::new();
+        place_frame(
+            &m,
+            &mut r,
+            &[&frame[..14], &frame[14..]],
+            250,
+            100,
+            |last, len| {
+                wbs.push((last, len));
+                let mut d = [0u8; 16];
+                d[12..14].copy_from_slice(&len.to_le_bytes());
+                d
+            },
+        )
+        .unwrap();
+        assert_eq!(wbs, vec![(false, 100), (false, 100), (true, 50)]);
+        assert_eq!(r.head, 3);
+        let mut got = vec![0u8; 50];
+        m.read_slice(&mut got, GuestAddress(0x6000)).unwrap();
+        assert_eq!(got, frame[200..]);
+        let len: u16 = m.read_obj(GuestAddress(0x1000 + 16 * 2 + 12)).unwrap();
+        assert_eq!(len, 50);
+        // A buffer outside guest memory stops the placement with an error.
+        m.write_obj(0xffff_0000u64, GuestAddress(0x1030)).unwrap();
+        let mut r = Ring::new(0x1000, 0, 4 * 16, 3, 2).unwrap();
+        assert!(place_frame(&m, &mut r, &[&frame, &[]], 10, 100, |_, _| [0; 16]).is_err());
+        assert_eq!(r.head, 3, "nothing consumed");
     }
 
     #[test]

@@ -251,37 +251,19 @@ impl Ixgbe {
         let (csum_st, ptype) = self.rx_csum_bits(frame);
         let pkt_info = (ptype & 0xfff0) | ty as u16;
         let mem = self.mem.get();
-        let mut off = 0usize;
-        let mut ok = true;
-        while off < total {
-            let chunk = (total - off).min(bufsize);
-            let daddr = r.desc_addr(r.head);
-            let Ok(d) = ring::read_desc(&mem, daddr) else {
-                self.errors.dma();
-                ok = false;
-                break;
-            };
-            let pkt = u64::from_le_bytes(d[0..8].try_into().unwrap_or([0; 8]));
-            if ring::write_parts(&mem, pkt, &parts, off, chunk).is_err() {
-                self.errors.dma();
-                ok = false;
-                break;
-            }
-            off += chunk;
+        let placed = ring::place_frame(&mem, &mut r, &parts, total, bufsize, |last, len| {
             let mut st = RXD_STAT_DD | status_vp;
-            if off >= total {
+            if last {
                 st |= RXD_STAT_EOP | csum_st;
                 if ts {
                     st |= ptp::RXD_STAT_TS;
                 }
             }
-            let wb = rx_writeback(pkt_info, hash, st, chunk as u16, vlan);
-            if ring::write_desc(&mem, daddr, &wb).is_err() {
-                self.errors.dma();
-                ok = false;
-                break;
-            }
-            r.advance();
+            rx_writeback(pkt_info, hash, st, len, vlan)
+        });
+        let ok = placed.is_ok();
+        if !ok {
+            self.errors.dma();
         }
         self.regs.poke(base + q::H, r.head);
         if ok {
