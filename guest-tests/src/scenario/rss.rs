@@ -91,7 +91,7 @@ impl Scenario for Rss {
         )
     }
 
-    fn parse(&self, s: &Section, _t: &Target) -> ScenarioResult {
+    fn parse(&self, s: &Section, t: &Target) -> ScenarioResult {
         let mut r = ScenarioResult::pass(self.name());
         if s.get("supported") != Some("1") {
             let l: Vec<&str> = s.lines("l").collect();
@@ -109,6 +109,9 @@ impl Scenario for Rss {
         let read = |tag: String| parse_rx_queues(&s.lines(&tag).collect::<Vec<_>>());
         let mut counts = serde_json::Map::new();
         let mut tried = 0;
+        // Idle queues under many flows on QEMU's own devices: their RSS is
+        // QEMU's, reported as information (nicemu's devices must spread).
+        let mut qemu_idle = Vec::new();
         for n in 1..=max {
             if s.get(&format!("count{n}")).is_none() {
                 continue;
@@ -154,9 +157,14 @@ impl Scenario for Rss {
                 .filter(|q| many.get(q).copied().unwrap_or(0) == 0)
                 .collect();
             if !idle.is_empty() {
-                r.add_failure(format!(
+                let what = format!(
                     "combined {n}: many flows left active queue(s) {idle:?} without packets ({many:?})"
-                ));
+                );
+                if t.host_actions {
+                    r.add_failure(what);
+                } else {
+                    qemu_idle.push(what);
+                }
             }
             let stray: Vec<u32> = many
                 .iter()
@@ -199,9 +207,13 @@ impl Scenario for Rss {
             r.add_failure("no channel count was tried");
         }
         r.metric("counts", serde_json::Value::Object(counts));
-        r.summary = Some(format!(
-            "combined 1..{tried}: spread and single-flow checked"
-        ));
+        let mut summary = format!("combined 1..{tried}: spread and single-flow checked");
+        if !qemu_idle.is_empty() {
+            let note = format!("informational on QEMU's device: {}", qemu_idle.join("; "));
+            summary.push_str(&format!("; spread {note}"));
+            r.metric("spread_informational", json!(note));
+        }
+        r.summary = Some(summary);
         r
     }
 }
