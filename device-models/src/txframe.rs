@@ -9,7 +9,10 @@ use crate::desc::{
 };
 use crate::offload::{self, OffloadError};
 use crate::ring::{self, Ring};
-use crate::{ErrorCounters, GuestRam};
+use std::sync::Mutex;
+
+use crate::regfile::RegFile;
+use crate::{DmaMemory, ErrorCounters, GuestRam};
 
 /// Largest frame gathered by default (a 64 KiB TSO payload plus headers).
 pub const MAX_TX_FRAME: usize = 64 * 1024 + 256;
@@ -305,6 +308,39 @@ pub fn run_ring(
         done = true;
     }
     done
+}
+
+/// Offsets in a transmit queue's register block shared by the 82576 and the
+/// 82599 (TDBAL..TDT as [`Ring::from_block`] reads them, then TDWBAL/TDWBAH).
+const TDH: u32 = 0x10;
+const TDWBAL: u32 = 0x38;
+const TDWBAH: u32 = 0x3c;
+
+/// One doorbell of the transmit queue whose registers start at `base`: under
+/// the queue's lock, a [`run_ring`] pass over the ring the registers describe,
+/// then TDH updated. Returns whether the queue's interrupt is due, or the
+/// ring error (counted) of a ring the guest misprogrammed.
+pub fn queue_pass<H: Copy + 'static>(
+    regs: &RegFile<H>,
+    base: u32,
+    queue: &Mutex<TxQueue>,
+    mem: &DmaMemory,
+    errors: &ErrorCounters,
+    context_dd: bool,
+    frame_done: impl FnMut(&mut TxQueue, FrameOpts),
+) -> Result<bool, ring::RingError> {
+    let mut q = crate::sync::lock(queue);
+    let mut r = Ring::from_block(|o| regs.peek(o), base).inspect_err(|_| errors.ring())?;
+    let mem = mem.get();
+    let pass = RingPass {
+        mem: &mem,
+        errors,
+        context_dd,
+        head_wb: head_writeback(regs.peek(base + TDWBAL), regs.peek(base + TDWBAH)),
+    };
+    let done = run_ring(&mut r, &mut q, pass, frame_done);
+    regs.poke(base + TDH, r.head);
+    Ok(done)
 }
 
 /// The head write-back address from TDWBAL/TDWBAH, if its enable bit is set.

@@ -5,11 +5,7 @@
 use super::intr::Dir;
 use super::regs::*;
 use super::{ctrl, rctl, tctl, Igb};
-use crate::ring::Ring;
-use crate::sync::lock;
-use crate::txframe::{
-    head_writeback, run_ring, FinishSettings, Finished, FrameOpts, RingPass, TxQueue,
-};
+use crate::txframe::{queue_pass, FinishSettings, Finished, FrameOpts, TxQueue};
 
 /// TSICR / TSIM: transmit time stamp taken.
 const TSICR_TXTS: u32 = 1 << 1;
@@ -25,32 +21,19 @@ impl Igb {
         if self.regs.peek(base + q::DCTL) & QUEUE_ENABLE == 0 {
             return;
         }
-        let mut txq = lock(&self.txq[qi]);
-        let mut r = match Ring::from_block(|o| self.regs.peek(o), base) {
-            Ok(r) => r,
-            Err(e) => {
-                self.errors.ring();
-                log::debug!("igb: tx queue {qi}: {e}");
-                return;
-            }
-        };
-        let mem = self.mem.get();
-        let pass = RingPass {
-            mem: &mem,
-            errors: &self.errors,
-            context_dd: false,
-            head_wb: head_writeback(
-                self.regs.peek(base + q::WBAL),
-                self.regs.peek(base + q::WBAH),
-            ),
-        };
-        let done = run_ring(&mut r, &mut txq, pass, |t, first| {
-            self.tx_finish(t, qi, first)
-        });
-        self.regs.poke(base + q::H, r.head);
-        drop(txq);
-        if done {
-            self.queue_interrupt(qi, Dir::Tx);
+        let pass = queue_pass(
+            &self.regs,
+            base,
+            &self.txq[qi],
+            &self.mem,
+            &self.errors,
+            false,
+            |t, first| self.tx_finish(t, qi, first),
+        );
+        match pass {
+            Ok(true) => self.queue_interrupt(qi, Dir::Tx),
+            Ok(false) => {}
+            Err(e) => log::debug!("igb: tx queue {qi}: {e}"),
         }
     }
 

@@ -8,11 +8,7 @@
 use super::intr::Dir;
 use super::regs::*;
 use super::{hlreg0, Ixgbe, DMATXCTL_TE};
-use crate::ring::Ring;
-use crate::sync::lock;
-use crate::txframe::{
-    head_writeback, run_ring, FinishSettings, Finished, FrameOpts, RingPass, TxQueue,
-};
+use crate::txframe::{queue_pass, FinishSettings, Finished, FrameOpts, TxQueue};
 
 impl Ixgbe {
     /// Processes transmit queue `qi` after its tail moved: at most one pass over
@@ -28,32 +24,19 @@ impl Ixgbe {
         if self.regs.peek(base + q::DCTL) & QUEUE_ENABLE == 0 {
             return;
         }
-        let mut txq = lock(&self.txq[qi]);
-        let mut r = match Ring::from_block(|o| self.regs.peek(o), base) {
-            Ok(r) => r,
-            Err(e) => {
-                self.errors.ring();
-                log::debug!("ixgbe: tx queue {qi}: {e}");
-                return;
-            }
-        };
-        let mem = self.mem.get();
-        let pass = RingPass {
-            mem: &mem,
-            errors: &self.errors,
-            context_dd: true,
-            head_wb: head_writeback(
-                self.regs.peek(base + q::WBAL),
-                self.regs.peek(base + q::WBAH),
-            ),
-        };
-        let done = run_ring(&mut r, &mut txq, pass, |t, first| {
-            self.tx_finish(t, qi, first)
-        });
-        self.regs.poke(base + q::H, r.head);
-        drop(txq);
-        if done {
-            self.queue_interrupt(qi, Dir::Tx);
+        let pass = queue_pass(
+            &self.regs,
+            base,
+            &self.txq[qi],
+            &self.mem,
+            &self.errors,
+            true,
+            |t, first| self.tx_finish(t, qi, first),
+        );
+        match pass {
+            Ok(true) => self.queue_interrupt(qi, Dir::Tx),
+            Ok(false) => {}
+            Err(e) => log::debug!("ixgbe: tx queue {qi}: {e}"),
         }
     }
 
