@@ -149,6 +149,18 @@ pub fn parse_tx(d: &[u8; 16]) -> TxDesc {
     }
 }
 
+/// Status of one buffer of a received frame (advanced one-buffer write-back):
+/// DD and `every` (e.g. VP) on each buffer; EOP and `last_bits` (checksum
+/// status and errors, the IEEE 1588 TS bit) on the frame's last buffer.
+pub fn rx_status(last: bool, every: u32, last_bits: u32) -> u32 {
+    let st = RXD_STAT_DD | every;
+    if last {
+        st | RXD_STAT_EOP | last_bits
+    } else {
+        st
+    }
+}
+
 /// Builds an advanced receive write-back descriptor.
 pub fn rx_writeback(pkt_info: u16, rss: u32, status_error: u32, len: u16, vlan: u16) -> [u8; 16] {
     let mut d = [0u8; 16];

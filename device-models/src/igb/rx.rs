@@ -6,8 +6,8 @@ use super::intr::Dir;
 use super::regs::*;
 use super::{ctrl, rctl, Igb};
 use crate::desc::{
-    rx_writeback, RXD_ERR_IPE, RXD_ERR_L4E, RXD_STAT_DD, RXD_STAT_EOP, RXD_STAT_IPCS,
-    RXD_STAT_TCPCS, RXD_STAT_UDPCS, RXD_STAT_VP,
+    rx_status, rx_writeback, RXD_ERR_IPE, RXD_ERR_L4E, RXD_STAT_IPCS, RXD_STAT_TCPCS,
+    RXD_STAT_UDPCS, RXD_STAT_VP,
 };
 use crate::fault::RxFault;
 use crate::offload;
@@ -264,15 +264,15 @@ impl Igb {
             return;
         }
         let mem = self.mem.get();
+        let eop_bits = csum_st | if ts { ptp::RXD_STAT_TS } else { 0 };
         let placed = ring::place_frame(&mem, &mut r, &parts, total, bufsize, |last, len| {
-            let mut st = RXD_STAT_DD | status_vp;
-            if last {
-                st |= RXD_STAT_EOP | csum_st;
-                if ts {
-                    st |= ptp::RXD_STAT_TS;
-                }
-            }
-            rx_writeback(pkt_info, hi, st, len, vlan)
+            rx_writeback(
+                pkt_info,
+                hi,
+                rx_status(last, status_vp, eop_bits),
+                len,
+                vlan,
+            )
         });
         let ok = placed.is_ok();
         if !ok {

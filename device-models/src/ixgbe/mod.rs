@@ -289,6 +289,12 @@ impl Ixgbe {
         self.link.load(Ordering::Acquire)
     }
 
+    /// A frame from the wire: dropped (consumed) without link or while the
+    /// MAC loops back, else [`Self::rx_frame`].
+    fn wire_rx(&self, frame: &[u8], sent: Option<u64>, wait: bool) -> bool {
+        !self.link_up() || self.loopback() || self.rx_frame(frame, sent, wait)
+    }
+
     fn loopback(&self) -> bool {
         self.regs.peek(HLREG0) & hlreg0::LPBK != 0
     }
@@ -635,20 +641,15 @@ impl NicFunction for Ixgbe {
     }
 
     fn receive(&self, frame: &[u8]) {
-        if self.link_up() && !self.loopback() {
-            self.rx_frame(frame, None, true);
-        }
+        self.wire_rx(frame, None, true);
     }
 
     fn receive_at(&self, frame: &[u8], sent_ns: u64) {
-        if self.link_up() && !self.loopback() {
-            self.rx_frame(frame, Some(sent_ns), true);
-        }
+        self.wire_rx(frame, Some(sent_ns), true);
     }
 
     fn try_receive_at(&self, frame: &[u8], sent_ns: u64) -> bool {
-        // Without link (or in loopback) the frame is dropped: consumed.
-        !self.link_up() || self.loopback() || self.rx_frame(frame, Some(sent_ns), false)
+        self.wire_rx(frame, Some(sent_ns), false)
     }
 
     fn bars(&self) -> &[Bar] {

@@ -7,7 +7,7 @@
 use super::intr::Dir;
 use super::regs::*;
 use super::{fctrl, hlreg0, Ixgbe};
-use crate::desc::{rx_writeback, RXD_STAT_DD, RXD_STAT_EOP, RXD_STAT_IPCS, RXD_STAT_VP};
+use crate::desc::{rx_status, rx_writeback, RXD_STAT_IPCS, RXD_STAT_VP};
 use crate::offload;
 use crate::ptp::{self, RxFilter};
 use crate::ring::{self, Ring};
@@ -251,15 +251,15 @@ impl Ixgbe {
         let (csum_st, ptype) = self.rx_csum_bits(frame);
         let pkt_info = (ptype & 0xfff0) | ty as u16;
         let mem = self.mem.get();
+        let eop_bits = csum_st | if ts { ptp::RXD_STAT_TS } else { 0 };
         let placed = ring::place_frame(&mem, &mut r, &parts, total, bufsize, |last, len| {
-            let mut st = RXD_STAT_DD | status_vp;
-            if last {
-                st |= RXD_STAT_EOP | csum_st;
-                if ts {
-                    st |= ptp::RXD_STAT_TS;
-                }
-            }
-            rx_writeback(pkt_info, hash, st, len, vlan)
+            rx_writeback(
+                pkt_info,
+                hash,
+                rx_status(last, status_vp, eop_bits),
+                len,
+                vlan,
+            )
         });
         let ok = placed.is_ok();
         if !ok {
