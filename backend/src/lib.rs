@@ -6,6 +6,7 @@ pub mod config;
 pub mod control;
 pub mod error;
 pub mod ports;
+pub mod sched;
 pub mod signals;
 pub mod switch;
 pub mod timer;
@@ -51,6 +52,13 @@ pub struct Cli {
     /// to FILE, or to standard error without =FILE.
     #[arg(long = "trace-regs", value_name = "FILE", num_args = 0..=1, require_equals = true, default_missing_value = "-")]
     pub trace_regs: Option<PathBuf>,
+    /// Scheduling policy of the data-path threads (vfio-user servers, receive
+    /// threads, vhost-user workers, wires): batch serves doorbells in batches
+    /// without preempting the vCPU that rang them; normal lets every doorbell
+    /// preempt; idle runs the data path only on idle cores. Timers and the
+    /// control socket always run normal.
+    #[arg(long = "sched", value_enum, default_value_t = sched::DataPathSched::Batch)]
+    pub sched: sched::DataPathSched,
 }
 
 /// Subcommands.
@@ -80,6 +88,7 @@ pub fn run(cli: Cli) -> Result<(), error::Error> {
         Some(p) if p.as_os_str() == "-" => Some(trace::open_sink(None)?),
         Some(p) => Some(trace::open_sink(Some(p))?),
     };
+    sched::set_data_path_policy(cli.sched);
     let signals = signals::Signals::block()?;
     let running = ports::start(&devices, &wires, tracer)?;
     if let Some(path) = &cli.control {

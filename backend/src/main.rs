@@ -1,10 +1,17 @@
 //! `nicemu`: emulated Intel NICs for QEMU. See `nicemu --help`.
 
-use clap::Parser;
+use clap::Parser as _;
 
 fn main() {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
-    let cli = nicemu::Cli::parse();
+    let cli = match nicemu::Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) if !e.use_stderr() => e.exit(), // --help, --version
+        Err(e) => {
+            eprintln!("nicemu: {}", one_line(&e.to_string()));
+            std::process::exit(2);
+        }
+    };
     if let Some(nicemu::Command::Ctl(args)) = &cli.command {
         match nicemu::control::client::run(args) {
             Ok(out) => print!("{out}"),
@@ -19,4 +26,15 @@ fn main() {
         eprintln!("nicemu: {e}");
         std::process::exit(2);
     }
+}
+
+/// A clap error on one line: "error: " and the "--help" hint dropped, the rest
+/// (what was wrong, the possible values) joined.
+fn one_line(msg: &str) -> String {
+    msg.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with("For more information"))
+        .map(|l| l.strip_prefix("error: ").unwrap_or(l))
+        .collect::<Vec<_>>()
+        .join(" ")
 }

@@ -227,6 +227,7 @@ fn start_one(
     std::thread::Builder::new()
         .name(format!("rx-{}", spec.id))
         .spawn(move || {
+            crate::sched::enter_data_path();
             while let Some((frame, sent)) = rx.recv_timed() {
                 rx_dev.receive_at(&frame, sent);
                 rx.recycle(frame);

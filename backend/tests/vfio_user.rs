@@ -243,6 +243,7 @@ fn cli_errors_are_one_line_with_exit_code_2() {
         ],
         vec!["--device".to_string(), "igb,id=a".to_string()],
         vec!["--device".to_string(), "nic,id=a,socket=/x".to_string()],
+        vec!["--sched".to_string(), "fast".to_string()],
         vec![],
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_nicemu"))
@@ -255,4 +256,57 @@ fn cli_errors_are_one_line_with_exit_code_2() {
         assert!(err.starts_with("nicemu: "), "{err}");
     }
     let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Scheduling policy of each named thread of a running nicemu
+/// (`/proc/PID/task/TID/sched`, "policy : N"), waiting up to 5 s for `name`.
+fn thread_policies(pid: u32, name: &str) -> Vec<(String, u32)> {
+    let t = std::time::Instant::now();
+    loop {
+        let mut v = Vec::new();
+        for e in std::fs::read_dir(format!("/proc/{pid}/task"))
+            .unwrap()
+            .flatten()
+        {
+            let comm = std::fs::read_to_string(e.path().join("comm")).unwrap_or_default();
+            let sched = std::fs::read_to_string(e.path().join("sched")).unwrap_or_default();
+            let policy = sched
+                .lines()
+                .find(|l| l.starts_with("policy"))
+                .and_then(|l| l.rsplit(':').next())
+                .and_then(|p| p.trim().parse().ok())
+                .unwrap_or(u32::MAX);
+            v.push((comm.trim().to_string(), policy));
+        }
+        if v.iter().any(|(c, _)| c == name) || t.elapsed() > Duration::from_secs(5) {
+            return v;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn data_path_threads_run_sched_batch_and_timers_normal() {
+    const SCHED_OTHER: u32 = 0;
+    const SCHED_BATCH: u32 = 3;
+    let dev = format!("igb,id=igb0,socket={{dir}}/igb0.sock,mac={MAC}");
+    for (args, vfio_policy) in [
+        (vec![], SCHED_BATCH),
+        (vec!["--sched", "normal"], SCHED_OTHER),
+    ] {
+        let mut all = vec!["--device", dev.as_str()];
+        all.extend(args.iter().copied());
+        let n = Nicemu::start("sched", &all, &["igb0.sock"]);
+        let threads = thread_policies(n.child.id(), "vfio-igb0");
+        let policy = |name: &str| {
+            threads
+                .iter()
+                .find(|(c, _)| c == name)
+                .unwrap_or_else(|| panic!("no thread {name} in {threads:?}"))
+                .1
+        };
+        assert_eq!(policy("vfio-igb0"), vfio_policy, "{args:?}: {threads:?}");
+        assert_eq!(policy("rx-igb0"), vfio_policy, "{args:?}: {threads:?}");
+        assert_eq!(policy("timer-igb0"), SCHED_OTHER, "{args:?}: {threads:?}");
+    }
 }

@@ -156,6 +156,7 @@ impl VfioPort {
         let handle = std::thread::Builder::new()
             .name(format!("vfio-{id}"))
             .spawn(move || loop {
+                crate::sched::enter_data_path();
                 log::info!("{id}: waiting for a vfio-user client on {}", path.display());
                 let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     server.serve_one(&mut self)

@@ -156,6 +156,7 @@ impl VirtioNetPort {
         std::thread::Builder::new()
             .name(format!("rx-{}", spec.id))
             .spawn(move || {
+                crate::sched::enter_data_path();
                 while let Some(frame) = rx.recv() {
                     bl.push(&rb, &frame);
                     rx.recycle(frame);
@@ -166,28 +167,36 @@ impl VirtioNetPort {
         let (rb, bl) = (backend.clone(), backlog);
         std::thread::Builder::new()
             .name(format!("rxq-{}", spec.id))
-            .spawn(move || loop {
-                let seen = rb.generation();
-                if bl.pump(&rb) {
-                    continue;
-                }
-                if bl.is_empty() {
-                    if bl.is_closed() {
-                        break;
+            .spawn(move || {
+                crate::sched::enter_data_path();
+                loop {
+                    let seen = rb.generation();
+                    if bl.pump(&rb) {
+                        continue;
                     }
-                    // Idle: a pushed frame bumps the generation.
-                    rb.wait(seen, Duration::from_secs(1));
-                } else {
-                    // Waiting for buffers: a receive kick bumps it; the
-                    // timeout only bounds a missed one.
-                    rb.wait(seen, Duration::from_millis(100));
+                    if bl.is_empty() {
+                        if bl.is_closed() {
+                            break;
+                        }
+                        // Idle: a pushed frame bumps the generation.
+                        rb.wait(seen, Duration::from_secs(1));
+                    } else {
+                        // Waiting for buffers: a receive kick bumps it; the
+                        // timeout only bounds a missed one.
+                        rb.wait(seen, Duration::from_millis(100));
+                    }
                 }
             })
             .map_err(listen_err)?;
         let s = inner.clone();
         std::thread::Builder::new()
             .name(format!("vhost-{}", spec.id))
-            .spawn(move || serve(&s, Some(listener)))
+            .spawn(move || {
+                // The vhost-user daemon's queue workers are spawned from here
+                // and inherit the policy.
+                crate::sched::enter_data_path();
+                serve(&s, Some(listener))
+            })
             .map_err(listen_err)?;
         Ok(VirtioNetPort { inner })
     }

@@ -62,6 +62,7 @@ pub fn start(path: &Path, switch: &Arc<Switch>) -> Result<(), Error> {
     std::thread::Builder::new()
         .name("wire-stream-tx".into())
         .spawn(move || {
+            crate::sched::enter_data_path();
             while let Some(frame) = rx.recv() {
                 let mut p = out.lock().unwrap_or_else(|e| e.into_inner());
                 if let Some(w) = p.as_mut() {
@@ -82,6 +83,7 @@ pub fn start(path: &Path, switch: &Arc<Switch>) -> Result<(), Error> {
     std::thread::Builder::new()
         .name("wire-stream-rx".into())
         .spawn(move || {
+            crate::sched::enter_data_path();
             for conn in listener.incoming() {
                 let Ok(s) = conn else { continue };
                 log::info!("stream wire {name}: peer connected");

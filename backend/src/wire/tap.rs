@@ -61,6 +61,7 @@ pub fn start(ifname: &str, switch: &Arc<Switch>) -> Result<(), Error> {
     std::thread::Builder::new()
         .name(format!("tap-tx-{ifname}"))
         .spawn(move || {
+            crate::sched::enter_data_path();
             while let Some(frame) = rx.recv() {
                 if let Err(e) = tap_w.write_all(&frame) {
                     log::debug!("tap write: {e}");
@@ -74,6 +75,7 @@ pub fn start(ifname: &str, switch: &Arc<Switch>) -> Result<(), Error> {
     std::thread::Builder::new()
         .name(format!("tap-rx-{ifname}"))
         .spawn(move || {
+            crate::sched::enter_data_path();
             let mut buf = vec![0u8; 65536];
             loop {
                 match tap_r.read(&mut buf) {
