@@ -35,6 +35,11 @@ pub const KNOWN: &[(&str, &str, &str)] = &[
         "taskset mask for netperf (e.g. 2 = CPU 1); empty = no pinning",
     ),
     (
+        "netperf.pin",
+        "1",
+        "1 = netperf on CPU 0 with the device's interrupts, netserver on CPU 1 with the peer's (netperf -T 0,1), as on two hosts; 0 = the guest scheduler places them",
+    ),
+    (
         "netperf.combined",
         "",
         "ethtool -L IFACE combined N before the tests; empty = leave as is",

@@ -70,6 +70,27 @@ pub fn parse_tests(spec: &str) -> Vec<TestSpec> {
         .collect()
 }
 
+/// Shell: with two or more CPUs, steers every MSI/MSI-X vector of the device under test to
+/// CPU 0 and the peer's to CPU 1 (`/proc/irq/N/smp_affinity`), prints `pinned=1` and sets
+/// `NP_BIND` to netperf's `-T 0,1` (netperf on CPU 0, netserver's data process on CPU 1).
+/// virtio-net's vectors belong to the PCI device above the virtio device.
+const PIN_IRQS: &str = r#"NP_BIND=
+nicemu_irqs_to() {
+    local d n
+    d=$(readlink -f "$1")
+    [ -d "$d/msi_irqs" ] || d=${d%/*}
+    for n in $(ls "$d/msi_irqs" 2>/dev/null); do echo "$2" > /proc/irq/$n/smp_affinity 2>/dev/null; done
+}
+if [ "$(grep -c ^processor /proc/cpuinfo)" -ge 2 ]; then
+    nicemu_irqs_to /sys/class/net/$IFACE/device 1
+    nicemu_irqs_to "$(nicemu_peer readlink -f /sys/class/net/$PEER_IFACE/device)" 2
+    NP_BIND="-T 0,1"
+    nicemu_kv pinned 1
+else
+    nicemu_kv pinned 0
+fi
+"#;
+
 /// Parses `-k` output (KEY=VALUE lines) into a map.
 pub fn parse_keyval(lines: &[&str]) -> BTreeMap<String, String> {
     lines
@@ -123,6 +144,15 @@ impl Scenario for Netperf {
         } else {
             format!("/usr/bin/taskset {mask} ")
         };
+        // Two hosts in one guest: the sender (netperf) and the device's interrupts on
+        // CPU 0, the receiver (netserver) and the peer's interrupts on CPU 1, so the
+        // guest scheduler cannot stack both ends on one vCPU now and then.
+        let bind = if p.num("netperf.pin") != 0.0 {
+            s.push_str(PIN_IRQS);
+            "$NP_BIND "
+        } else {
+            ""
+        };
         let tests = parse_tests(&p.get("netperf.tests"));
         // Labels first, so tests cut short by an abort are still reported.
         for (i, t) in tests.iter().enumerate() {
@@ -131,7 +161,7 @@ impl Scenario for Netperf {
         for (i, t) in tests.iter().enumerate() {
             let m = t.size.map(|m| format!("-m {m} ")).unwrap_or_default();
             s.push_str(&format!(
-                "nicemu_out np{i} timeout {} {pin}/usr/bin/netperf -H $PEER_IP -t {} -l {d} -P 0 -- {m}-k {SELECTORS} \
+                "nicemu_out np{i} timeout {} {pin}/usr/bin/netperf -H $PEER_IP {bind}-t {} -l {d} -P 0 -- {m}-k {SELECTORS} \
                  || [ $? != 143 ] || {{ nicemu_kv aborted {i}; exit 0; }}\n",
                 d + 40,
                 t.test
@@ -204,6 +234,9 @@ impl Scenario for Netperf {
             r.add_failure("no netperf test ran");
         }
         r.metric("tests", serde_json::Value::Object(tests));
+        if let Some(pinned) = s.get("pinned") {
+            r.metric("pinned", json!(pinned == "1"));
+        }
         r.summary = Some(summary.join(", "));
         r
     }
@@ -219,5 +252,19 @@ mod tests {
         assert_eq!(t.len(), 3);
         assert_eq!(t[1].label(), "UDP_STREAM:1");
         assert_eq!(t[1].size, Some(1));
+    }
+
+    #[test]
+    fn pinning_binds_both_ends_and_steers_both_ports_interrupts() {
+        let mut p = Params::default();
+        p.set("netperf.tests", "TCP_RR").unwrap();
+        let s = Netperf.script(&p);
+        assert!(s.contains("netperf -H $PEER_IP $NP_BIND -t TCP_RR"), "{s}");
+        assert!(s.contains("nicemu_irqs_to /sys/class/net/$IFACE/device 1"));
+        assert!(s.contains("/sys/class/net/$PEER_IFACE/device)\" 2"));
+        p.set("netperf.pin", "0").unwrap();
+        let s = Netperf.script(&p);
+        assert!(s.contains("netperf -H $PEER_IP -t TCP_RR"), "{s}");
+        assert!(!s.contains("smp_affinity"));
     }
 }
