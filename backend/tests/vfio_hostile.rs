@@ -472,8 +472,21 @@ fn dma_map_errors_and_unmap_all() {
     assert!(r.ok() && r.payload.is_empty(), "{r:?}");
     let r = c.call_fds(DMA_MAP, &map(0x1000, 1 << 20), &[ram.0.as_raw_fd()]);
     assert!(!r.ok(), "overlapping mapping refused");
+    assert_eq!(r.error, libc::EEXIST as u32, "overlap answers EEXIST");
     let r = c.call_fds(DMA_MAP, &map(1 << 40, 0), &[ram.0.as_raw_fd()]);
     assert!(!r.ok(), "empty mapping refused");
+    assert_eq!(r.error, libc::EINVAL as u32, "empty mapping answers EINVAL");
+    let r = c.call_fds(
+        DMA_MAP,
+        &map(u64::MAX - 0xfff, 1 << 20),
+        &[ram.0.as_raw_fd()],
+    );
+    assert!(!r.ok(), "wrapping mapping refused");
+    assert_eq!(
+        r.error,
+        libc::EINVAL as u32,
+        "a wrapping range answers EINVAL"
+    );
     // UNMAP_ALL (flag bit 1, address and size 0) drops the mapping; the reply
     // echoes the request.
     let unmap = [

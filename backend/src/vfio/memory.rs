@@ -15,7 +15,7 @@ pub enum DmaError {
     /// No fd: this crate cannot serve DMA through messages.
     #[error("DMA region at {0:#x} has no file descriptor (message-based DMA is not supported)")]
     NoFd(u64),
-    /// Zero or absurd size.
+    /// Zero or absurd size, or a range that wraps past the end of the address space.
     #[error("DMA region at {addr:#x} has invalid size {size:#x}")]
     BadSize {
         /// Guest address.
@@ -23,7 +23,7 @@ pub enum DmaError {
         /// Size.
         size: u64,
     },
-    /// The range overlaps an existing mapping or wraps.
+    /// The range overlaps an existing mapping.
     #[error("DMA region {addr:#x}+{size:#x} overlaps a mapped region")]
     Overlap {
         /// Guest address.
@@ -73,7 +73,7 @@ impl DmaTable {
         }
         let end = addr
             .checked_add(size)
-            .ok_or(DmaError::Overlap { addr, size })?;
+            .ok_or(DmaError::BadSize { addr, size })?;
         if self.regions.iter().any(|r| {
             let (s, e) = (r.start_addr().0, r.start_addr().0 + r.len());
             addr < e && s < end
@@ -190,7 +190,7 @@ mod tests {
         ));
         assert!(matches!(
             t.map(u64::MAX - 10, 100, 0, Some(memfd(100))),
-            Err(DmaError::Overlap { .. })
+            Err(DmaError::BadSize { .. })
         ));
         assert!(matches!(t.map(0, 0x1000, 0, None), Err(DmaError::NoFd(0))));
         assert_eq!(t.unmap(0x10_0000, 0x1_0000), 1);

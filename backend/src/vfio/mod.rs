@@ -27,7 +27,7 @@ use wire::{DmaMapFlags, DmaUnmapFlags, IrqInfo, RegionInfo};
 use crate::error::Error;
 use crate::trace::{Dir, Tracer};
 use irq::EventIrq;
-use memory::DmaTable;
+use memory::{DmaError, DmaTable};
 
 /// Shared handle to a device model. The model locks internally only what an
 /// operation touches (per queue, see `device_models`), so the transport thread,
@@ -259,7 +259,13 @@ impl DeviceBackend for VfioPort {
         }
         self.dma.map(address, size, offset, fd).map_err(|e| {
             log::warn!("{}: {e}", self.id);
-            io_err(e)
+            match e {
+                // EEXIST, as VFIO's type1 IOMMU answers a map over a mapped range.
+                DmaError::Overlap { .. } => {
+                    std::io::Error::new(std::io::ErrorKind::AlreadyExists, e.to_string())
+                }
+                _ => io_err(e),
+            }
         })?;
         log::debug!("{}: DMA map {address:#x}+{size:#x}", self.id);
         let mem = self.dma.memory();
