@@ -8,6 +8,7 @@ pub mod error;
 pub mod ports;
 pub mod sched;
 pub mod signals;
+pub mod socket;
 pub mod switch;
 pub mod timer;
 pub mod trace;

@@ -1,7 +1,7 @@
 //! The control socket server: answers requests about the running ports.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::os::unix::net::{UnixListener, UnixStream};
+use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -18,13 +18,7 @@ const MAX_LINE: usize = 64 * 1024;
 
 /// Binds the control socket and serves it on a thread.
 pub fn start(path: &Path, reg: Arc<Registry>) -> Result<PathBuf, Error> {
-    if path.symlink_metadata().is_ok() {
-        return Err(Error::SocketExists(path.to_path_buf()));
-    }
-    let l = UnixListener::bind(path).map_err(|source| Error::Listen {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let l = crate::socket::listen(path)?;
     std::thread::Builder::new()
         .name("control".into())
         .spawn(move || {

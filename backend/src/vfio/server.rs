@@ -248,13 +248,7 @@ pub struct Server {
 impl Server {
     /// Creates the socket at `path`; `id` prefixes log lines.
     pub fn bind(id: &str, path: &Path, tables: DeviceTables) -> Result<Server, Error> {
-        if path.symlink_metadata().is_ok() {
-            return Err(Error::SocketExists(path.to_path_buf()));
-        }
-        let listener = UnixListener::bind(path).map_err(|source| Error::Listen {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let listener = crate::socket::listen(path)?;
         Ok(Server {
             id: id.to_string(),
             listener,

@@ -127,10 +127,7 @@ impl VirtioNetPort {
             path: spec.socket.clone(),
             source: e,
         };
-        if spec.socket.exists() {
-            return Err(Error::SocketExists(spec.socket.clone()));
-        }
-        let listener = UnixListener::bind(&spec.socket).map_err(listen_err)?;
+        let listener = crate::socket::listen(&spec.socket)?;
         let direct = Arc::new(DirectVhost::default());
         let (port, rx) = switch.attach_direct(Some(direct.clone()));
         let switch_counters = port.counters.clone();

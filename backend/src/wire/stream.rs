@@ -5,7 +5,7 @@
 //! One peer at a time; when it goes away the next may connect.
 
 use std::io::{BufReader, BufWriter, Read, Write};
-use std::os::unix::net::{UnixListener, UnixStream};
+use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
@@ -46,13 +46,7 @@ pub fn write_frame(w: &mut impl Write, frame: &[u8]) -> std::io::Result<()> {
 
 /// Binds the socket and starts the accept/forward threads.
 pub fn start(path: &Path, switch: &Arc<Switch>) -> Result<(), Error> {
-    if path.symlink_metadata().is_ok() {
-        return Err(Error::SocketExists(path.to_path_buf()));
-    }
-    let listener = UnixListener::bind(path).map_err(|source| Error::Listen {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let listener = crate::socket::listen(path)?;
     let (port, rx) = switch.attach();
     let port = Arc::new(port);
     let peer: Arc<Mutex<Option<BufWriter<UnixStream>>>> = Arc::default();
