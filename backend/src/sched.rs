@@ -18,7 +18,7 @@
 //! Measured on a 2-core host, TCG guest with 2 vCPUs, netperf UDP_STREAM -m 64
 //! igb → igb: see README "Threads and locks".
 
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::OnceLock;
 
 /// How data-path threads are scheduled (Linux `sched(7)` policies).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -34,22 +34,6 @@ pub enum DataPathSched {
 }
 
 impl DataPathSched {
-    fn code(self) -> u8 {
-        match self {
-            DataPathSched::Normal => 0,
-            DataPathSched::Batch => 1,
-            DataPathSched::Idle => 2,
-        }
-    }
-
-    fn from_code(c: u8) -> Self {
-        match c {
-            1 => DataPathSched::Batch,
-            2 => DataPathSched::Idle,
-            _ => DataPathSched::Normal,
-        }
-    }
-
     fn policy(self) -> libc::c_int {
         match self {
             DataPathSched::Normal => libc::SCHED_OTHER,
@@ -59,18 +43,21 @@ impl DataPathSched {
     }
 }
 
-/// The policy data-path threads take when they start (set once from the CLI;
-/// `Normal` for library users and tests that never set it).
-static POLICY: AtomicU8 = AtomicU8::new(0);
+/// The policy data-path threads take when they start: set once from the CLI;
+/// `Normal` for library users and tests that never set it.
+static POLICY: OnceLock<DataPathSched> = OnceLock::new();
 
-/// Sets the policy for data-path threads started from now on.
+/// Sets the policy for data-path threads started from now on (once per
+/// process; a second call is ignored).
 pub fn set_data_path_policy(p: DataPathSched) {
-    POLICY.store(p.code(), Ordering::Relaxed);
+    if POLICY.set(p).is_err() {
+        log::debug!("data-path scheduling policy already set; {p:?} ignored");
+    }
 }
 
 /// The policy data-path threads take.
 pub fn data_path_policy() -> DataPathSched {
-    DataPathSched::from_code(POLICY.load(Ordering::Relaxed))
+    POLICY.get().copied().unwrap_or(DataPathSched::Normal)
 }
 
 /// Called first thing by each data-path thread: applies the configured policy
@@ -125,16 +112,5 @@ mod tests {
             assert_eq!(outer, p.policy(), "{p:?} inherited");
         }
         assert_eq!(current_policy(), libc::SCHED_OTHER, "test thread untouched");
-    }
-
-    #[test]
-    fn the_configured_policy_round_trips() {
-        for p in [
-            DataPathSched::Normal,
-            DataPathSched::Batch,
-            DataPathSched::Idle,
-        ] {
-            assert_eq!(DataPathSched::from_code(p.code()), p);
-        }
     }
 }
