@@ -238,7 +238,9 @@ fn install_extra(root: &Path, missing: &[&str]) -> Result<()> {
     output_ok(
         Command::new("chroot")
             .arg(root)
-            .args(["apt-get", "install", "-y", "--no-install-recommends"])
+            // Another nicemu-guest may be installing into the same root: wait for its lock.
+            .args(["apt-get", "-o", "DPkg::Lock::Timeout=900", "install", "-y"])
+            .arg("--no-install-recommends")
             .args(missing)
             .env("DEBIAN_FRONTEND", "noninteractive"),
     )?;
