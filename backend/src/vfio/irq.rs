@@ -76,21 +76,23 @@ impl std::fmt::Debug for EventIrq {
 /// description is shared with the client; QEMU creates its eventfds
 /// non-blocking anyway). Anything else is refused: a write to a regular file
 /// or a device may block however the fd is flagged.
-pub fn prepare_fd(f: &File) -> Result<(), IrqError> {
-    let ok_kind = match f.metadata() {
-        Ok(md) => {
-            use std::os::unix::fs::{FileTypeExt, MetadataExt};
-            let t = md.file_type();
-            // Anonymous inodes (eventfd) have no file type bits.
-            t.is_fifo() || t.is_socket() || md.mode() & libc::S_IFMT == 0
-        }
-        Err(e) => return Err(IrqError::NotSignallable(e.to_string())),
-    };
-    if !ok_kind {
-        return Err(IrqError::NotSignallable("wrong file type".into()));
-    }
+pub fn prepare_fd(f: &impl AsRawFd) -> Result<(), IrqError> {
     let fd = f.as_raw_fd();
-    // SAFETY: F_GETFL/F_SETFL on an fd we own read and set its status flags.
+    // SAFETY: fstat writes into a zeroed stat buffer we own.
+    let mode = unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        if libc::fstat(fd, &mut st) != 0 {
+            return Err(IrqError::NotSignallable(
+                std::io::Error::last_os_error().to_string(),
+            ));
+        }
+        st.st_mode & libc::S_IFMT
+    };
+    // Anonymous inodes (eventfd) have no file type bits.
+    if !matches!(mode, 0 | libc::S_IFIFO | libc::S_IFSOCK) {
+        return Err(IrqError::NotSignallable(format!("file type {mode:#o}")));
+    }
+    // SAFETY: F_GETFL/F_SETFL on an fd we hold read and set its status flags.
     let ok = unsafe {
         let fl = libc::fcntl(fd, libc::F_GETFL);
         fl >= 0 && libc::fcntl(fd, libc::F_SETFL, fl | libc::O_NONBLOCK) == 0
@@ -106,18 +108,34 @@ pub fn prepare_fd(f: &File) -> Result<(), IrqError> {
 
 /// What a signal came to.
 #[derive(Debug, PartialEq, Eq)]
-enum Signalled {
+pub enum Signalled {
+    /// Written.
     Sent,
     /// The fd was full (EAGAIN): the client has not consumed the previous
     /// interrupt yet, so this one merges with it, as a pending MSI-X
     /// message does (PCI 3.0 §6.8.3.5).
     Coalesced,
+    /// Any other failure (a pipe whose reader is gone, an fd of the wrong
+    /// kind).
     Failed,
+}
+
+/// Signals an fd the caller did not prepare (vhost-user's call eventfds,
+/// which the vhost-user-backend crate receives and may replace at any
+/// time): makes it non-blocking first if it is not (one F_GETFL per
+/// signal), then writes as [`signal`] does.
+pub fn signal_unprepared(f: &impl AsRawFd) -> Signalled {
+    // SAFETY: F_GETFL only reads the status flags of an fd we hold.
+    let fl = unsafe { libc::fcntl(f.as_raw_fd(), libc::F_GETFL) };
+    if fl < 0 || (fl & libc::O_NONBLOCK == 0 && prepare_fd(f).is_err()) {
+        return Signalled::Failed;
+    }
+    signal(f)
 }
 
 /// One non-blocking 8-byte write of 1 (an eventfd increment; a pipe or
 /// socket gets the same bytes).
-fn signal(f: &File) -> Signalled {
+fn signal(f: &impl AsRawFd) -> Signalled {
     let one = 1u64.to_le_bytes();
     // SAFETY: writes 8 bytes from a live stack buffer to an fd we own; with
     // O_NONBLOCK set by `prepare_fd` the call does not wait.
@@ -408,6 +426,28 @@ mod tests {
             irq.set_irqs(VFIO_PCI_MSIX_IRQ_INDEX, trig, 2, 1, vec![file]),
             Err(IrqError::NotSignallable(_))
         ));
+    }
+
+    #[test]
+    fn unprepared_fds_are_made_non_blocking_when_signalled() {
+        // A vhost-user call eventfd as a hostile client may pass it:
+        // blocking and one below its maximum.
+        let full = EventFd::new(0).unwrap();
+        full.write(u64::MAX - 1).unwrap();
+        let (tx, done) = std::sync::mpsc::channel();
+        let t = std::thread::spawn(move || {
+            let r = signal_unprepared(&full);
+            let _ = tx.send(());
+            (r, full)
+        });
+        done.recv_timeout(std::time::Duration::from_secs(5))
+            .expect("signalling blocked");
+        let (r, full) = t.join().unwrap();
+        assert_eq!(r, Signalled::Coalesced);
+        assert_eq!(full.read().unwrap(), u64::MAX - 1);
+        assert_eq!(signal_unprepared(&full), Signalled::Sent);
+        let file = File::open("/proc/self/exe").unwrap();
+        assert_eq!(signal_unprepared(&file), Signalled::Failed);
     }
 
     #[test]
