@@ -145,17 +145,26 @@ impl VfioPort {
         self.dev.reset();
     }
 
+    /// What the server advertises for this function: its regions and
+    /// interrupts.
+    pub fn tables(&self) -> DeviceTables {
+        let d = self.dev.as_ref();
+        DeviceTables {
+            regions: Self::regions(d),
+            irqs: Self::irqs(d),
+            resettable: true,
+        }
+    }
+
+    /// Forgets the client (DMA mappings, interrupts) and resets the device,
+    /// as after every connection.
+    pub fn end_connection(&mut self) {
+        self.disconnect();
+    }
+
     /// Creates the socket and serves clients until the process ends.
     pub fn serve(mut self, socket: &Path) -> Result<std::thread::JoinHandle<()>, Error> {
-        let (regions, irqs) = {
-            let d = self.dev.as_ref();
-            (Self::regions(d), Self::irqs(d))
-        };
-        let tables = DeviceTables {
-            regions,
-            irqs,
-            resettable: true,
-        };
+        let tables = self.tables();
         let server = Server::bind(&self.id, socket, tables)?;
         let path: PathBuf = socket.to_path_buf();
         let id = self.id.clone();

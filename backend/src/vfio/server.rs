@@ -260,8 +260,20 @@ impl Server {
     pub fn serve_one(&self, backend: &mut dyn DeviceBackend) -> Result<(), ConnError> {
         let (stream, _) = self.listener.accept().map_err(ConnError::Accept)?;
         log::info!("{}: vfio-user client connected", self.id);
-        Conn::new(&self.id, stream, &self.tables)?.run(backend)
+        serve_stream(&self.id, stream, &self.tables, backend)
     }
+}
+
+/// Serves one connected client on `stream` until it goes away, as
+/// [`Server::serve_one`] does after accepting (the fuzz target drives the
+/// server through a socket pair with this).
+pub fn serve_stream(
+    id: &str,
+    stream: UnixStream,
+    tables: &DeviceTables,
+    backend: &mut dyn DeviceBackend,
+) -> Result<(), ConnError> {
+    Conn::new(id, stream, tables)?.run(backend)
 }
 
 /// File descriptors received with one message.

@@ -2,6 +2,8 @@
 //! shared "guest RAM" files, ring set-up the way the igb driver does it.
 #![allow(dead_code)]
 
+pub mod raw;
+
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::fd::AsRawFd;
