@@ -56,8 +56,29 @@ fn memfd(size: u64, sealable: bool) -> OwnedFd {
     assert!(fd >= 0);
     // SAFETY: as above.
     let f = unsafe { File::from_raw_fd(fd) };
-    let _ = f.set_len(size);
+    if f.set_len(size).is_ok() {
+        fill_descriptors(&f, size);
+    }
     f.into()
+}
+
+/// Bytes at the start of a memfd laid out as descriptors.
+const DESC_AREA: u64 = 0x4_0000;
+
+/// Fills the first [`DESC_AREA`] bytes of `f` with 16-byte descriptors that
+/// all point at 2 KiB buffers inside that area (an advanced TX data
+/// descriptor of 60 bytes with EOP|RS, also a valid RX read descriptor), so
+/// that wherever a fuzzed ring lands in it the device finds work to do.
+fn fill_descriptors(f: &File, size: u64) {
+    use std::os::unix::fs::FileExt;
+    let n = (size.min(DESC_AREA) / 16) as usize;
+    let mut b = Vec::with_capacity(n * 16);
+    for i in 0..n as u64 {
+        b.extend_from_slice(&(0x2_0000 + (i % 64) * 2048).to_le_bytes());
+        b.extend_from_slice(&(0x2b30_0000u32 | 60).to_le_bytes());
+        b.extend_from_slice(&(60u32 << 14).to_le_bytes());
+    }
+    let _ = f.write_all_at(&b, 0);
 }
 
 /// A full pipe whose write end blocks; the read end goes to `keep`.
