@@ -203,7 +203,7 @@ fuzz_target!(|data: &[u8]| {
         let (client, srv) = UnixStream::pair().unwrap();
         let server = std::thread::spawn(move || {
             let _ = server::serve_stream("fuzz", srv, &tables, &mut port);
-            port.end_connection();
+            port.disconnect();
         });
         let mut replies = client.try_clone().unwrap();
         let reader = std::thread::spawn(move || {

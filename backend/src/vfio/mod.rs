@@ -137,8 +137,9 @@ impl VfioPort {
         );
     }
 
-    /// Forgets the client: DMA mappings, interrupts, and resets the device.
-    fn disconnect(&mut self) {
+    /// Forgets the client: DMA mappings, interrupts, and resets the device
+    /// (after every connection).
+    pub fn disconnect(&mut self) {
         self.dma.clear();
         self.irq.clear();
         self.dev.set_dma(self.dma.memory());
@@ -154,12 +155,6 @@ impl VfioPort {
             irqs: Self::irqs(d),
             resettable: true,
         }
-    }
-
-    /// Forgets the client (DMA mappings, interrupts) and resets the device,
-    /// as after every connection.
-    pub fn end_connection(&mut self) {
-        self.disconnect();
     }
 
     /// Creates the socket and serves clients until the process ends.
