@@ -79,6 +79,8 @@ fn run(size: usize, frames: u32) -> f64 {
     let (_pb, _rxb) = sw.attach_direct(Some(Arc::new(Direct(b.clone()))));
     a.set_memory(mem_a.clone());
     b.set_memory(mem_b.clone());
+    device_models::testutil::bus_master(&a);
+    device_models::testutil::bus_master(&*b);
     setup(&a, &mem_a);
     setup(&b, &mem_b);
     let mut frame = vec![0u8; size];

@@ -35,6 +35,8 @@ pub struct PortInfo {
     pub counters: Arc<PortCounters>,
     /// Register trace.
     pub tracer: Arc<Tracer>,
+    /// Interrupt delivery (its counters show in `ctl stats`).
+    pub irq: Arc<EventIrq>,
 }
 
 /// All ports, for the control socket.
@@ -247,7 +249,7 @@ fn start_one(
         Some(sink) => Tracer::new(true, sink),
         None => Tracer::disabled(),
     });
-    let port = VfioPort::new(spec.id.clone(), dev.clone(), irq, tracer.clone());
+    let port = VfioPort::new(spec.id.clone(), dev.clone(), irq.clone(), tracer.clone());
     port.serve(&spec.socket)?;
     let mac = spec
         .mac
@@ -270,5 +272,6 @@ fn start_one(
         dev,
         counters,
         tracer,
+        irq,
     })
 }

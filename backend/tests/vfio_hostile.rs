@@ -5,11 +5,11 @@
 
 mod common;
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::fd::{AsRawFd, RawFd};
-use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
 
+use common::raw::*;
 use common::*;
 use vfio_bindings::bindings::vfio::{
     VFIO_IRQ_SET_ACTION_TRIGGER, VFIO_IRQ_SET_DATA_BOOL, VFIO_IRQ_SET_DATA_EVENTFD,
@@ -17,18 +17,6 @@ use vfio_bindings::bindings::vfio::{
     VFIO_PCI_MSIX_IRQ_INDEX,
 };
 use vmm_sys_util::eventfd::EventFd;
-use vmm_sys_util::sock_ctrl_msg::ScmSocket;
-
-const VERSION: u16 = 1;
-const DMA_MAP: u16 = 2;
-const DMA_UNMAP: u16 = 3;
-const GET_INFO: u16 = 4;
-const GET_REGION_IO_FDS: u16 = 6;
-const SET_IRQS: u16 = 8;
-const REGION_READ: u16 = 9;
-const REGION_WRITE: u16 = 10;
-const NO_REPLY: u32 = 1 << 4;
-const ERROR: u32 = 1 << 5;
 
 fn igb(name: &str) -> Nicemu {
     Nicemu::start(
@@ -36,143 +24,6 @@ fn igb(name: &str) -> Nicemu {
         &["--device", "igb,id=igb0,socket={dir}/igb0.sock"],
         &["igb0.sock"],
     )
-}
-
-/// A reply: header fields and payload.
-#[derive(Debug)]
-struct Reply {
-    id: u16,
-    command: u16,
-    flags: u32,
-    error: u32,
-    payload: Vec<u8>,
-}
-
-impl Reply {
-    fn ok(&self) -> bool {
-        self.flags & ERROR == 0
-    }
-}
-
-/// A vfio-user client that sends whatever it is told to.
-struct Raw {
-    s: UnixStream,
-    next_id: u16,
-}
-
-fn header(id: u16, command: u16, size: u32, flags: u32) -> Vec<u8> {
-    let mut h = Vec::with_capacity(16);
-    h.extend_from_slice(&id.to_le_bytes());
-    h.extend_from_slice(&command.to_le_bytes());
-    h.extend_from_slice(&size.to_le_bytes());
-    h.extend_from_slice(&flags.to_le_bytes());
-    h.extend_from_slice(&0u32.to_le_bytes());
-    h
-}
-
-fn le32s(v: &[u32]) -> Vec<u8> {
-    v.iter().flat_map(|x| x.to_le_bytes()).collect()
-}
-
-fn access(offset: u64, region: u32, count: u32) -> Vec<u8> {
-    let mut p = offset.to_le_bytes().to_vec();
-    p.extend_from_slice(&region.to_le_bytes());
-    p.extend_from_slice(&count.to_le_bytes());
-    p
-}
-
-impl Raw {
-    fn connect(n: &Nicemu) -> Raw {
-        let s = UnixStream::connect(n.path("igb0.sock")).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-        Raw { s, next_id: 0x100 }
-    }
-
-    /// Sends a command with `payload` and `fds`; returns its message id.
-    fn send_fds(&mut self, command: u16, flags: u32, payload: &[u8], fds: &[RawFd]) -> u16 {
-        let id = self.next_id;
-        self.next_id += 1;
-        let mut m = header(id, command, 16 + payload.len() as u32, flags);
-        m.extend_from_slice(payload);
-        if fds.is_empty() {
-            self.s.write_all(&m).unwrap();
-        } else {
-            let n = self.s.send_with_fds(&[&m[..]], fds).unwrap();
-            assert_eq!(n, m.len());
-        }
-        id
-    }
-
-    fn send(&mut self, command: u16, flags: u32, payload: &[u8]) -> u16 {
-        self.send_fds(command, flags, payload, &[])
-    }
-
-    fn recv(&mut self) -> Reply {
-        let mut h = [0u8; 16];
-        self.s.read_exact(&mut h).expect("a reply header");
-        let le32 = |i: usize| u32::from_le_bytes(h[i..i + 4].try_into().unwrap());
-        let size = le32(4) as usize;
-        assert!((16..=1 << 20).contains(&size), "reply size {size}");
-        let mut payload = vec![0; size - 16];
-        self.s.read_exact(&mut payload).expect("a reply payload");
-        Reply {
-            id: u16::from_le_bytes([h[0], h[1]]),
-            command: u16::from_le_bytes([h[2], h[3]]),
-            flags: le32(8),
-            error: le32(12),
-            payload,
-        }
-    }
-
-    /// Sends a command and returns its reply (checked to match).
-    fn call_fds(&mut self, command: u16, payload: &[u8], fds: &[RawFd]) -> Reply {
-        let id = self.send_fds(command, 0, payload, fds);
-        let r = self.recv();
-        assert_eq!((r.id, r.command), (id, command), "reply matches: {r:?}");
-        assert_eq!(r.flags & 0xf, 1, "reply type");
-        r
-    }
-
-    fn call(&mut self, command: u16, payload: &[u8]) -> Reply {
-        self.call_fds(command, payload, &[])
-    }
-
-    /// Expects an error reply with `errno` and no payload.
-    fn expect_error(&mut self, command: u16, payload: &[u8], errno: i32) {
-        let r = self.call(command, payload);
-        assert!(!r.ok(), "command {command} should fail: {r:?}");
-        assert_eq!(r.error, errno as u32, "errno of command {command}");
-        assert!(r.payload.is_empty(), "error replies are the header alone");
-    }
-
-    fn version(&mut self) -> serde_json::Value {
-        let mut p = vec![0, 0, 0, 0];
-        p.extend_from_slice(br#"{"capabilities":{"max_msg_fds":16,"max_data_xfer_size":1048576}}"#);
-        p.push(0);
-        let r = self.call(VERSION, &p);
-        assert!(r.ok(), "{r:?}");
-        assert_eq!(&r.payload[..4], &[0, 0, 0, 0], "version 0.0");
-        assert_eq!(r.payload.last(), Some(&0), "NUL-terminated");
-        serde_json::from_slice(&r.payload[4..r.payload.len() - 1]).unwrap()
-    }
-
-    fn read32(&mut self, region: u32, offset: u64) -> u32 {
-        let r = self.call(REGION_READ, &access(offset, region, 4));
-        assert!(r.ok(), "{r:?}");
-        assert_eq!(r.payload.len(), 20);
-        assert_eq!(&r.payload[..16], &access(offset, region, 4)[..]);
-        u32::from_le_bytes(r.payload[16..20].try_into().unwrap())
-    }
-
-    /// Expects nicemu to close the connection.
-    fn expect_closed(&mut self) {
-        let mut b = [0u8; 64];
-        match self.s.read(&mut b) {
-            Ok(0) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
-            other => panic!("connection should be closed, got {other:?}"),
-        }
-    }
 }
 
 /// The device still works for a well-formed client (the crate's client).
@@ -197,7 +48,6 @@ fn version_reply_advertises_the_limits() {
     assert_eq!(caps["max_msg_fds"], 16);
     assert_eq!(caps["max_data_xfer_size"], 65536);
     assert_eq!(caps["pgsizes"], 4096);
-    assert_eq!(caps["migration"]["pgsize"], 4096);
     assert!(caps.get("write_multiple").is_none());
     // A second VERSION is refused; the session goes on.
     c.expect_error(VERSION, &[0, 0, 0, 0], libc::EINVAL);
@@ -501,4 +351,308 @@ fn dma_map_errors_and_unmap_all() {
     assert_eq!(open_fds(&n), baseline, "mapping released");
     let r = c.call_fds(DMA_MAP, &map(0x1000, 1 << 20), &[ram.0.as_raw_fd()]);
     assert!(r.ok(), "the range is free again: {r:?}");
+}
+
+// ---- issue 14: hostile tenants (DMA mappings, interrupt fds, bus mastering)
+
+fn igb_ctl(name: &str) -> Nicemu {
+    Nicemu::start(
+        name,
+        &[
+            "--device",
+            "igb,id=igb0,socket={dir}/igb0.sock",
+            "--control",
+            "{dir}/ctl.sock",
+        ],
+        &["igb0.sock", "ctl.sock"],
+    )
+}
+
+/// The guest error and interrupt counters of `ctl --json stats igb0`.
+fn ctl_stats(n: &Nicemu) -> std::collections::HashMap<String, u64> {
+    let out = n.ctl(&["--json", "stats", "igb0"]);
+    assert!(out.status.success(), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let errs = v["guest_errors"]
+        .as_array()
+        .or(v["data"]["guest_errors"].as_array())
+        .unwrap_or_else(|| panic!("no guest_errors in {v}"));
+    errs.iter()
+        .map(|kv| (kv[0].as_str().unwrap().to_string(), kv[1].as_u64().unwrap()))
+        .collect()
+}
+
+/// nicemu is still running (not killed by a signal).
+fn assert_alive(n: &mut Nicemu) {
+    std::thread::sleep(Duration::from_millis(200));
+    let st = n.child.try_wait().unwrap();
+    assert!(st.is_none(), "nicemu died: {st:?}");
+}
+
+#[test]
+fn version_reply_offers_no_migration_and_advertises_max_dma_maps() {
+    let n = igb("h-nomig");
+    let mut c = Raw::connect(&n);
+    let caps = c.version();
+    let caps = &caps["capabilities"];
+    assert!(
+        caps.get("migration").is_none(),
+        "migration is not implemented and was not proposed: {caps}"
+    );
+    assert!(
+        caps["max_dma_maps"].as_u64().is_some_and(|m| m > 0),
+        "{caps}"
+    );
+    // Proposed by the client, it is still not offered.
+    drop(c);
+    let mut c = Raw::connect(&n);
+    let mut p = vec![0, 0, 0, 0];
+    p.extend_from_slice(br#"{"capabilities":{"migration":{"pgsize":4096}}}"#);
+    p.push(0);
+    let r = c.call(VERSION, &p);
+    assert!(r.ok());
+    let v: serde_json::Value = serde_json::from_slice(&r.payload[4..r.payload.len() - 1]).unwrap();
+    assert!(v["capabilities"].get("migration").is_none(), "{v}");
+}
+
+#[test]
+fn dma_map_beyond_its_file_is_refused_and_nicemu_survives() {
+    let mut n = igb("h-sigbus");
+    let mut c = Raw::connect(&n);
+    c.version();
+    let small = memfd("small", 4096, true);
+    // 1 GiB over a 4 KiB memfd, then a TX ring beyond the file's end.
+    let r = c.call_fds(DMA_MAP, &dma_map(RW, 0, 0, 1 << 30), &[small.as_raw_fd()]);
+    c.bus_master(true);
+    c.tx_ring(0x10_0000);
+    c.wr32(0x3818, 1);
+    assert_alive(&mut n);
+    assert_eq!(c.read32(VFIO_PCI_CONFIG_REGION_INDEX, 0), 0x10c9_8086);
+    assert!(!r.ok(), "a mapping past the file's end is refused");
+    assert_eq!(r.error, libc::EINVAL as u32);
+    // Offset + size past the end, and an offset that wraps.
+    let r = c.call_fds(DMA_MAP, &dma_map(RW, 4096, 0, 4096), &[small.as_raw_fd()]);
+    assert_eq!(r.error, libc::EINVAL as u32, "{r:?}");
+    let r = c.call_fds(
+        DMA_MAP,
+        &dma_map(RW, u64::MAX - 4095, 0, 8192),
+        &[small.as_raw_fd()],
+    );
+    assert_eq!(r.error, libc::EINVAL as u32, "{r:?}");
+    // Exactly the file: fine.
+    let r = c.call_fds(DMA_MAP, &dma_map(RW, 0, 0, 4096), &[small.as_raw_fd()]);
+    assert!(r.ok(), "{r:?}");
+}
+
+#[test]
+fn a_mapped_memfd_cannot_shrink_under_the_device() {
+    let mut n = igb("h-shrink");
+    let mut c = Raw::connect(&n);
+    c.version();
+    let ram = memfd("ram", 1 << 20, true);
+    let r = c.call_fds(DMA_MAP, &dma_map(RW, 0, 0, 1 << 20), &[ram.as_raw_fd()]);
+    assert!(r.ok(), "{r:?}");
+    put_tx_frame(&ram, 0x8_0000, 0x9_0000);
+    let shrunk = ram.set_len(4096).is_ok();
+    c.bus_master(true);
+    c.tx_ring(0x8_0000);
+    c.wr32(0x3818, 1);
+    assert_alive(&mut n);
+    assert!(!shrunk, "the mapping sealed the memfd against shrinking");
+    assert_eq!(c.read32(VFIO_PCI_BAR0_REGION_INDEX, 0x3810), 1, "TDH");
+}
+
+#[test]
+fn files_that_could_shrink_are_not_mapped() {
+    let n = igb("h-unsealed");
+    let mut c = Raw::connect(&n);
+    c.version();
+    // A memfd made without MFD_ALLOW_SEALING (F_SEAL_SEAL set) and a plain
+    // file: either could be truncated under a mapping.
+    let unsealable = memfd("nosealing", 1 << 20, false);
+    let plain = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(n.path("plain"))
+        .unwrap();
+    plain.set_len(1 << 20).unwrap();
+    for f in [&unsealable, &plain] {
+        let r = c.call_fds(DMA_MAP, &dma_map(RW, 0, 0, 1 << 20), &[f.as_raw_fd()]);
+        assert_eq!(r.error, libc::EPERM as u32, "{r:?}");
+    }
+    assert!(
+        plain.set_len(4096).is_ok(),
+        "the client's file is untouched"
+    );
+}
+
+#[test]
+fn read_only_mappings_are_not_written_by_dma() {
+    let n = igb_ctl("h-readonly");
+    let mut c = Raw::connect(&n);
+    c.version();
+    let ram = memfd("ram", 1 << 20, true);
+    // The descriptor ring in a read-only mapping: the frame is read and
+    // sent, the DD write-back is refused and counted.
+    let r = c.call_fds(DMA_MAP, &dma_map(1, 0, 0, 1 << 20), &[ram.as_raw_fd()]);
+    assert!(r.ok(), "{r:?}");
+    put_tx_frame(&ram, 0x1_0000, 0x2_0000);
+    c.bus_master(true);
+    c.tx_ring(0x1_0000);
+    c.wr32(0x3818, 1);
+    assert_eq!(c.read32(VFIO_PCI_BAR0_REGION_INDEX, 0x3810), 1, "TDH");
+    assert_eq!(c.read32(VFIO_PCI_BAR0_REGION_INDEX, 0x4080), 1, "GPTC");
+    let mut st = [0u8; 4];
+    std::os::unix::fs::FileExt::read_exact_at(&ram, &mut st, 0x1_000c).unwrap();
+    assert_eq!(st[0] & 1, 0, "no DD written into a read-only mapping");
+    assert!(ctl_stats(&n)["dma_errors"] >= 1);
+    // A write-only mapping cannot be read: nothing is sent.
+    let r = c.call(DMA_UNMAP, &dma_unmap(0, 0, 1 << 20));
+    assert!(r.ok(), "{r:?}");
+    let r = c.call_fds(DMA_MAP, &dma_map(2, 0, 0, 1 << 20), &[ram.as_raw_fd()]);
+    assert!(r.ok(), "{r:?}");
+    c.wr32(0x3818, 2);
+    assert_eq!(c.read32(VFIO_PCI_BAR0_REGION_INDEX, 0x4080), 0, "GPTC");
+}
+
+#[test]
+fn dma_mappings_are_capped_in_number_and_size() {
+    let n = igb("h-caps");
+    let mut c = Raw::connect(&n);
+    let caps = c.version();
+    let max = caps["capabilities"]["max_dma_maps"]
+        .as_u64()
+        .unwrap_or(65535);
+    let baseline = open_fds(&n);
+    let page = memfd("page", 4096, true);
+    let mut accepted = 0u64;
+    let mut refusal = None;
+    for i in 0..5000u64 {
+        let r = c.call_fds(DMA_MAP, &dma_map(RW, 0, i << 12, 4096), &[page.as_raw_fd()]);
+        if r.ok() {
+            accepted += 1;
+        } else if refusal.is_none() {
+            refusal = Some(r.error);
+        }
+    }
+    let held = open_fds(&n) - baseline;
+    assert!(
+        held <= 1,
+        "{held} descriptors held for one memfd mapped {accepted} times"
+    );
+    assert!(
+        accepted <= max,
+        "{accepted} mappings accepted, {max} advertised"
+    );
+    assert_eq!(refusal, Some(libc::ENOSPC as u32));
+    let r = c.call(DMA_UNMAP, &dma_unmap(2, 0, 0));
+    assert!(r.ok());
+    assert_eq!(open_fds(&n), baseline, "released");
+    // Total size: a sparse 512 GiB memfd mapped again and again.
+    let big = memfd("big", 1 << 39, true);
+    let mut total = 0u64;
+    for i in 0..4u64 {
+        let r = c.call_fds(
+            DMA_MAP,
+            &dma_map(RW, 0, i << 39, 1 << 39),
+            &[big.as_raw_fd()],
+        );
+        if !r.ok() {
+            assert_eq!(r.error, libc::ENOSPC as u32);
+            break;
+        }
+        total += 1 << 39;
+    }
+    assert!(total <= 1 << 40, "{total:#x} bytes mapped");
+}
+
+#[test]
+fn dma_unmap_must_match_a_mapping_exactly() {
+    let n = igb("h-unmap");
+    let mut c = Raw::connect(&n);
+    c.version();
+    let ram = memfd("ram", 1 << 20, true);
+    let r = c.call_fds(
+        DMA_MAP,
+        &dma_map(RW, 0, 1 << 20, 1 << 20),
+        &[ram.as_raw_fd()],
+    );
+    assert!(r.ok());
+    for (addr, size) in [
+        (1 << 20, 4096),
+        (1 << 20, 2 << 20),
+        (0, 2 << 20),
+        (0, 4 << 20),
+        ((1 << 20) + 4096, 1 << 20),
+    ] {
+        let r = c.call(DMA_UNMAP, &dma_unmap(0, addr, size));
+        assert_eq!(
+            r.error,
+            libc::EINVAL as u32,
+            "unmap {addr:#x}+{size:#x}: {r:?}"
+        );
+    }
+    // The mapping is intact: DMA through it works.
+    put_tx_frame_at(&ram, 1 << 20, 0, 0x8_0000);
+    c.bus_master(true);
+    c.tx_ring(1 << 20);
+    c.wr32(0x3818, 1);
+    assert_eq!(c.read32(VFIO_PCI_BAR0_REGION_INDEX, 0x4080), 1, "GPTC");
+    let r = c.call(DMA_UNMAP, &dma_unmap(0, 1 << 20, 1 << 20));
+    assert!(r.ok(), "{r:?}");
+    let r = c.call(DMA_UNMAP, &dma_unmap(0, 1 << 20, 1 << 20));
+    assert_eq!(r.error, libc::EINVAL as u32, "already unmapped");
+    // A mapping without fd (memory the device cannot reach) unmaps too.
+    let r = c.call(DMA_MAP, &dma_map(RW, 0, 1 << 32, 1 << 20));
+    assert!(r.ok(), "{r:?}");
+    let r = c.call(DMA_UNMAP, &dma_unmap(0, 1 << 32, 1 << 20));
+    assert!(r.ok(), "{r:?}");
+}
+
+#[test]
+fn interrupt_fds_that_would_block_block_nothing() {
+    let n = igb_ctl("h-irqfd");
+    let mut c = Raw::connect(&n);
+    c.version();
+    c.s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    // A full pipe (blocking) and a blocking eventfd one below its maximum.
+    let mut p = [0i32; 2];
+    // SAFETY: pipe writes two new fds into `p`.
+    assert_eq!(unsafe { libc::pipe(p.as_mut_ptr()) }, 0);
+    // SAFETY: fcntl on the pipe's write end, which this test owns.
+    unsafe { libc::fcntl(p[1], libc::F_SETFL, libc::O_NONBLOCK) };
+    // SAFETY: writing from a valid buffer to the pipe.
+    while unsafe { libc::write(p[1], [0u8; 4096].as_ptr().cast(), 4096) } > 0 {}
+    // SAFETY: as above; back to blocking.
+    unsafe { libc::fcntl(p[1], libc::F_SETFL, 0) };
+    let full = EventFd::new(0).unwrap();
+    full.write(u64::MAX - 1).unwrap();
+    let set = |flags: u32, start: u32, count: u32| {
+        le32s(&[20, flags, VFIO_PCI_MSIX_IRQ_INDEX, start, count])
+    };
+    let trig_fd = VFIO_IRQ_SET_ACTION_TRIGGER | VFIO_IRQ_SET_DATA_EVENTFD;
+    let r = c.call_fds(SET_IRQS, &set(trig_fd, 0, 2), &[p[1], full.as_raw_fd()]);
+    assert!(r.ok(), "{r:?}");
+    // Loopback triggers of both vectors, then a read that must be answered.
+    let r = c.call(
+        SET_IRQS,
+        &set(VFIO_IRQ_SET_ACTION_TRIGGER | VFIO_IRQ_SET_DATA_NONE, 0, 2),
+    );
+    assert!(r.ok(), "{r:?}");
+    assert_eq!(c.read32(VFIO_PCI_CONFIG_REGION_INDEX, 0), 0x10c9_8086);
+    assert!(
+        ctl_stats(&n)["irq_coalesced"] >= 2,
+        "EAGAIN counted as coalesced"
+    );
+    // A regular file is no interrupt fd.
+    let file = memfd("notirq", 4096, true);
+    let r = c.call_fds(SET_IRQS, &set(trig_fd, 2, 1), &[file.as_raw_fd()]);
+    assert_eq!(r.error, libc::EINVAL as u32, "{r:?}");
+    // SAFETY: closing the pipe fds this test made.
+    unsafe {
+        libc::close(p[0]);
+        libc::close(p[1]);
+    }
 }

@@ -150,6 +150,7 @@ fn dma_loopback_and_msix_over_the_socket() {
     let mut c = n.client("igb0.sock");
     let mut ram = Ram::new(&n.dir, "ram", 1 << 20);
     ram.map(&mut c);
+    bus_master(&mut c);
     let ev = EventFd::new(libc::EFD_NONBLOCK).unwrap();
     c.set_irqs(
         VFIO_PCI_MSIX_IRQ_INDEX,

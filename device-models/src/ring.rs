@@ -4,7 +4,7 @@
 
 use vm_memory::{Bytes, GuestAddress};
 
-use crate::GuestRam;
+use crate::{DmaView, GuestRam};
 
 /// Size of every advanced (and legacy) descriptor.
 pub const DESC_SIZE: u64 = 16;
@@ -127,9 +127,10 @@ pub fn write_desc(mem: &GuestRam, addr: u64, d: &[u8; 16]) -> Result<(), RingErr
 /// advanced receive descriptors: 82576 §7.1.5, 82599 §7.1.6), writing back
 /// each descriptor with `writeback(last, len)` and advancing `r.head` past
 /// every buffer used. The caller checked that enough descriptors are free.
-/// Stops at the first descriptor or buffer outside guest memory.
+/// Stops at the first descriptor or buffer outside guest memory (descriptors
+/// are read from `mem.read`, buffers and write-backs go to `mem.write`).
 pub fn place_frame(
-    mem: &GuestRam,
+    mem: &DmaView,
     r: &mut Ring,
     parts: &[&[u8]; 2],
     total: usize,
@@ -140,11 +141,11 @@ pub fn place_frame(
     while off < total {
         let chunk = (total - off).min(bufsize.max(1));
         let daddr = r.desc_addr(r.head);
-        let d = read_desc(mem, daddr)?;
+        let d = read_desc(&mem.read, daddr)?;
         let pkt = u64::from_le_bytes([d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7]]);
-        write_parts(mem, pkt, parts, off, chunk)?;
+        write_parts(&mem.write, pkt, parts, off, chunk)?;
         off += chunk;
-        write_desc(mem, daddr, &writeback(off >= total, chunk as u16))?;
+        write_desc(&mem.write, daddr, &writeback(off >= total, chunk as u16))?;
         r.advance();
     }
     Ok(())
@@ -233,8 +234,9 @@ mod tests {
         let mut r = Ring::new(0x1000, 0, 4 * 16, 0, 3).unwrap();
         let frame: Vec<u8> = (0..250u8).collect();
         let mut wbs = Vec::new();
+        let view = DmaView::read_write(m.clone());
         place_frame(
-            &m,
+            &view,
             &mut r,
             &[&frame[..14], &frame[14..]],
             250,
@@ -257,8 +259,26 @@ mod tests {
         // A buffer outside guest memory stops the placement with an error.
         m.write_obj(0xffff_0000u64, GuestAddress(0x1030)).unwrap();
         let mut r = Ring::new(0x1000, 0, 4 * 16, 3, 2).unwrap();
-        assert!(place_frame(&m, &mut r, &[&frame, &[]], 10, 100, |_, _| [0; 16]).is_err());
+        assert!(place_frame(&view, &mut r, &[&frame, &[]], 10, 100, |_, _| [0; 16]).is_err());
         assert_eq!(r.head, 3, "nothing consumed");
+    }
+
+    #[test]
+    fn memory_the_device_may_only_read_is_not_written() {
+        let m = ram();
+        m.write_obj(0x4000u64, GuestAddress(0x1000)).unwrap();
+        // Descriptors readable, nothing writable (a read-only mapping).
+        let view = DmaView {
+            read: m.clone(),
+            write: GuestRam::new(),
+        };
+        let mut r = Ring::new(0x1000, 0, 4 * 16, 0, 3).unwrap();
+        let placed = place_frame(&view, &mut r, &[&[9u8; 60], &[]], 60, 2048, |_, _| [1; 16]);
+        assert_eq!(placed, Err(RingError::BadAddress(0x4000)));
+        let mut b = [0u8; 60];
+        m.read_slice(&mut b, GuestAddress(0x4000)).unwrap();
+        assert_eq!(b, [0; 60], "buffer untouched");
+        assert_eq!(read_desc(&m, 0x1000).unwrap()[8..], [0; 8], "no write-back");
     }
 
     #[test]

@@ -130,6 +130,13 @@ impl Default for TestEnv {
     }
 }
 
+/// Turns on memory space and bus mastering in PCI COMMAND, as the drivers'
+/// probe does (`pci_enable_device_mem`, `pci_set_master`): without it the
+/// function does no DMA.
+pub fn bus_master(d: &dyn crate::NicFunction) {
+    d.config_write(4, &0x0006u16.to_le_bytes());
+}
+
 /// Guest RAM of `size` bytes at address 0.
 pub fn ram(size: usize) -> GuestRam {
     GuestRam::from_ranges(&[(GuestAddress(0), size)]).expect("test RAM")

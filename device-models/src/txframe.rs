@@ -12,7 +12,7 @@ use crate::ring::{self, Ring};
 use std::sync::Mutex;
 
 use crate::regfile::RegFile;
-use crate::{DmaMemory, ErrorCounters, GuestRam};
+use crate::{DmaMemory, DmaView, ErrorCounters, GuestRam};
 
 /// Largest frame gathered by default (a 64 KiB TSO payload plus headers).
 pub const MAX_TX_FRAME: usize = 64 * 1024 + 256;
@@ -205,8 +205,9 @@ impl TxQueue {
 /// What one pass over a transmit ring needs beyond the ring and the queue.
 #[derive(Clone, Copy)]
 pub struct RingPass<'a> {
-    /// Guest memory.
-    pub mem: &'a GuestRam,
+    /// Guest memory: descriptors and buffers are read from `mem.read`, DD
+    /// and head write-backs go to `mem.write`.
+    pub mem: &'a DmaView,
     /// Where bad addresses and malformed frames are counted.
     pub errors: &'a ErrorCounters,
     /// Context descriptors with RS report DD too (82599 §7.2.3.2.3; the
@@ -236,7 +237,7 @@ pub fn run_ring(
         budget -= 1;
         let idx = r.head;
         r.advance();
-        let Ok(d) = ring::read_desc(p.mem, r.desc_addr(idx)) else {
+        let Ok(d) = ring::read_desc(&p.mem.read, r.desc_addr(idx)) else {
             p.errors.dma();
             continue;
         };
@@ -284,7 +285,7 @@ pub fn run_ring(
             }
         };
         if let Some((addr, len, opts)) = buf {
-            let (g, dma_error) = q.gather(p.mem, addr, usize::from(len), opts);
+            let (g, dma_error) = q.gather(&p.mem.read, addr, usize::from(len), opts);
             if dma_error {
                 p.errors.dma();
             }
@@ -295,14 +296,14 @@ pub fn run_ring(
             }
         }
         if cmd & TXD_CMD_RS != 0 && p.head_wb.is_none() {
-            if ring::write_u32(p.mem, r.desc_addr(idx) + 12, TXD_STAT_DD).is_err() {
+            if ring::write_u32(&p.mem.write, r.desc_addr(idx) + 12, TXD_STAT_DD).is_err() {
                 p.errors.dma();
             }
             done = true;
         }
     }
     if let Some(addr) = p.head_wb {
-        if ring::write_u32(p.mem, addr, r.head).is_err() {
+        if ring::write_u32(&p.mem.write, addr, r.head).is_err() {
             p.errors.dma();
         }
         done = true;
@@ -319,7 +320,9 @@ const TDWBAH: u32 = 0x3c;
 /// One doorbell of the transmit queue whose registers start at `base`: under
 /// the queue's lock, a [`run_ring`] pass over the ring the registers describe,
 /// then TDH updated. Returns whether the queue's interrupt is due, or the
-/// ring error (counted) of a ring the guest misprogrammed.
+/// ring error (counted) of a ring the guest misprogrammed. With bus
+/// mastering off nothing is fetched (counted as `dma_blocked`; the head
+/// stays, so the ring is served once the driver turns it back on).
 pub fn queue_pass<H: Copy + 'static>(
     regs: &RegFile<H>,
     base: u32,
@@ -331,7 +334,10 @@ pub fn queue_pass<H: Copy + 'static>(
 ) -> Result<bool, ring::RingError> {
     let mut q = crate::sync::lock(queue);
     let mut r = Ring::from_block(|o| regs.peek(o), base).inspect_err(|_| errors.ring())?;
-    let mem = mem.get();
+    let Some(mem) = mem.get() else {
+        errors.dma_blocked();
+        return Ok(false);
+    };
     let pass = RingPass {
         mem: &mem,
         errors,
@@ -419,8 +425,9 @@ mod tests {
             data_desc(&mem, 0x1030, 0x8000, 60, TXD_CMD_EOP | RS);
             let mut r = Ring::new(0x1000, 0, 8 * 16, 0, 4).unwrap();
             let mut q = TxQueue::default();
+            let view = DmaView::read_write(mem.clone());
             let pass = RingPass {
-                mem: &mem,
+                mem: &view,
                 errors: &errors,
                 context_dd,
                 head_wb,
@@ -464,8 +471,9 @@ mod tests {
         }
         let mut r = Ring::new(0x1000, 0, 16 * 16, 5, 4).unwrap();
         let mut q = TxQueue::default();
+        let view = DmaView::read_write(mem.clone());
         let pass = RingPass {
-            mem: &mem,
+            mem: &view,
             errors: &errors,
             context_dd: false,
             head_wb: None,

@@ -49,6 +49,7 @@ fn setup() -> (Igb, TestEnv) {
     let d = Igb::new(IgbConfig { mac: MAC }, t.env.clone());
     let mem = ram(8 << 20);
     d.set_memory(mem.clone());
+    device_models::testutil::bus_master(&d);
     for q in 0..QUEUES {
         let base = 0xc000 + u64::from(q) * 0x40;
         let ring = 0x10_0000 + u64::from(q) * 0x1000;

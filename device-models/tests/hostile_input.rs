@@ -21,6 +21,7 @@ fn igb(mem_seed: &mut XorShift) -> (Igb, TestEnv) {
     mem_seed.fill(&mut junk);
     mem.write_slice(&junk, GuestAddress(0)).unwrap();
     d.set_memory(mem);
+    device_models::testutil::bus_master(&d);
     (d, t)
 }
 
@@ -106,6 +107,7 @@ fn ixgbe_random_programs_and_queue_registers() {
         rng.fill(&mut junk);
         mem.write_slice(&junk, GuestAddress(0)).unwrap();
         d.set_memory(mem);
+        device_models::testutil::bus_master(&d);
         // Transmit and receive enabled, then hostile writes into the queue blocks
         // (RX 0x1000.., TX 0x6000..) and anywhere else.
         d.bar_write(0, 0x4a80, &1u32.to_le_bytes()); // DMATXCTL.TE

@@ -22,5 +22,6 @@ fuzz_target!(|data: &[u8]| {
     let (seed, prog) = data.split_at(data.len().min(4096));
     let _ = mem.write_slice(seed, GuestAddress(0));
     d.set_memory(mem);
+    device_models::testutil::bus_master(&d);
     run_program(&d, prog);
 });

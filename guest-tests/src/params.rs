@@ -65,6 +65,11 @@ pub const KNOWN: &[(&str, &str, &str)] = &[
     ("qdisc.size", "64", "UDP message size"),
     ("qdisc.rate", "200mbit", "tbf rate"),
     (
+        "hostile.secs",
+        "60",
+        "seconds the hostile guest drives the unbound device's BAR0",
+    ),
+    (
         "faults.cases",
         "stats,capture,crc,link,stall",
         "fault cases to run (nicemu devices only)",

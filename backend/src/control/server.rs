@@ -156,10 +156,11 @@ fn run(reg: &Registry, req: Request) -> Result<Response, Response> {
         }
         Request::Stats { dev } => {
             let p = port(reg, &dev)?;
-            let (counters, errors) = {
+            let (counters, mut errors) = {
                 let d = &p.dev;
                 (d.counters(), d.error_counters())
             };
+            errors.extend(p.irq.counters().list());
             let c = &p.counters;
             Ok(Response::ok(json!({
                 "dev": dev,

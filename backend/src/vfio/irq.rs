@@ -4,7 +4,8 @@
 //! de-assignable at any time.
 
 use std::fs::File;
-use std::io::Write;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::RwLock;
 
 use device_models::InterruptSink;
@@ -41,6 +42,10 @@ pub enum IrqError {
         /// Vectors addressed.
         count: u32,
     },
+    /// An fd whose writes could block whatever its flags (a regular file,
+    /// a device), or that cannot be made non-blocking.
+    #[error("interrupt fd is not an eventfd, pipe or socket ({0})")]
+    NotSignallable(String),
 }
 
 #[derive(Default)]
@@ -55,6 +60,7 @@ struct Vectors {
 pub struct EventIrq {
     v: RwLock<Vectors>,
     msix_count: u32,
+    counters: IrqCounters,
 }
 
 impl std::fmt::Debug for EventIrq {
@@ -65,10 +71,104 @@ impl std::fmt::Debug for EventIrq {
     }
 }
 
-fn signal(f: &File) {
-    let mut f = f;
-    if let Err(e) = f.write_all(&1u64.to_le_bytes()) {
-        log::debug!("eventfd write failed: {e}");
+/// Makes `f` fit for [`signal`]: an eventfd (QEMU's, as on every Linux
+/// host), a pipe/FIFO or a socket, switched to `O_NONBLOCK` (the file
+/// description is shared with the client; QEMU creates its eventfds
+/// non-blocking anyway). Anything else is refused: a write to a regular file
+/// or a device may block however the fd is flagged.
+pub fn prepare_fd(f: &impl AsRawFd) -> Result<(), IrqError> {
+    let fd = f.as_raw_fd();
+    // SAFETY: fstat writes into a zeroed stat buffer we own.
+    let mode = unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        if libc::fstat(fd, &mut st) != 0 {
+            return Err(IrqError::NotSignallable(
+                std::io::Error::last_os_error().to_string(),
+            ));
+        }
+        st.st_mode & libc::S_IFMT
+    };
+    // Anonymous inodes (eventfd) have no file type bits.
+    if !matches!(mode, 0 | libc::S_IFIFO | libc::S_IFSOCK) {
+        return Err(IrqError::NotSignallable(format!("file type {mode:#o}")));
+    }
+    // SAFETY: F_GETFL/F_SETFL on an fd we hold read and set its status flags.
+    let ok = unsafe {
+        let fl = libc::fcntl(fd, libc::F_GETFL);
+        fl >= 0 && libc::fcntl(fd, libc::F_SETFL, fl | libc::O_NONBLOCK) == 0
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(IrqError::NotSignallable(
+            std::io::Error::last_os_error().to_string(),
+        ))
+    }
+}
+
+/// What a signal came to.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Signalled {
+    /// Written.
+    Sent,
+    /// The fd was full (EAGAIN): the client has not consumed the previous
+    /// interrupt yet, so this one merges with it, as a pending MSI-X
+    /// message does (PCI 3.0 §6.8.3.5).
+    Coalesced,
+    /// Any other failure (a pipe whose reader is gone, an fd of the wrong
+    /// kind).
+    Failed,
+}
+
+/// Signals an fd the caller did not prepare (vhost-user's call eventfds,
+/// which the vhost-user-backend crate receives and may replace at any
+/// time): makes it non-blocking first if it is not (one F_GETFL per
+/// signal), then writes as [`signal`] does.
+pub fn signal_unprepared(f: &impl AsRawFd) -> Signalled {
+    // SAFETY: F_GETFL only reads the status flags of an fd we hold.
+    let fl = unsafe { libc::fcntl(f.as_raw_fd(), libc::F_GETFL) };
+    if fl < 0 || (fl & libc::O_NONBLOCK == 0 && prepare_fd(f).is_err()) {
+        return Signalled::Failed;
+    }
+    signal(f)
+}
+
+/// One non-blocking 8-byte write of 1 (an eventfd increment; a pipe or
+/// socket gets the same bytes).
+fn signal(f: &impl AsRawFd) -> Signalled {
+    let one = 1u64.to_le_bytes();
+    // SAFETY: writes 8 bytes from a live stack buffer to an fd we own; with
+    // O_NONBLOCK set by `prepare_fd` the call does not wait.
+    let n = unsafe { libc::write(f.as_raw_fd(), one.as_ptr().cast(), one.len()) };
+    if n >= 0 {
+        return Signalled::Sent;
+    }
+    let e = std::io::Error::last_os_error();
+    if e.kind() == std::io::ErrorKind::WouldBlock {
+        Signalled::Coalesced
+    } else {
+        log::debug!("interrupt fd write failed: {e}");
+        Signalled::Failed
+    }
+}
+
+/// Interrupt signalling counters of one function.
+#[derive(Debug, Default)]
+pub struct IrqCounters {
+    /// Interrupts merged into one still pending at the client (EAGAIN).
+    pub coalesced: AtomicU64,
+    /// Interrupt writes that failed otherwise (e.g. a pipe whose reader is
+    /// gone).
+    pub failed: AtomicU64,
+}
+
+impl IrqCounters {
+    /// The counters by name, for `ctl stats`.
+    pub fn list(&self) -> Vec<(&'static str, u64)> {
+        vec![
+            ("irq_coalesced", self.coalesced.load(Ordering::Relaxed)),
+            ("irq_failed", self.failed.load(Ordering::Relaxed)),
+        ]
     }
 }
 
@@ -81,6 +181,24 @@ impl EventIrq {
                 ..Default::default()
             }),
             msix_count: u32::from(msix_count),
+            counters: IrqCounters::default(),
+        }
+    }
+
+    /// Signalling counters.
+    pub fn counters(&self) -> &IrqCounters {
+        &self.counters
+    }
+
+    fn fire(&self, f: &File) {
+        match signal(f) {
+            Signalled::Sent => {}
+            Signalled::Coalesced => {
+                self.counters.coalesced.fetch_add(1, Ordering::Relaxed);
+            }
+            Signalled::Failed => {
+                self.counters.failed.fetch_add(1, Ordering::Relaxed);
+            }
         }
     }
 
@@ -122,6 +240,7 @@ impl EventIrq {
                 count,
             });
         }
+        fds.iter().try_for_each(prepare_fd)?;
         let data = flags & VFIO_IRQ_SET_DATA_TYPE_MASK;
         let action = flags & VFIO_IRQ_SET_ACTION_TYPE_MASK;
         let mut v = self.v.write().unwrap_or_else(|e| e.into_inner());
@@ -152,7 +271,7 @@ impl EventIrq {
                         _ => v.msix[i as usize].as_ref(),
                     };
                     if let Some(f) = f {
-                        signal(f);
+                        self.fire(f);
                     }
                 }
             }
@@ -177,7 +296,7 @@ impl InterruptSink for EventIrq {
     fn msix(&self, vector: u16) {
         let v = self.v.read().unwrap_or_else(|e| e.into_inner());
         if let Some(Some(f)) = v.msix.get(usize::from(vector)) {
-            signal(f);
+            self.fire(f);
         }
     }
 
@@ -185,12 +304,12 @@ impl InterruptSink for EventIrq {
         let v = self.v.read().unwrap_or_else(|e| e.into_inner());
         if Self::msix_enabled(&v) {
             if let Some(Some(f)) = v.msix.first() {
-                signal(f);
+                self.fire(f);
             }
         } else if let Some(f) = &v.msi {
-            signal(f);
+            self.fire(f);
         } else if let (Some(f), false) = (&v.intx, v.intx_masked) {
-            signal(f);
+            self.fire(f);
         }
     }
 }
@@ -261,6 +380,74 @@ mod tests {
         assert!(irq
             .set_irqs(VFIO_PCI_MSI_IRQ_INDEX, trig, 0, 1, vec![f, g])
             .is_err());
+    }
+
+    #[test]
+    fn blocking_fds_never_block_a_signal() {
+        let irq = EventIrq::new(10);
+        let trig = VFIO_IRQ_SET_ACTION_TRIGGER | VFIO_IRQ_SET_DATA_EVENTFD;
+        // A blocking eventfd one below its maximum, and a full blocking pipe.
+        let full = EventFd::new(0).unwrap();
+        full.write(u64::MAX - 1).unwrap();
+        use std::os::fd::{BorrowedFd, FromRawFd};
+        // SAFETY: the fd belongs to `full`, alive for this borrow.
+        let f0 = File::from(
+            unsafe { BorrowedFd::borrow_raw(full.as_raw_fd()) }
+                .try_clone_to_owned()
+                .unwrap(),
+        );
+        let mut p = [0i32; 2];
+        // SAFETY: pipe2 writes two new fds into `p`, which we then own.
+        assert_eq!(unsafe { libc::pipe2(p.as_mut_ptr(), libc::O_NONBLOCK) }, 0);
+        // SAFETY: as above.
+        let (rd, mut wr) = unsafe { (File::from_raw_fd(p[0]), File::from_raw_fd(p[1])) };
+        while std::io::Write::write(&mut wr, &[0u8; 4096]).is_ok() {}
+        // SAFETY: clears O_NONBLOCK on our own pipe.
+        unsafe { libc::fcntl(p[1], libc::F_SETFL, 0) };
+        irq.set_irqs(VFIO_PCI_MSIX_IRQ_INDEX, trig, 0, 2, vec![f0, wr])
+            .unwrap();
+        let (tx, done) = std::sync::mpsc::channel();
+        let irq = std::sync::Arc::new(irq);
+        let i2 = irq.clone();
+        std::thread::spawn(move || {
+            i2.msix(0);
+            i2.msix(1);
+            let _ = tx.send(());
+        });
+        done.recv_timeout(std::time::Duration::from_secs(5))
+            .expect("signalling blocked");
+        assert_eq!(irq.counters().coalesced.load(Ordering::Relaxed), 2);
+        drop(rd);
+        irq.msix(1);
+        assert_eq!(irq.counters().failed.load(Ordering::Relaxed), 1, "EPIPE");
+        // A regular file is refused.
+        let file = File::open("/proc/self/exe").unwrap();
+        assert!(matches!(
+            irq.set_irqs(VFIO_PCI_MSIX_IRQ_INDEX, trig, 2, 1, vec![file]),
+            Err(IrqError::NotSignallable(_))
+        ));
+    }
+
+    #[test]
+    fn unprepared_fds_are_made_non_blocking_when_signalled() {
+        // A vhost-user call eventfd as a hostile client may pass it:
+        // blocking and one below its maximum.
+        let full = EventFd::new(0).unwrap();
+        full.write(u64::MAX - 1).unwrap();
+        let (tx, done) = std::sync::mpsc::channel();
+        let t = std::thread::spawn(move || {
+            let r = signal_unprepared(&full);
+            let _ = tx.send(());
+            (r, full)
+        });
+        done.recv_timeout(std::time::Duration::from_secs(5))
+            .expect("signalling blocked");
+        let (r, full) = t.join().unwrap();
+        assert_eq!(r, Signalled::Coalesced);
+        assert_eq!(full.read().unwrap(), u64::MAX - 1);
+        assert_eq!(signal_unprepared(&full), Signalled::Sent);
+        let file = File::open("/proc/self/exe").unwrap();
+        assert_eq!(signal_unprepared(&file), Signalled::Failed);
     }
 
     #[test]

@@ -1,21 +1,36 @@
 //! Guest memory from vfio-user DMA map/unmap requests: each mapping is an fd
 //! region QEMU shares (memory-backend-memfd, share=on), mmapped here and
-//! assembled into the bounds-checked [`GuestRam`] the device uses.
+//! assembled into the bounds-checked [`DmaView`] the device uses.
+//!
+//! Limits (vfio-user §"VFIO_USER_DMA_MAP"; kernel VFIO type1 answers the same
+//! errnos): at most [`MAX_DMA_MAPS`] mappings (advertised as `max_dma_maps`)
+//! and [`MAX_DMA_TOTAL`] bytes mapped; a mapping must lie inside its file,
+//! which must not be able to shrink ([`crate::memfile`]); an UNMAP names one
+//! mapping exactly. Mappings of the same file share one descriptor.
 
 use std::fs::File;
+use std::os::unix::fs::MetadataExt;
 use std::sync::Arc;
 
-use device_models::GuestRam;
+use device_models::{DmaView, GuestRam};
 use vm_memory::mmap::MmapRegion;
 use vm_memory::{FileOffset, GuestAddress, GuestRegionMmap};
 
-/// Why a DMA map request failed.
+use super::wire::DmaMapFlags;
+use crate::memfile::{self, MemFileError};
+
+/// Most mappings at once (QEMU maps guest RAM in a handful of sections; the
+/// BIOS's PAM shadowing adds a few dozen at most).
+pub const MAX_DMA_MAPS: usize = 256;
+
+/// Most bytes mapped at once, over all mappings (1 TiB of address space per
+/// function).
+pub const MAX_DMA_TOTAL: u64 = 1 << 40;
+
+/// Why a DMA map or unmap request failed.
 #[derive(Debug, thiserror::Error)]
 pub enum DmaError {
-    /// No fd: this crate cannot serve DMA through messages.
-    #[error("DMA region at {0:#x} has no file descriptor (message-based DMA is not supported)")]
-    NoFd(u64),
-    /// Zero or absurd size, or a range that wraps past the end of the address space.
+    /// Zero size, or a range that wraps past the end of the address space.
     #[error("DMA region at {addr:#x} has invalid size {size:#x}")]
     BadSize {
         /// Guest address.
@@ -31,6 +46,22 @@ pub enum DmaError {
         /// Size.
         size: u64,
     },
+    /// [`MAX_DMA_MAPS`] or [`MAX_DMA_TOTAL`] reached.
+    #[error("DMA region {addr:#x}+{size:#x} refused: at most {MAX_DMA_MAPS} mappings and {MAX_DMA_TOTAL:#x} bytes")]
+    Limit {
+        /// Guest address.
+        addr: u64,
+        /// Size.
+        size: u64,
+    },
+    /// The file cannot back the mapping.
+    #[error("DMA region at {addr:#x}: {source}")]
+    File {
+        /// Guest address.
+        addr: u64,
+        /// Why.
+        source: MemFileError,
+    },
     /// mmap failed.
     #[error("cannot map DMA region at {addr:#x}: {reason}")]
     Map {
@@ -39,161 +70,290 @@ pub enum DmaError {
         /// Why.
         reason: String,
     },
+    /// UNMAP of a range that is not exactly one mapping.
+    #[error("no DMA mapping is exactly {addr:#x}+{size:#x}")]
+    NotMapped {
+        /// Guest address.
+        addr: u64,
+        /// Size.
+        size: u64,
+    },
+}
+
+impl DmaError {
+    /// The errno of the error reply.
+    pub fn errno(&self) -> i32 {
+        match self {
+            DmaError::Overlap { .. } => libc::EEXIST,
+            DmaError::Limit { .. } => libc::ENOSPC,
+            DmaError::File { source, .. } => source.errno(),
+            DmaError::Map { .. } => libc::ENOMEM,
+            _ => libc::EINVAL,
+        }
+    }
+}
+
+/// One DMA_MAP.
+struct Mapping {
+    addr: u64,
+    size: u64,
+    flags: DmaMapFlags,
+    /// The mmapped file range; `None` for memory the device cannot reach
+    /// (no fd, or neither readable nor writable).
+    region: Option<Arc<GuestRegionMmap>>,
 }
 
 /// The current set of DMA mappings.
 #[derive(Default)]
 pub struct DmaTable {
-    regions: Vec<Arc<GuestRegionMmap>>,
+    maps: Vec<Mapping>,
+    /// Open files by (device, inode): one descriptor per file however many
+    /// mappings use it.
+    files: Vec<((u64, u64), Arc<File>)>,
 }
 
 impl std::fmt::Debug for DmaTable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("DmaTable")
-            .field("regions", &self.regions.len())
+            .field("maps", &self.maps.len())
+            .field("files", &self.files.len())
             .finish()
     }
 }
 
-/// Largest single mapping accepted (1 TiB).
-const MAX_REGION: u64 = 1 << 40;
-
 impl DmaTable {
-    /// Maps `size` bytes of `fd` at file `offset` to guest address `addr`.
+    /// Maps `size` bytes of `fd` at file `offset` to guest address `addr`
+    /// with access `flags`; without fd, records memory the device cannot
+    /// reach (so that its UNMAP matches).
     pub fn map(
         &mut self,
         addr: u64,
         size: u64,
         offset: u64,
+        flags: DmaMapFlags,
         fd: Option<File>,
     ) -> Result<(), DmaError> {
-        let fd = fd.ok_or(DmaError::NoFd(addr))?;
-        if size == 0 || size > MAX_REGION {
-            return Err(DmaError::BadSize { addr, size });
-        }
         let end = addr
             .checked_add(size)
+            .filter(|_| size > 0)
             .ok_or(DmaError::BadSize { addr, size })?;
-        if self.regions.iter().any(|r| {
-            let (s, e) = (r.start_addr().0, r.start_addr().0 + r.len());
-            addr < e && s < end
-        }) {
+        if self
+            .maps
+            .iter()
+            .any(|m| addr < m.addr + m.size && m.addr < end)
+        {
             return Err(DmaError::Overlap { addr, size });
         }
-        let mmap =
-            MmapRegion::from_file(FileOffset::new(fd, offset), size as usize).map_err(|e| {
-                DmaError::Map {
-                    addr,
-                    reason: e.to_string(),
-                }
-            })?;
+        let reachable = flags.contains(DmaMapFlags::READ) || flags.contains(DmaMapFlags::WRITE);
+        let fd = fd.filter(|_| reachable);
+        let mapped = if fd.is_some() { size } else { 0 };
+        if self.maps.len() >= MAX_DMA_MAPS || self.total().saturating_add(mapped) > MAX_DMA_TOTAL {
+            return Err(DmaError::Limit { addr, size });
+        }
+        let region = match fd {
+            Some(f) => Some(self.mmap(addr, size, offset, f)?),
+            None => None,
+        };
+        self.maps.push(Mapping {
+            addr,
+            size,
+            flags,
+            region,
+        });
+        self.maps.sort_by_key(|m| m.addr);
+        Ok(())
+    }
+
+    /// Bytes of file mapped.
+    fn total(&self) -> u64 {
+        self.maps
+            .iter()
+            .filter(|m| m.region.is_some())
+            .map(|m| m.size)
+            .sum()
+    }
+
+    fn mmap(
+        &mut self,
+        addr: u64,
+        size: u64,
+        offset: u64,
+        f: File,
+    ) -> Result<Arc<GuestRegionMmap>, DmaError> {
+        memfile::pin_range(&f, offset, size).map_err(|source| DmaError::File { addr, source })?;
+        let file = self.shared_file(f).map_err(|e| DmaError::Map {
+            addr,
+            reason: e.to_string(),
+        })?;
+        let len = usize::try_from(size).map_err(|_| DmaError::BadSize { addr, size })?;
+        let mmap = MmapRegion::from_file(FileOffset::from_arc(file, offset), len).map_err(|e| {
+            DmaError::Map {
+                addr,
+                reason: e.to_string(),
+            }
+        })?;
         let region = GuestRegionMmap::new(mmap, GuestAddress(addr)).ok_or(DmaError::Map {
             addr,
             reason: "region does not fit the guest address space".into(),
         })?;
-        self.regions.push(Arc::new(region));
-        self.regions.sort_by_key(|r| r.start_addr());
-        Ok(())
+        Ok(Arc::new(region))
     }
 
-    /// Removes mappings inside `addr..addr+size`; returns how many.
-    pub fn unmap(&mut self, addr: u64, size: u64) -> usize {
-        let end = addr.saturating_add(size);
-        let before = self.regions.len();
-        self.regions.retain(|r| {
-            let s = r.start_addr().0;
-            !(s >= addr && s + r.len() <= end)
-        });
-        before - self.regions.len()
+    /// The open file for `f`'s inode: `f` itself the first time, else the
+    /// one already held (and `f` is closed).
+    fn shared_file(&mut self, f: File) -> std::io::Result<Arc<File>> {
+        let md = f.metadata()?;
+        let key = (md.dev(), md.ino());
+        // Files no mapping uses any more are closed.
+        self.files.retain(|(_, f)| Arc::strong_count(f) > 1);
+        if let Some((_, held)) = self.files.iter().find(|(k, _)| *k == key) {
+            return Ok(held.clone());
+        }
+        let f = Arc::new(f);
+        self.files.push((key, f.clone()));
+        Ok(f)
+    }
+
+    /// Removes the mapping that is exactly `addr..addr+size`.
+    pub fn unmap(&mut self, addr: u64, size: u64) -> Result<(), DmaError> {
+        let i = self
+            .maps
+            .iter()
+            .position(|m| m.addr == addr && m.size == size)
+            .ok_or(DmaError::NotMapped { addr, size })?;
+        self.maps.remove(i);
+        self.files.retain(|(_, f)| Arc::strong_count(f) > 1);
+        Ok(())
     }
 
     /// Drops every mapping.
     pub fn clear(&mut self) {
-        self.regions.clear();
+        self.maps.clear();
+        self.files.clear();
     }
 
-    /// The guest memory these mappings form.
-    pub fn memory(&self) -> GuestRam {
-        if self.regions.is_empty() {
+    /// Number of mappings.
+    pub fn len(&self) -> usize {
+        self.maps.len()
+    }
+
+    /// No mappings.
+    pub fn is_empty(&self) -> bool {
+        self.maps.is_empty()
+    }
+
+    /// The guest memory these mappings form: readable mappings in `read`,
+    /// writable ones in `write`.
+    pub fn memory(&self) -> DmaView {
+        DmaView {
+            read: self.collect(DmaMapFlags::READ),
+            write: self.collect(DmaMapFlags::WRITE),
+        }
+    }
+
+    fn collect(&self, access: DmaMapFlags) -> GuestRam {
+        let regions: Vec<_> = self
+            .maps
+            .iter()
+            .filter(|m| m.flags.contains(access))
+            .filter_map(|m| m.region.clone())
+            .collect();
+        if regions.is_empty() {
             return GuestRam::new();
         }
-        GuestRam::from_arc_regions(self.regions.clone()).unwrap_or_else(|e| {
+        GuestRam::from_arc_regions(regions).unwrap_or_else(|e| {
             log::error!("DMA table inconsistent ({e}); device loses DMA access");
             GuestRam::new()
         })
     }
 }
 
-trait RegionExt {
-    fn start_addr(&self) -> GuestAddress;
-    fn len(&self) -> u64;
-}
-
-impl RegionExt for GuestRegionMmap {
-    fn start_addr(&self) -> GuestAddress {
-        vm_memory::GuestMemoryRegion::start_addr(self)
-    }
-    fn len(&self) -> u64 {
-        vm_memory::GuestMemoryRegion::len(self)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Write;
+    use crate::memfile::tests::memfd;
     use vm_memory::Bytes;
 
-    fn memfd(size: u64) -> File {
-        let mut f = tempfile();
-        f.write_all(&vec![0u8; size as usize]).unwrap();
-        f
-    }
-
-    fn tempfile() -> File {
-        let p = std::env::temp_dir().join(format!(
-            "nicemu-dma-{}-{:?}",
-            std::process::id(),
-            std::thread::current().id()
-        ));
-        let f = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&p)
-            .unwrap();
-        std::fs::remove_file(&p).unwrap();
-        f
-    }
+    const RW: DmaMapFlags = DmaMapFlags(3);
 
     #[test]
     fn map_access_unmap() {
         let mut t = DmaTable::default();
-        t.map(0x10_0000, 0x1_0000, 0, Some(memfd(0x1_0000)))
+        t.map(0x10_0000, 0x1_0000, 0, RW, Some(memfd(0x1_0000, true)))
             .unwrap();
         let m = t.memory();
-        m.write_obj(0xdead_beefu32, GuestAddress(0x10_0010))
+        m.write
+            .write_obj(0xdead_beefu32, GuestAddress(0x10_0010))
             .unwrap();
         assert_eq!(
-            m.read_obj::<u32>(GuestAddress(0x10_0010)).unwrap(),
+            m.read.read_obj::<u32>(GuestAddress(0x10_0010)).unwrap(),
             0xdead_beef
         );
-        assert!(m.read_obj::<u32>(GuestAddress(0x20_0000)).is_err());
-        assert!(matches!(
-            t.map(0x10_8000, 0x1_0000, 0, Some(memfd(0x1_0000))),
-            Err(DmaError::Overlap { .. })
-        ));
-        assert!(matches!(
-            t.map(0, 0, 0, Some(memfd(1))),
-            Err(DmaError::BadSize { .. })
-        ));
-        assert!(matches!(
-            t.map(u64::MAX - 10, 100, 0, Some(memfd(100))),
-            Err(DmaError::BadSize { .. })
-        ));
-        assert!(matches!(t.map(0, 0x1000, 0, None), Err(DmaError::NoFd(0))));
-        assert_eq!(t.unmap(0x10_0000, 0x1_0000), 1);
-        assert!(t.memory().read_obj::<u32>(GuestAddress(0x10_0010)).is_err());
+        assert!(m.read.read_obj::<u32>(GuestAddress(0x20_0000)).is_err());
+        let e = t
+            .map(0x10_8000, 0x1_0000, 0, RW, Some(memfd(0x1_0000, true)))
+            .unwrap_err();
+        assert_eq!(e.errno(), libc::EEXIST);
+        let e = t.map(0, 0, 0, RW, Some(memfd(1, true))).unwrap_err();
+        assert_eq!(e.errno(), libc::EINVAL);
+        let e = t
+            .map(u64::MAX - 10, 100, 0, RW, Some(memfd(100, true)))
+            .unwrap_err();
+        assert_eq!(e.errno(), libc::EINVAL);
+        assert_eq!(
+            t.unmap(0x10_0000, 0x1000).unwrap_err().errno(),
+            libc::EINVAL,
+            "part of a mapping"
+        );
+        t.unmap(0x10_0000, 0x1_0000).unwrap();
+        assert!(t
+            .memory()
+            .read
+            .read_obj::<u32>(GuestAddress(0x10_0010))
+            .is_err());
+        assert!(t.is_empty());
+    }
+
+    #[test]
+    fn access_flags_shape_the_views() {
+        let mut t = DmaTable::default();
+        let f = memfd(0x3000, true);
+        let g = || Some(f.try_clone().unwrap());
+        t.map(0, 0x1000, 0, DmaMapFlags::READ, g()).unwrap();
+        t.map(0x1000, 0x1000, 0x1000, DmaMapFlags::WRITE, g())
+            .unwrap();
+        t.map(0x2000, 0x1000, 0x2000, DmaMapFlags(0), g()).unwrap();
+        let v = t.memory();
+        assert!(v.read.read_obj::<u32>(GuestAddress(0)).is_ok());
+        assert!(
+            v.write.write_obj(1u32, GuestAddress(0)).is_err(),
+            "read-only"
+        );
+        assert!(v.write.write_obj(1u32, GuestAddress(0x1000)).is_ok());
+        assert!(
+            v.read.read_obj::<u32>(GuestAddress(0x1000)).is_err(),
+            "write-only"
+        );
+        assert!(v.read.read_obj::<u32>(GuestAddress(0x2000)).is_err());
+        assert_eq!(t.files.len(), 1, "one descriptor for one file");
+    }
+
+    #[test]
+    fn limits_on_number_and_size() {
+        let mut t = DmaTable::default();
+        let f = memfd(0x1000, true);
+        for i in 0..MAX_DMA_MAPS as u64 {
+            t.map(i << 12, 0x1000, 0, RW, Some(f.try_clone().unwrap()))
+                .unwrap();
+        }
+        let e = t.map(1 << 40, 0x1000, 0, RW, None).unwrap_err();
+        assert_eq!(e.errno(), libc::ENOSPC);
+        t.clear();
+        let big = memfd(MAX_DMA_TOTAL, true);
+        t.map(0, MAX_DMA_TOTAL, 0, RW, Some(big.try_clone().unwrap()))
+            .unwrap();
+        let e = t.map(MAX_DMA_TOTAL, 0x1000, 0, RW, Some(big)).unwrap_err();
+        assert_eq!(e.errno(), libc::ENOSPC);
+        t.map(MAX_DMA_TOTAL, 0x1000, 0, RW, None).unwrap();
     }
 }

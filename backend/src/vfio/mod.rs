@@ -49,6 +49,12 @@ impl std::fmt::Debug for VfioPort {
     }
 }
 
+/// A DMA table error as the errno the client gets, logged.
+fn dma_err(id: &str, e: DmaError) -> std::io::Error {
+    log::warn!("{id}: {e}");
+    std::io::Error::from_raw_os_error(e.errno())
+}
+
 fn io_err(e: impl std::fmt::Display) -> std::io::Error {
     std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string())
 }
@@ -131,25 +137,29 @@ impl VfioPort {
         );
     }
 
-    /// Forgets the client: DMA mappings, interrupts, and resets the device.
-    fn disconnect(&mut self) {
+    /// Forgets the client: DMA mappings, interrupts, and resets the device
+    /// (after every connection).
+    pub fn disconnect(&mut self) {
         self.dma.clear();
         self.irq.clear();
-        self.dev.set_memory(self.dma.memory());
+        self.dev.set_dma(self.dma.memory());
         self.dev.reset();
+    }
+
+    /// What the server advertises for this function: its regions and
+    /// interrupts.
+    pub fn tables(&self) -> DeviceTables {
+        let d = self.dev.as_ref();
+        DeviceTables {
+            regions: Self::regions(d),
+            irqs: Self::irqs(d),
+            resettable: true,
+        }
     }
 
     /// Creates the socket and serves clients until the process ends.
     pub fn serve(mut self, socket: &Path) -> Result<std::thread::JoinHandle<()>, Error> {
-        let (regions, irqs) = {
-            let d = self.dev.as_ref();
-            (Self::regions(d), Self::irqs(d))
-        };
-        let tables = DeviceTables {
-            regions,
-            irqs,
-            resettable: true,
-        };
+        let tables = self.tables();
         let server = Server::bind(&self.id, socket, tables)?;
         let path: PathBuf = socket.to_path_buf();
         let id = self.id.clone();
@@ -244,7 +254,7 @@ impl DeviceBackend for VfioPort {
 
     fn dma_map(
         &mut self,
-        _flags: DmaMapFlags,
+        flags: DmaMapFlags,
         offset: u64,
         address: u64,
         size: u64,
@@ -257,37 +267,36 @@ impl DeviceBackend for VfioPort {
                 "{}: DMA region {address:#x}+{size:#x} has no fd; not reachable",
                 self.id
             );
-            return Ok(());
         }
-        self.dma.map(address, size, offset, fd).map_err(|e| {
-            log::warn!("{}: {e}", self.id);
-            match e {
-                // EEXIST, as VFIO's type1 IOMMU answers a map over a mapped range.
-                DmaError::Overlap { .. } => {
-                    std::io::Error::new(std::io::ErrorKind::AlreadyExists, e.to_string())
-                }
-                _ => io_err(e),
-            }
-        })?;
-        log::debug!("{}: DMA map {address:#x}+{size:#x}", self.id);
-        let mem = self.dma.memory();
-        self.dev.set_memory(mem);
+        self.dma
+            .map(address, size, offset, flags, fd)
+            .map_err(|e| dma_err(&self.id, e))?;
+        log::debug!(
+            "{}: DMA map {address:#x}+{size:#x} flags {:#x}",
+            self.id,
+            flags.0
+        );
+        self.dev.set_dma(self.dma.memory());
         Ok(())
     }
 
     fn dma_unmap(
         &mut self,
-        _flags: DmaUnmapFlags,
+        flags: DmaUnmapFlags,
         address: u64,
         size: u64,
     ) -> Result<(), std::io::Error> {
-        let n = self.dma.unmap(address, size);
-        log::debug!(
-            "{}: DMA unmap {address:#x}+{size:#x} ({n} regions)",
-            self.id
-        );
-        let mem = self.dma.memory();
-        self.dev.set_memory(mem);
+        if flags.contains(DmaUnmapFlags::ALL) {
+            self.dma.clear();
+        } else {
+            self.dma
+                .unmap(address, size)
+                .map_err(|e| dma_err(&self.id, e))?;
+        }
+        log::debug!("{}: DMA unmap {address:#x}+{size:#x}", self.id);
+        // Returns once no DMA uses the removed mapping: only then is the
+        // reply sent.
+        self.dev.set_dma(self.dma.memory());
         Ok(())
     }
 

@@ -34,8 +34,8 @@ use vfio_bindings::bindings::vfio::{
 
 use super::wire::{
     self, Capabilities, Command, DeviceInfo, DmaMap, DmaMapFlags, DmaUnmap, DmaUnmapFlags, Header,
-    IrqInfo, IrqInfoRequest, Migration, RegionAccess, RegionInfo, RegionInfoRequest,
-    RegionIoFdsRequest, SetIrqs, Version, VersionData, WireError, HEADER_SIZE,
+    IrqInfo, IrqInfoRequest, RegionAccess, RegionInfo, RegionInfoRequest, RegionIoFdsRequest,
+    SetIrqs, Version, VersionData, WireError, HEADER_SIZE,
 };
 use crate::error::Error;
 
@@ -221,17 +221,16 @@ fn errno_of(e: &io::Error) -> i32 {
     }
 }
 
-/// The capabilities nicemu answers VERSION with.
+/// The capabilities nicemu answers VERSION with. No `migration`: nicemu
+/// implements none of the migration commands, so offering it would invite a
+/// client to use them.
 fn server_capabilities() -> VersionData {
     VersionData {
         capabilities: Capabilities {
             max_msg_fds: Some(MAX_MSG_FDS as u32),
             max_data_xfer_size: Some(MAX_DATA_XFER),
             pgsizes: Some(wire::PAGE_SIZE),
-            migration: Some(Migration {
-                pgsize: Some(wire::PAGE_SIZE),
-                max_bitmap_size: None,
-            }),
+            max_dma_maps: Some(super::memory::MAX_DMA_MAPS as u32),
             ..Default::default()
         },
     }
@@ -261,8 +260,20 @@ impl Server {
     pub fn serve_one(&self, backend: &mut dyn DeviceBackend) -> Result<(), ConnError> {
         let (stream, _) = self.listener.accept().map_err(ConnError::Accept)?;
         log::info!("{}: vfio-user client connected", self.id);
-        Conn::new(&self.id, stream, &self.tables)?.run(backend)
+        serve_stream(&self.id, stream, &self.tables, backend)
     }
+}
+
+/// Serves one connected client on `stream` until it goes away, as
+/// [`Server::serve_one`] does after accepting (the fuzz target drives the
+/// server through a socket pair with this).
+pub fn serve_stream(
+    id: &str,
+    stream: UnixStream,
+    tables: &DeviceTables,
+    backend: &mut dyn DeviceBackend,
+) -> Result<(), ConnError> {
+    Conn::new(id, stream, tables)?.run(backend)
 }
 
 /// File descriptors received with one message.

@@ -10,7 +10,7 @@ use std::time::Duration;
 use device_models::offload::{segment_tcp, OffloadError};
 use device_models::{rss, FrameSink};
 use vhost::vhost_user::message::VhostUserProtocolFeatures;
-use vhost_user_backend::{VhostUserBackend, VringRwLock, VringT};
+use vhost_user_backend::{VhostUserBackend, VringRwLock, VringState, VringT};
 use virtio_queue::QueueT;
 use vm_memory::{GuestAddressSpace, GuestMemoryAtomic, GuestMemoryMmap};
 use vmm_sys_util::epoll::EventSet;
@@ -24,6 +24,40 @@ use super::offload::{self as voff, accept, NetHdr, MAX_HDR_LEN};
 use super::rx::{self, RxOutcome};
 use super::tx::{self, TxChainError, MAX_TX_BYTES};
 use crate::switch::Switch;
+use crate::vfio::irq::Signalled;
+
+/// Most guest memory regions of a vhost-user connection (QEMU sends a
+/// handful; the protocol's SET_MEM_TABLE carries at most 8).
+pub const MAX_MEM_REGIONS: usize = 64;
+
+/// Most bytes of guest memory per connection.
+pub const MAX_MEM_TOTAL: u64 = 1 << 40;
+
+/// Checks a vhost-user memory table (SET_MEM_TABLE or ADD_MEM_REGION, as
+/// the vhost-user-backend crate mapped it): at most [`MAX_MEM_REGIONS`] and
+/// [`MAX_MEM_TOTAL`] bytes, each region inside a file that cannot shrink
+/// ([`crate::memfile`]), so no access is SIGBUS.
+pub fn check_memory(mem: &GuestMemoryMmap<()>) -> Result<(), String> {
+    use vm_memory::{GuestMemoryBackend, GuestMemoryRegion};
+    if mem.num_regions() > MAX_MEM_REGIONS {
+        return Err(format!(
+            "{} regions, at most {MAX_MEM_REGIONS}",
+            mem.num_regions()
+        ));
+    }
+    let total: u64 = mem.iter().map(|r| r.len()).sum();
+    if total > MAX_MEM_TOTAL {
+        return Err(format!("{total:#x} bytes, at most {MAX_MEM_TOTAL:#x}"));
+    }
+    for r in mem.iter() {
+        let Some(fo) = r.file_offset() else {
+            return Err("a region without a file".into());
+        };
+        crate::memfile::pin_range(fo.file(), fo.start(), r.len())
+            .map_err(|e| format!("region at {:#x}: {e}", r.start_addr().0))?;
+    }
+    Ok(())
+}
 
 /// Guest memory as the backend sees it.
 pub type Mem = GuestMemoryAtomic<GuestMemoryMmap<()>>;
@@ -480,7 +514,7 @@ impl NetBackend {
             return Delivery::Busy;
         }
         if vr.needs_notification().unwrap_or(true) {
-            let _ = vr.signal_used_queue();
+            self.signal(&vr);
         }
         Delivery::Done
     }
@@ -506,6 +540,19 @@ impl NetBackend {
             RxOutcome::NoBuffers => inc(&c.rx_no_buffers),
             RxOutcome::TooBig => inc(&c.rx_too_big),
             RxOutcome::BadChain => inc(&c.rx_bad_chain),
+        }
+    }
+
+    /// Signals the used ring of `vr` to the guest without ever blocking
+    /// (a full call eventfd coalesces; see [`crate::vfio::irq`]).
+    fn signal(&self, vr: &VringState<GuestMemoryAtomic<GuestMemoryMmap<()>>>) {
+        let Some(call) = vr.get_call() else {
+            return;
+        };
+        match crate::vfio::irq::signal_unprepared(call) {
+            Signalled::Sent => {}
+            Signalled::Coalesced => inc(&self.port_counters.irq_coalesced),
+            Signalled::Failed => inc(&self.port_counters.irq_failed),
         }
     }
 
@@ -549,7 +596,7 @@ impl NetBackend {
             }
         }
         if vr.needs_notification().unwrap_or(true) {
-            let _ = vr.signal_used_queue();
+            self.signal(&vr);
         }
     }
 
@@ -673,8 +720,17 @@ impl VhostUserBackend for NetBackend {
     }
 
     fn update_memory(&self, mem: Mem) -> std::io::Result<()> {
-        self.conn_mut().mem = Some(mem);
-        Ok(())
+        // A table that fails the checks leaves the port without memory (no
+        // frame is placed or taken) until a good one arrives.
+        let checked = check_memory(&mem.memory());
+        if checked.is_err() {
+            inc(&self.port_counters.mem_refused);
+        }
+        self.conn_mut().mem = checked.as_ref().ok().map(|_| mem);
+        checked.map_err(|e| {
+            log::warn!("vhost-user memory table refused: {e}");
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, e)
+        })
     }
 
     fn queues_per_thread(&self) -> Vec<u64> {

@@ -77,6 +77,15 @@ counters!(
         /// Frames from the switch dropped because their receive queue's
         /// backlog was full (the guest did not give buffers in time).
         rx_backlog_drops,
+        /// Used-ring interrupts merged into one still pending at the client
+        /// (its call eventfd was full).
+        irq_coalesced,
+        /// Used-ring interrupts that could not be written (call fd of the
+        /// wrong kind, pipe without reader).
+        irq_failed,
+        /// SET_MEM_TABLE / ADD_MEM_REGION refused: too many regions or bytes,
+        /// or a file that does not cover its region or could shrink.
+        mem_refused,
     }
 );
 

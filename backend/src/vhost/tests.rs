@@ -19,6 +19,12 @@ fn mem() -> GuestMemoryMmap<()> {
     GuestMemoryMmap::from_ranges(&[(GuestAddress(0), 0x40_0000)]).unwrap()
 }
 
+/// As [`mem`], over a sealable memfd as QEMU shares guest RAM (what a
+/// backend accepts as its memory table).
+fn shared_mem() -> GuestMemoryMmap<()> {
+    file_mem(crate::memfile::tests::memfd(0x40_0000, true), 0x40_0000)
+}
+
 /// Descriptors of chains laid out from table index `first`: each inner slice
 /// is one chain of (addr, len, flags) linked with NEXT.
 fn chains(first: u16, list: &[&[(u64, u32, u16)]]) -> Vec<RawDescriptor> {
@@ -274,7 +280,7 @@ mod backend_rx {
     use super::super::backend::{flow_hash, Delivery, GsoPeers, NetBackend, Vring};
     use super::super::backlog::Backlog;
     use super::super::config::device_features;
-    use super::{chains, mem, W};
+    use super::{chains, shared_mem, W};
 
     struct Nowhere;
     impl device_models::FrameSink for Nowhere {
@@ -345,7 +351,7 @@ mod backend_rx {
     /// direct path does not overtake them meanwhile.
     #[test]
     fn a_queue_without_buffers_holds_up_only_its_own_flows() {
-        let m: GuestMemoryMmap<()> = mem();
+        let m: GuestMemoryMmap<()> = shared_mem();
         let b = two_pair_backend(&m);
         let rx0 = rx_vring(&m, 0x100_000, 16);
         let rx1 = rx_vring(&m, 0x200_000, 0);
@@ -390,7 +396,7 @@ mod backend_rx {
     /// dropped as `rx_not_ready`.)
     #[test]
     fn frames_for_a_disabled_queue_go_to_an_enabled_one() {
-        let m: GuestMemoryMmap<()> = mem();
+        let m: GuestMemoryMmap<()> = shared_mem();
         let b = Arc::new(NetBackend::new(
             "vn0".into(),
             [0x52, 0x54, 0, 0x12, 0x34, 0x56],
@@ -430,4 +436,35 @@ mod backend_rx {
         assert_eq!(b.deliver(&frames[1], false), Delivery::Done);
         assert_eq!(b.port_counters.snapshot().rx_not_ready, 1);
     }
+}
+
+/// A guest memory of one region over `file` (`size` bytes from offset 0).
+fn file_mem(file: std::fs::File, size: usize) -> GuestMemoryMmap<()> {
+    use vm_memory::mmap::MmapRegion;
+    use vm_memory::{FileOffset, GuestRegionMmap};
+    let r = MmapRegion::from_file(FileOffset::new(file, 0), size).unwrap();
+    GuestMemoryMmap::from_regions(vec![GuestRegionMmap::new(r, GuestAddress(0)).unwrap()]).unwrap()
+}
+
+#[test]
+fn memory_tables_that_could_sigbus_are_refused() {
+    use super::backend::{check_memory, MAX_MEM_REGIONS};
+    use crate::memfile::tests::memfd;
+    // A region larger than its file, a file that could shrink, a good one.
+    assert!(check_memory(&file_mem(memfd(4096, true), 1 << 20)).is_err());
+    assert!(check_memory(&file_mem(memfd(1 << 20, false), 1 << 20)).is_err());
+    let f = memfd(1 << 20, true);
+    assert_eq!(
+        check_memory(&file_mem(f.try_clone().unwrap(), 1 << 20)),
+        Ok(())
+    );
+    assert!(f.set_len(4096).is_err(), "sealed while mapped");
+    // Anonymous memory has no file to check; too many regions.
+    assert!(check_memory(&mem()).is_err());
+    let many: Vec<(GuestAddress, usize)> = (0..=MAX_MEM_REGIONS as u64)
+        .map(|i| (GuestAddress(i << 20), 4096))
+        .collect();
+    assert!(check_memory(&GuestMemoryMmap::from_ranges(&many).unwrap())
+        .unwrap_err()
+        .contains("regions"));
 }

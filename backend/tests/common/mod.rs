@@ -2,7 +2,9 @@
 //! shared "guest RAM" files, ring set-up the way the igb driver does it.
 #![allow(dead_code)]
 
-use std::fs::{File, OpenOptions};
+pub mod raw;
+
+use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
@@ -101,20 +103,28 @@ pub fn wr(c: &mut Client, off: u64, v: u32) {
         .unwrap();
 }
 
-/// A file standing in for guest RAM, shared with nicemu through DMA_MAP.
+/// A memfd of `size` bytes, as QEMU's memory-backend-memfd makes guest RAM
+/// (`sealable`: created with MFD_ALLOW_SEALING, as QEMU does by default).
+pub fn memfd(name: &str, size: u64, sealable: bool) -> File {
+    let name = std::ffi::CString::new(name).unwrap();
+    let flags = libc::MFD_CLOEXEC | if sealable { libc::MFD_ALLOW_SEALING } else { 0 };
+    // SAFETY: memfd_create with a NUL-terminated name; the new fd is ours.
+    let fd = unsafe { libc::memfd_create(name.as_ptr(), flags) };
+    assert!(fd >= 0, "memfd_create: {}", std::io::Error::last_os_error());
+    // SAFETY: `fd` was just created and nothing else owns it.
+    let f = unsafe { <File as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+    f.set_len(size).unwrap();
+    f
+}
+
+/// A memfd standing in for guest RAM, shared with nicemu through DMA_MAP.
 pub struct Ram(pub File);
 
 impl Ram {
-    pub fn new(dir: &Path, name: &str, size: u64) -> Ram {
-        let f = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(dir.join(name))
-            .unwrap();
-        f.set_len(size).unwrap();
-        Ram(f)
+    /// `size` bytes of sealable memfd (`name` labels it in /proc; `_dir` is
+    /// kept for callers that place run files there).
+    pub fn new(_dir: &Path, name: &str, size: u64) -> Ram {
+        Ram(memfd(name, size, true))
     }
 
     pub fn map(&self, c: &mut Client) {
@@ -140,9 +150,17 @@ pub const RX_RING: u64 = 0x20000;
 pub const RX_BUF: u64 = 0x40000;
 pub const TX_BUF: u64 = 0x80000;
 
+/// PCI COMMAND: memory space and bus mastering on, as `pci_enable_device_mem`
+/// and `pci_set_master` in the igb/ixgbe probe leave it.
+pub fn bus_master(c: &mut Client) {
+    c.region_write(VFIO_PCI_CONFIG_REGION_INDEX, 4, &0x0006u16.to_le_bytes())
+        .unwrap();
+}
+
 /// Queue 0 rings of 8 descriptors, receiver and transmitter on, as the igb
 /// driver's open path leaves them; link up (CTRL.SLU).
 pub fn setup_queue0(c: &mut Client, ram: &mut Ram) {
+    bus_master(c);
     wr(c, 0x3800, TX_RING as u32);
     wr(c, 0x3808, 8 * 16);
     wr(c, 0x3828, 1 << 25);

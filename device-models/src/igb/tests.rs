@@ -11,6 +11,7 @@ fn dev() -> (Igb, TestEnv) {
     let t = TestEnv::new();
     let d = Igb::new(IgbConfig { mac: MAC }, t.env.clone());
     d.set_memory(ram(4 << 20));
+    crate::testutil::bus_master(&d);
     (d, t)
 }
 
@@ -319,6 +320,34 @@ fn phy_loopback_self_test() {
     wr(&d, CTRL, v);
     send(&d, 40 % 16, 16, &f);
     assert_eq!(t.wire.take().len(), 1);
+}
+
+#[test]
+fn without_bus_mastering_there_is_no_dma() {
+    let (mut d, t) = dev();
+    setup_rings(&mut d, 16);
+    let v = rd(&d, CTRL) | ctrl::SLU;
+    wr(&d, CTRL, v);
+    // The driver's remove path (or a hostile guest) clears COMMAND.BME.
+    d.config_write(4, &0x0002u16.to_le_bytes());
+    send(&d, 0, 16, &lbtest_frame());
+    assert!(t.wire.take().is_empty(), "no descriptor fetched");
+    assert_eq!(rd(&d, 0x3810), 0, "TDH stays");
+    let txst: u32 = d.mem().read_obj(GuestAddress(0x1000c)).unwrap();
+    assert_eq!(txst & 1, 0, "no DD written");
+    d.receive(&lbtest_frame());
+    let len: u16 = d.mem().read_obj(GuestAddress(0x20000 + 12)).unwrap();
+    assert_eq!(len, 0, "no receive write-back");
+    assert_eq!(rd(&d, 0x2810), 0, "RDH stays");
+    assert_eq!(d.guest_errors().dma_blocked, 2);
+    assert_eq!(d.guest_errors().dma_errors, 0);
+    // Back on: the pending descriptor goes out at the next doorbell.
+    crate::testutil::bus_master(&d);
+    wr(&d, 0x3818, 1);
+    assert_eq!(t.wire.take().len(), 1);
+    // A function reset clears COMMAND, and with it bus mastering.
+    d.reset();
+    assert!(!d.mem.bus_master());
 }
 
 #[test]

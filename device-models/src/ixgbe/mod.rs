@@ -30,7 +30,7 @@ use crate::regfile::RegFile;
 use crate::stats::Totals;
 use crate::sync::lock;
 use crate::txframe::TxQueue;
-use crate::{Bar, DeviceEnv, DmaMemory, ErrorCounters, GuestRam, NicFunction};
+use crate::{Bar, DeviceEnv, DmaMemory, DmaView, ErrorCounters, GuestRam, NicFunction};
 use intr::Intr;
 
 pub use eeprom::NVM_WORDS;
@@ -233,8 +233,8 @@ impl Ixgbe {
     }
 
     /// The guest memory the function currently reaches (for tests).
-    pub fn mem(&self) -> std::sync::Arc<GuestRam> {
-        self.mem.get()
+    pub fn mem(&self) -> GuestRam {
+        self.mem.view().read.clone()
     }
 
     /// Connects or disconnects the emulated link partner; the guest sees a link
@@ -600,12 +600,20 @@ impl NicFunction for Ixgbe {
     }
 
     fn config_write(&self, offset: u64, data: &[u8]) {
-        let flr = {
+        let (flr, bme) = {
             let mut c = self.ctl();
             c.config.write(offset, data);
             let devctl = pci::PCIE_CAP + crate::pci::caps::PCIE_DEVCTL;
-            c.config.read_u16(devctl) & crate::pci::caps::PCIE_DEVCTL_FLR != 0
+            (
+                c.config.read_u16(devctl) & crate::pci::caps::PCIE_DEVCTL_FLR != 0,
+                c.config.bus_master(),
+            )
         };
+        // Outside the control lock: turning bus mastering off waits for DMA
+        // in flight, which may need that lock to finish.
+        if bme != self.mem.bus_master() {
+            self.mem.set_bus_master(bme);
+        }
         if flr {
             log::info!("ixgbe: function level reset");
             self.reset();
@@ -629,15 +637,19 @@ impl NicFunction for Ixgbe {
     }
 
     fn reset(&self) {
-        let mut c = self.ctl();
-        c.config.reset();
-        self.device_reset(&mut c);
-        self.totals.clear();
-        self.io.reset();
+        {
+            let mut c = self.ctl();
+            c.config.reset();
+            self.device_reset(&mut c);
+            self.totals.clear();
+            self.io.reset();
+        }
+        // PCI COMMAND is 0 after a function reset: no bus mastering.
+        self.mem.set_bus_master(false);
     }
 
-    fn set_memory(&self, mem: GuestRam) {
-        self.mem.set(mem);
+    fn set_dma(&self, view: DmaView) {
+        self.mem.set_view(view);
     }
 
     fn receive(&self, frame: &[u8]) {

@@ -250,7 +250,11 @@ impl Ixgbe {
         }
         let (csum_st, ptype) = self.rx_csum_bits(frame);
         let pkt_info = (ptype & 0xfff0) | ty as u16;
-        let mem = self.mem.get();
+        let Some(mem) = self.mem.get() else {
+            // Bus mastering off (PCI COMMAND.BME): the frame cannot be placed.
+            self.errors.dma_blocked();
+            return;
+        };
         let eop_bits = csum_st | if ts { ptp::RXD_STAT_TS } else { 0 };
         let placed = ring::place_frame(&mem, &mut r, &parts, total, bufsize, |last, len| {
             rx_writeback(

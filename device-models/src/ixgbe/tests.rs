@@ -12,6 +12,7 @@ fn dev_with(sfp: SfpKind) -> (Ixgbe, TestEnv) {
     let t = TestEnv::new();
     let d = Ixgbe::new(IxgbeConfig { mac: MAC, sfp }, t.env.clone());
     d.set_memory(ram(1 << 20));
+    crate::testutil::bus_master(&d);
     (d, t)
 }
 

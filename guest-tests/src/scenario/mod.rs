@@ -18,6 +18,7 @@ pub mod cyclictest;
 pub mod faults;
 #[cfg(test)]
 mod fixture_tests;
+pub mod hostile;
 pub mod mq;
 pub mod netperf;
 pub mod ping;
@@ -104,6 +105,7 @@ pub const NAMES: &[&str] = &[
     "faults",
     "rss",
     "mq",
+    "hostile",
 ];
 
 /// Looks a scenario up by name.
@@ -121,6 +123,7 @@ pub fn by_name(name: &str) -> Option<Box<dyn Scenario>> {
         "faults" => Box::new(faults::Faults),
         "rss" => Box::new(rss::Rss),
         "mq" => Box::new(mq::Mq),
+        "hostile" => Box::new(hostile::Hostile),
         _ => return None,
     })
 }

@@ -175,6 +175,9 @@ impl DeviceKind {
             (DeviceKind::NicemuVirtio | DeviceKind::QemuVirtio, "stats") => Some(
                 "virtio_net has no hardware packet/byte/broadcast counters to check (ethtool -S)",
             ),
+            (d, "hostile") if d != DeviceKind::NicemuIgb => {
+                Some("the hostile guest's register program is the 82576's (nicemu's igb only)")
+            }
             _ => None,
         }
     }
