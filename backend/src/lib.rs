@@ -5,6 +5,7 @@ pub mod capture;
 pub mod config;
 pub mod control;
 pub mod error;
+pub mod fdb;
 pub mod ports;
 pub mod sched;
 pub mod signals;

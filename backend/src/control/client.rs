@@ -228,6 +228,7 @@ fn human(verb: &Verb, d: &serde_json::Value) -> String {
             for (i, q) in d["queues"].as_array().into_iter().flatten().enumerate() {
                 print(&format!("q{i}."), q);
             }
+            print("net.", &d["net"]);
             let _ = writeln!(o, "connected: {}", d["connected"]);
         }
         Verb::Stats { all, .. } => {
@@ -240,8 +241,14 @@ fn human(verb: &Verb, d: &serde_json::Value) -> String {
             let s = &d["switch"];
             let _ = writeln!(
                 o,
-                "switch port: tx_frames {} rx_frames {} rx_drops {}",
-                s["tx_frames"], s["rx_frames"], s["rx_drops"]
+                "switch port: tx_frames {} rx_frames {} rx_drops {} runt_drops {}",
+                s["tx_frames"], s["rx_frames"], s["rx_drops"], s["runt_drops"]
+            );
+            let n = &d["net"];
+            let _ = writeln!(
+                o,
+                "mac table: entries {} aged {} evictions {}",
+                n["fdb_entries"], n["fdb_aged"], n["fdb_evictions"]
             );
             let errs: Vec<String> = d["guest_errors"]
                 .as_array()

@@ -104,6 +104,7 @@ fn run_virtio(reg: &Registry, req: &Request) -> Option<Result<Response, Response
             "dev": dev,
             "port": p.port_stats(),
             "queues": p.queue_stats(),
+            "net": net_stats(p.net_counters()),
             "connected": p.connected(),
         }))),
         Request::Link { up, .. } => {
@@ -115,6 +116,15 @@ fn run_virtio(reg: &Registry, req: &Request) -> Option<Result<Response, Response
         _ => Err(Response::err(format!(
             "{dev} is a virtio-net port: it supports list, stats and link"
         ))),
+    })
+}
+
+/// The counters of a port's network (its switch's MAC table).
+pub fn net_stats(n: &crate::switch::NetCounters) -> serde_json::Value {
+    json!({
+        "fdb_entries": n.fdb_entries.load(Ordering::Relaxed),
+        "fdb_aged": n.fdb_aged.load(Ordering::Relaxed),
+        "fdb_evictions": n.fdb_evictions.load(Ordering::Relaxed),
     })
 }
 
@@ -169,7 +179,9 @@ fn run(reg: &Registry, req: Request) -> Result<Response, Response> {
                     "tx_frames": c.tx_frames.load(Ordering::Relaxed),
                     "rx_frames": c.rx_frames.load(Ordering::Relaxed),
                     "rx_drops": c.rx_drops.load(Ordering::Relaxed),
+                    "runt_drops": c.runt_drops.load(Ordering::Relaxed),
                 },
+                "net": net_stats(&c.net),
             })))
         }
         Request::Trace {

@@ -80,6 +80,8 @@ pub struct PortView {
     /// Frames the switch dropped because the port's receive queue was full
     /// (the guest did not take frames as fast as they came).
     pub switch_rx_drops: u64,
+    /// Frames the guest sent shorter than an Ethernet header, dropped.
+    pub switch_runt_drops: u64,
 }
 
 /// A running virtio-net port; cheap to clone (the control socket keeps one).
@@ -248,7 +250,13 @@ impl VirtioNetPort {
             switch_tx_frames: sw.tx_frames.load(Ordering::Relaxed),
             switch_rx_frames: sw.rx_frames.load(Ordering::Relaxed),
             switch_rx_drops: sw.rx_drops.load(Ordering::Relaxed),
+            switch_runt_drops: sw.runt_drops.load(Ordering::Relaxed),
         }
+    }
+
+    /// The counters of the port's network.
+    pub fn net_counters(&self) -> &crate::switch::NetCounters {
+        &self.inner.switch_counters.net
     }
 
     /// The socket the port listens on.
