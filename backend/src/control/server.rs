@@ -3,30 +3,43 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::json;
 
 use super::protocol::{Request, Response};
 use crate::error::Error;
+use crate::outfile::OutputDir;
 use crate::ports::{PortInfo, Registry};
-use crate::trace::{open_sink, TraceFilter};
+use crate::trace::{sink_of, TraceFilter};
 
 /// Longest request line accepted.
 const MAX_LINE: usize = 64 * 1024;
+/// Connections served at once; more are answered "busy" and closed.
+pub const MAX_CONNS: usize = 16;
+/// A connection that sends no request, or does not read its reply, for this
+/// long is closed.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Binds the control socket and serves it on a thread.
-pub fn start(path: &Path, reg: Arc<Registry>) -> Result<PathBuf, Error> {
+/// What the control server serves: the ports and where files go.
+struct Ctl {
+    reg: Arc<Registry>,
+    out: OutputDir,
+}
+
+/// Binds the control socket and serves it on a thread; files named by
+/// `trace --file` and `capture` are created in `out`.
+pub fn start(path: &Path, reg: Arc<Registry>, out: OutputDir) -> Result<PathBuf, Error> {
     let l = crate::socket::listen(path)?;
+    let ctl = Arc::new(Ctl { reg, out });
+    let active = Arc::new(AtomicUsize::new(0));
     std::thread::Builder::new()
         .name("control".into())
         .spawn(move || {
             for c in l.incoming().flatten() {
-                let reg = reg.clone();
-                let _ = std::thread::Builder::new()
-                    .name("control-conn".into())
-                    .spawn(move || serve_conn(c, &reg));
+                admit(c, &ctl, &active);
             }
         })
         .map_err(|source| Error::Listen {
@@ -36,7 +49,46 @@ pub fn start(path: &Path, reg: Arc<Registry>) -> Result<PathBuf, Error> {
     Ok(path.to_path_buf())
 }
 
-fn serve_conn(s: UnixStream, reg: &Registry) {
+/// Refuses a peer of another user, or any connection beyond
+/// [`MAX_CONNS`] (with a one-line error), else serves it on its own thread.
+fn admit(c: UnixStream, ctl: &Arc<Ctl>, active: &Arc<AtomicUsize>) {
+    let refuse = |mut c: UnixStream, why: &str| {
+        let _ = c.set_write_timeout(Some(IDLE_TIMEOUT));
+        let _ = writeln!(
+            c,
+            "{}",
+            serde_json::to_string(&Response::err(why)).unwrap_or_default()
+        );
+    };
+    if !crate::socket::peer_allowed(&c) {
+        log::warn!("control: refused a peer of another user");
+        return refuse(
+            c,
+            "refused: the control socket serves nicemu's own user and root",
+        );
+    }
+    if active.fetch_add(1, Ordering::AcqRel) >= MAX_CONNS {
+        active.fetch_sub(1, Ordering::AcqRel);
+        return refuse(c, "busy: too many control connections, try again");
+    }
+    let (ctl, act) = (ctl.clone(), active.clone());
+    let spawned = std::thread::Builder::new()
+        .name("control-conn".into())
+        .spawn(move || {
+            serve_conn(c, &ctl);
+            act.fetch_sub(1, Ordering::AcqRel);
+        });
+    if spawned.is_err() {
+        active.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+fn serve_conn(s: UnixStream, ctl: &Ctl) {
+    if s.set_read_timeout(Some(IDLE_TIMEOUT)).is_err()
+        || s.set_write_timeout(Some(IDLE_TIMEOUT)).is_err()
+    {
+        return;
+    }
     let Ok(w) = s.try_clone() else { return };
     let mut w = w;
     let mut r = BufReader::new(s);
@@ -58,7 +110,7 @@ fn serve_conn(s: UnixStream, reg: &Registry) {
             return;
         }
         let resp = match serde_json::from_str::<Request>(line.trim()) {
-            Ok(req) => handle(reg, req),
+            Ok(req) => handle(&ctl.reg, &ctl.out, req),
             Err(e) => Response::err(format!("bad request: {e}")),
         };
         let out = serde_json::to_string(&resp).unwrap_or_else(|_| r#"{"ok":false}"#.into());
@@ -80,9 +132,9 @@ fn port<'a>(reg: &'a Registry, dev: &str) -> Result<&'a PortInfo, Response> {
     })
 }
 
-/// Answers one request.
-pub fn handle(reg: &Registry, req: Request) -> Response {
-    match run(reg, req) {
+/// Answers one request; files it names are created in `out`.
+pub fn handle(reg: &Registry, out: &OutputDir, req: Request) -> Response {
+    match run(reg, out, req) {
         Ok(r) | Err(r) => r,
     }
 }
@@ -128,7 +180,7 @@ pub fn net_stats(n: &crate::switch::NetCounters) -> serde_json::Value {
     })
 }
 
-fn run(reg: &Registry, req: Request) -> Result<Response, Response> {
+fn run(reg: &Registry, out: &OutputDir, req: Request) -> Result<Response, Response> {
     if let Some(r) = run_virtio(reg, &req) {
         return r;
     }
@@ -198,7 +250,10 @@ fn run(reg: &Registry, req: Request) -> Result<Response, Response> {
                 .map_err(Response::err)?;
             let sink = match &file {
                 Some(f) => {
-                    Some(open_sink(Some(Path::new(f))).map_err(|e| Response::err(e.to_string()))?)
+                    let (f, _) = out
+                        .create(Path::new(f))
+                        .map_err(|e| Response::err(e.to_string()))?;
+                    Some(sink_of(f))
                 }
                 None => None,
             };
@@ -207,11 +262,14 @@ fn run(reg: &Registry, req: Request) -> Result<Response, Response> {
         }
         Request::Capture { dev, file, count } => {
             let p = port(reg, &dev)?;
+            let (f, full) = out
+                .create(Path::new(&file))
+                .map_err(|e| Response::err(e.to_string()))?;
             p.counters
                 .capture
-                .start(Path::new(&file), count)
+                .start(f, count)
                 .map_err(|e| Response::err(e.to_string()))?;
-            Ok(Response::ok(json!({ "dev": dev, "file": file })))
+            Ok(Response::ok(json!({ "dev": dev, "file": full })))
         }
         Request::CaptureStop { dev } => {
             let p = port(reg, &dev)?;

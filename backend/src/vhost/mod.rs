@@ -272,7 +272,7 @@ fn bind(path: &Path) -> std::io::Result<UnixListener> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(e),
     }
-    UnixListener::bind(path)
+    crate::socket::bind_private(path)
 }
 
 /// Accepts frontends one after another for as long as the process runs.
