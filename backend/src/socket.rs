@@ -74,6 +74,15 @@ pub fn bind_private(path: &Path) -> std::io::Result<UnixListener> {
 
 /// The peer's user and group ids (SO_PEERCRED).
 pub fn peer_ids(s: &UnixStream) -> std::io::Result<(libc::uid_t, libc::gid_t)> {
+    peer_cred(s).map(|c| (c.uid, c.gid))
+}
+
+/// The peer's process id (SO_PEERCRED).
+pub fn peer_pid(s: &UnixStream) -> std::io::Result<libc::pid_t> {
+    peer_cred(s).map(|c| c.pid)
+}
+
+fn peer_cred(s: &UnixStream) -> std::io::Result<libc::ucred> {
     // SAFETY: ucred is plain data; all zeroes is a valid value.
     let mut cred: libc::ucred = unsafe { std::mem::zeroed() };
     let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
@@ -87,7 +96,7 @@ pub fn peer_ids(s: &UnixStream) -> std::io::Result<(libc::uid_t, libc::gid_t)> {
             &mut len,
         )
     })?;
-    Ok((cred.uid, cred.gid))
+    Ok(cred)
 }
 
 /// A peer may use nicemu's sockets when it runs as nicemu's own user or as
