@@ -128,6 +128,9 @@ pub struct PortCounters {
     pub rx_frames: AtomicU64,
     /// Frames dropped because the port's queue was full (frames or bytes).
     pub rx_drops: AtomicU64,
+    /// Frames delivered to a wire that it could not send on (a stream wire
+    /// with no peer connected, a failed write to the peer or the tap).
+    pub egress_drops: AtomicU64,
     /// Frames the port sent that were shorter than an Ethernet header,
     /// dropped by the switch.
     pub runt_drops: AtomicU64,

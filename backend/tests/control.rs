@@ -413,3 +413,34 @@ fn a_peer_of_another_user_is_refused_even_if_the_socket_was_opened_up() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn wires_are_listed_and_their_drops_shown() {
+    let n = Nicemu::start(
+        "ctl-wire",
+        &[
+            "--device",
+            "igb,id=igb0,socket={dir}/a.sock,mac=52:54:00:00:00:0a",
+            "--wire",
+            "stream,path={dir}/w.sock",
+            "--control",
+            "{dir}/ctl.sock",
+        ],
+        &["a.sock", "w.sock", "ctl.sock"],
+    );
+    let mut a = n.client("a.sock");
+    let mut ram_a = Ram::new(&n.dir, "ram-a", 1 << 20);
+    ram_a.map(&mut a);
+    setup_queue0(&mut a, &mut ram_a);
+    // Broadcast with no stream peer connected: dropped at the wire, counted.
+    send(&mut a, &mut ram_a, 0, &frame([0xff; 6], MAC_A, 60, 1));
+    wait_for(|| stats(&n, "wire0").get("egress_drops") == Some(&1));
+    let list = String::from_utf8_lossy(&n.ctl(&["list"]).stdout).to_string();
+    assert!(
+        list.lines()
+            .any(|l| l.starts_with("wire0") && l.contains("wire")),
+        "{list}"
+    );
+    let bad = n.ctl(&["capture", "wire0", "x.pcap"]);
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("is a wire"));
+}

@@ -231,6 +231,19 @@ fn human(verb: &Verb, d: &serde_json::Value) -> String {
             print("net.", &d["net"]);
             let _ = writeln!(o, "connected: {}", d["connected"]);
         }
+        Verb::Stats { .. } if d.get("wire").is_some() => {
+            let s = &d["switch"];
+            let _ = writeln!(o, "wire: {}", d["wire"].as_str().unwrap_or(""));
+            for k in [
+                "tx_frames",
+                "rx_frames",
+                "rx_drops",
+                "runt_drops",
+                "egress_drops",
+            ] {
+                let _ = writeln!(o, "{k:<16} {}", s[k]);
+            }
+        }
         Verb::Stats { all, .. } => {
             for kv in d["counters"].as_array().into_iter().flatten() {
                 let (k, v) = (kv[0].as_str().unwrap_or(""), kv[1].as_u64().unwrap_or(0));

@@ -127,6 +127,7 @@ fn port<'a>(reg: &'a Registry, dev: &str) -> Result<&'a PortInfo, Response> {
             .iter()
             .map(|p| p.id.as_str())
             .chain(reg.virtio.iter().map(|v| v.0.as_str()))
+            .chain(reg.wires.iter().map(|w| w.id.as_str()))
             .collect();
         Response::err(format!("no device '{dev}' (devices: {})", ids.join(", ")))
     })
@@ -180,8 +181,45 @@ pub fn net_stats(n: &crate::switch::NetCounters) -> serde_json::Value {
     })
 }
 
+/// The switch counters of one port, as `ctl stats` shows them.
+fn switch_stats(c: &crate::switch::PortCounters) -> serde_json::Value {
+    json!({
+        "tx_frames": c.tx_frames.load(Ordering::Relaxed),
+        "rx_frames": c.rx_frames.load(Ordering::Relaxed),
+        "rx_drops": c.rx_drops.load(Ordering::Relaxed),
+        "runt_drops": c.runt_drops.load(Ordering::Relaxed),
+        "egress_drops": c.egress_drops.load(Ordering::Relaxed),
+    })
+}
+
+/// Requests about a wire; `None` when `dev` is not one.
+fn run_wire(reg: &Registry, req: &Request) -> Option<Result<Response, Response>> {
+    let dev = match req {
+        Request::Stats { dev }
+        | Request::Link { dev, .. }
+        | Request::Trace { dev, .. }
+        | Request::Capture { dev, .. }
+        | Request::CaptureStop { dev }
+        | Request::Fault { dev, .. } => dev,
+        Request::List => return None,
+    };
+    let w = reg.wires.iter().find(|w| &w.id == dev)?;
+    Some(match req {
+        Request::Stats { .. } => Ok(Response::ok(json!({
+            "dev": dev,
+            "wire": w.what,
+            "switch": switch_stats(&w.counters),
+            "net": net_stats(&w.counters.net),
+        }))),
+        _ => Err(Response::err(format!(
+            "{dev} is a wire ({}): it supports list and stats",
+            w.what
+        ))),
+    })
+}
+
 fn run(reg: &Registry, out: &OutputDir, req: Request) -> Result<Response, Response> {
-    if let Some(r) = run_virtio(reg, &req) {
+    if let Some(r) = run_virtio(reg, &req).or_else(|| run_wire(reg, &req)) {
         return r;
     }
     match req {
@@ -214,6 +252,13 @@ fn run(reg: &Registry, out: &OutputDir, req: Request) -> Result<Response, Respon
                     "interrupts": "vhost-user",
                 })
             }));
+            ports.extend(reg.wires.iter().map(|w| {
+                json!({
+                    "id": w.id, "model": "wire", "socket": w.what, "net": w.net, "mac": "",
+                    "link": "up", "driver_loaded": false,
+                    "rx_queues": [], "tx_queues": [], "interrupts": "-",
+                })
+            }));
             Ok(Response::ok(json!({ "devices": ports })))
         }
         Request::Stats { dev } => {
@@ -227,12 +272,7 @@ fn run(reg: &Registry, out: &OutputDir, req: Request) -> Result<Response, Respon
                 "dev": dev,
                 "counters": counters.into_iter().map(|(k, v)| json!([k, v])).collect::<Vec<_>>(),
                 "guest_errors": errors.into_iter().map(|(k, v)| json!([k, v])).collect::<Vec<_>>(),
-                "switch": {
-                    "tx_frames": c.tx_frames.load(Ordering::Relaxed),
-                    "rx_frames": c.rx_frames.load(Ordering::Relaxed),
-                    "rx_drops": c.rx_drops.load(Ordering::Relaxed),
-                    "runt_drops": c.runt_drops.load(Ordering::Relaxed),
-                },
+                "switch": switch_stats(c),
                 "net": net_stats(&c.net),
             })))
         }
