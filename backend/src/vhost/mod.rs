@@ -331,17 +331,21 @@ fn serve(s: &Shared, mut listener: Option<UnixListener>) {
 /// 0600 in a fresh mode-0700 directory (`mkdtemp`), the relay accepts only a
 /// connection from this very process (SO_PEERCRED pid), and socket and
 /// directory are removed as soon as it is accepted.
-fn connect_daemon(b: &Arc<NetBackend>) -> std::io::Result<(Daemon, UnixStream)> {
+fn connect_daemon(b: &Arc<NetBackend>) -> std::io::Result<(DaemonGuard, UnixStream)> {
     let dir = PrivateDir::new(&b.id)?;
     let path = dir.0.join("handler.sock");
     let l = crate::socket::bind_private(&path)?;
     let mem = GuestMemoryAtomic::new(GuestMemoryMmap::<()>::default());
-    let mut daemon = VhostUserDaemon::new(format!("vhost-{}", b.id), b.clone(), mem)
-        .map_err(|e| std::io::Error::other(e.to_string()))?;
+    let daemon = VhostUserDaemon::new(format!("vhost-{}", b.id), b.clone(), mem);
+    let mut daemon = DaemonGuard {
+        daemon: Some(daemon.map_err(|e| std::io::Error::other(e.to_string()))?),
+        backend: b.clone(),
+    };
     let path_str = path
         .to_str()
         .ok_or_else(|| std::io::Error::other("temporary directory path is not UTF-8"))?;
     daemon
+        .get()
         .start_client(path_str)
         .map_err(|e| std::io::Error::other(e.to_string()))?;
     // The daemon's connect() has completed: its connection is queued.
@@ -362,6 +366,28 @@ fn connect_daemon(b: &Arc<NetBackend>) -> std::io::Result<(Daemon, UnixStream)> 
 }
 
 type Daemon = VhostUserDaemon<Arc<NetBackend>>;
+
+/// A daemon that, when dropped, is dropped first (its workers joined) and
+/// then has the exit-event descriptors it leaks closed.
+struct DaemonGuard {
+    daemon: Option<Daemon>,
+    backend: Arc<NetBackend>,
+}
+
+impl DaemonGuard {
+    fn get(&mut self) -> &mut Daemon {
+        self.daemon.as_mut().expect("present until dropped")
+    }
+}
+
+impl Drop for DaemonGuard {
+    fn drop(&mut self) {
+        drop(self.daemon.take());
+        // SAFETY: the daemon was just dropped: VhostUserHandler's drop
+        // joined its workers, the only users of those descriptors.
+        unsafe { self.backend.close_exit_fds() };
+    }
+}
 
 /// A fresh directory of mode 0700, removed (with its contents) when dropped.
 struct PrivateDir(PathBuf);
@@ -412,7 +438,7 @@ fn run_connection(s: &Shared, frontend: UnixStream) -> std::io::Result<()> {
     let down = std::thread::Builder::new()
         .name(format!("vhost-down-{}", b.id))
         .spawn(move || proxy::handler_to_frontend(&h2, &reply))?;
-    if let Err(e) = daemon.wait() {
+    if let Err(e) = daemon.get().wait() {
         log::info!("{}: connection ended: {e}", b.id);
     }
     if let Some(c) = lock(&s.conn).take() {
@@ -421,7 +447,7 @@ fn run_connection(s: &Shared, frontend: UnixStream) -> std::io::Result<()> {
     let _ = to_handler.shutdown(std::net::Shutdown::Both);
     let _ = up.join();
     let _ = down.join();
-    for h in daemon.get_epoll_handlers() {
+    for h in daemon.get().get_epoll_handlers() {
         h.send_exit_event();
     }
     Ok(())
