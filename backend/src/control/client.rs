@@ -151,11 +151,17 @@ pub fn call(control: &Path, req: &Request) -> Result<Response, String> {
         )
     })?;
     let line = serde_json::to_string(req).map_err(|e| e.to_string())?;
-    writeln!(s, "{line}").map_err(|e| format!("cannot send: {e}"))?;
+    // A refusal (busy, another user) may come before the request is sent:
+    // read the answer even when sending failed.
+    let sent = writeln!(s, "{line}");
     let mut resp = String::new();
-    BufReader::new(s)
-        .read_line(&mut resp)
-        .map_err(|e| format!("no answer: {e}"))?;
+    let read = BufReader::new(s).read_line(&mut resp);
+    match (sent, read) {
+        (_, Ok(n)) if n > 0 => {}
+        (Err(e), _) => return Err(format!("cannot send: {e}")),
+        (Ok(()), Err(e)) => return Err(format!("no answer: {e}")),
+        (Ok(()), Ok(_)) => return Err("no answer: connection closed".into()),
+    }
     serde_json::from_str(&resp).map_err(|e| format!("bad answer: {e}"))
 }
 

@@ -22,6 +22,9 @@ pub const MAX_CONNS: usize = 16;
 /// A connection that sends no request, or does not read its reply, for this
 /// long is closed.
 pub const IDLE_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a refused connection is given to send its request and read
+/// the refusal.
+const REFUSAL_TIMEOUT: Duration = Duration::from_millis(100);
 
 /// What the control server serves: the ports and where files go.
 struct Ctl {
@@ -53,12 +56,18 @@ pub fn start(path: &Path, reg: Arc<Registry>, out: OutputDir) -> Result<PathBuf,
 /// [`MAX_CONNS`] (with a one-line error), else serves it on its own thread.
 fn admit(c: UnixStream, ctl: &Arc<Ctl>, active: &Arc<AtomicUsize>) {
     let refuse = |mut c: UnixStream, why: &str| {
-        let _ = c.set_write_timeout(Some(IDLE_TIMEOUT));
+        let _ = c.set_write_timeout(Some(REFUSAL_TIMEOUT));
         let _ = writeln!(
             c,
             "{}",
             serde_json::to_string(&Response::err(why)).unwrap_or_default()
         );
+        // Take the request the peer may be sending, so that closing with
+        // it unread does not reset the connection before the peer has
+        // read the answer (bounded: one read, a short timeout).
+        let _ = c.shutdown(std::net::Shutdown::Write);
+        let _ = c.set_read_timeout(Some(REFUSAL_TIMEOUT));
+        let _ = c.read(&mut [0u8; 4096]);
     };
     if !crate::socket::peer_allowed(&c) {
         log::warn!("control: refused a peer of another user");
