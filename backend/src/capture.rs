@@ -3,7 +3,6 @@
 //! the maintained `pcap-file` crate, readable by tcpdump and Wireshark.
 
 use std::fs::File;
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -11,17 +10,13 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
 use pcap_file::DataLink;
 
+/// Bytes of a frame a capture keeps (the pcap header's snaplen); longer
+/// frames are truncated, with their original length recorded.
+pub const SNAPLEN: u32 = 65535;
+
 /// Why a capture could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum CaptureError {
-    /// The file could not be created.
-    #[error("cannot create {path}: {source}")]
-    Create {
-        /// The file.
-        path: String,
-        /// Why.
-        source: std::io::Error,
-    },
     /// The pcap header could not be written.
     #[error("cannot write pcap header: {0}")]
     Header(String),
@@ -50,16 +45,12 @@ impl std::fmt::Debug for CaptureSlot {
 }
 
 impl CaptureSlot {
-    /// Starts capturing into `path` (replacing a running capture), for at most
-    /// `count` frames if given.
-    pub fn start(&self, path: &Path, count: Option<u64>) -> Result<(), CaptureError> {
-        let f = File::create(path).map_err(|source| CaptureError::Create {
-            path: path.display().to_string(),
-            source,
-        })?;
+    /// Starts capturing into the new file `f` (replacing a running
+    /// capture), for at most `count` frames if given.
+    pub fn start(&self, f: File, count: Option<u64>) -> Result<(), CaptureError> {
         let header = PcapHeader {
             datalink: DataLink::ETHERNET,
-            snaplen: 65535,
+            snaplen: SNAPLEN,
             ..Default::default()
         };
         let writer =
@@ -100,7 +91,9 @@ impl CaptureSlot {
         let ts = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .unwrap_or_default();
-        let pkt = PcapPacket::new(ts, frame.len() as u32, frame);
+        let orig = u32::try_from(frame.len()).unwrap_or(u32::MAX);
+        let kept = &frame[..frame.len().min(SNAPLEN as usize)];
+        let pkt = PcapPacket::new(ts, orig, kept);
         if let Err(e) = a.writer.write_packet(&pkt) {
             log::warn!("capture write failed: {e}; capture stopped");
             *guard = None;
@@ -128,7 +121,7 @@ mod tests {
         let p = std::env::temp_dir().join(format!("nicemu-cap-{}.pcap", std::process::id()));
         let slot = CaptureSlot::default();
         slot.record(&[1; 60]);
-        slot.start(&p, Some(2)).unwrap();
+        slot.start(File::create(&p).unwrap(), Some(2)).unwrap();
         slot.record(&[0xaa; 60]);
         slot.record(&[0xbb; 98]);
         slot.record(&[0xcc; 60]);
@@ -141,8 +134,34 @@ mod tests {
         assert_eq!(b.orig_len, 98);
         assert!(r.next_packet().is_none());
         std::fs::remove_file(p).unwrap();
-        assert!(slot
-            .start(Path::new("/nonexistent/dir/x.pcap"), None)
-            .is_err());
+    }
+
+    #[test]
+    fn a_frame_over_the_snaplen_is_truncated_and_the_capture_goes_on() {
+        let p = std::env::temp_dir().join(format!("nicemu-cap-big-{}.pcap", std::process::id()));
+        let _ = std::fs::remove_file(&p);
+        let slot = CaptureSlot::default();
+        slot.start(File::create(&p).unwrap(), None).unwrap();
+        slot.record(&vec![0x11; 70_000]);
+        slot.record(&[0x22; 60]);
+        assert_eq!(slot.stop(), Some(2), "still capturing after the big frame");
+        // Record headers read by hand: pcap-file's reader refuses
+        // orig_len > snaplen, which the format allows (tcpdump -s writes it).
+        let b = std::fs::read(&p).unwrap();
+        let be = b[0..4] == [0xa1, 0xb2, 0xc3, 0xd4];
+        let u32_at = |o: usize| {
+            let w: [u8; 4] = b[o..o + 4].try_into().unwrap();
+            if be {
+                u32::from_be_bytes(w)
+            } else {
+                u32::from_le_bytes(w)
+            }
+        };
+        assert_eq!(u32_at(16), SNAPLEN);
+        assert_eq!((u32_at(24 + 8), u32_at(24 + 12)), (SNAPLEN, 70_000));
+        let second = 24 + 16 + SNAPLEN as usize;
+        assert_eq!((u32_at(second + 8), u32_at(second + 12)), (60, 60));
+        assert_eq!(b.len(), second + 16 + 60);
+        std::fs::remove_file(p).unwrap();
     }
 }

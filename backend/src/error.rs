@@ -48,10 +48,13 @@ pub enum Error {
         /// The repeated value.
         value: String,
     },
-    /// The trace file could not be opened.
-    #[error("cannot open trace file {path}: {source}")]
-    TraceFile {
-        /// The file.
+    /// An output file (--trace-regs) could not be created.
+    #[error(transparent)]
+    Output(#[from] crate::outfile::OutputError),
+    /// The output directory could not be opened.
+    #[error("--output-dir {path}: {source}")]
+    OutputDir {
+        /// The directory.
         path: PathBuf,
         /// Why.
         source: std::io::Error,

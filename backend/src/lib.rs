@@ -5,7 +5,9 @@ pub mod capture;
 pub mod config;
 pub mod control;
 pub mod error;
+pub mod fdb;
 pub mod memfile;
+pub mod outfile;
 pub mod ports;
 pub mod sched;
 pub mod signals;
@@ -50,8 +52,14 @@ pub struct Cli {
     /// Serve the control socket (`nicemu ctl --control PATH …`) at PATH.
     #[arg(long = "control", value_name = "PATH")]
     pub control: Option<PathBuf>,
+    /// Directory the files named over the control socket (`ctl capture`,
+    /// `ctl trace --file`) are created in; a name outside it is refused.
+    /// Default: the control socket's directory.
+    #[arg(long = "output-dir", value_name = "DIR")]
+    pub output_dir: Option<PathBuf>,
     /// Trace every register access (time, R/W, offset, register name, value)
-    /// to FILE, or to standard error without =FILE.
+    /// to FILE (a new file: an existing one or a symlink is refused), or to
+    /// standard error without =FILE.
     #[arg(long = "trace-regs", value_name = "FILE", num_args = 0..=1, require_equals = true, default_missing_value = "-")]
     pub trace_regs: Option<PathBuf>,
     /// Scheduling policy of the data-path threads (vfio-user servers, receive
@@ -79,11 +87,21 @@ pub fn run(cli: Cli) -> Result<(), error::Error> {
         .iter()
         .map(|w| config::WireSpec::parse(w))
         .collect::<Result<Vec<_>, _>>()?;
-    if let Some(c) = &cli.control {
-        if c.symlink_metadata().is_ok() {
+    let output_dir = match &cli.control {
+        Some(c) if c.symlink_metadata().is_ok() => {
             return Err(error::Error::SocketExists(c.clone()));
         }
-    }
+        Some(c) => {
+            let dir = cli.output_dir.clone().unwrap_or_else(|| match c.parent() {
+                Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+                _ => PathBuf::from("."),
+            });
+            let out = outfile::OutputDir::open(&dir)
+                .map_err(|source| error::Error::OutputDir { path: dir, source })?;
+            Some(out)
+        }
+        None => None,
+    };
     // One sink for --trace-regs; each device gets its own switchable tracer.
     let tracer = match cli.trace_regs.as_deref() {
         None => None,
@@ -93,8 +111,8 @@ pub fn run(cli: Cli) -> Result<(), error::Error> {
     sched::set_data_path_policy(cli.sched);
     let signals = signals::Signals::block()?;
     let running = ports::start(&devices, &wires, tracer)?;
-    if let Some(path) = &cli.control {
-        match control::server::start(path, running.registry.clone()) {
+    if let (Some(path), Some(out)) = (&cli.control, output_dir) {
+        match control::server::start(path, running.registry.clone(), out) {
             Ok(p) => running.add_socket(p),
             Err(e) => {
                 running.remove_sockets();

@@ -46,6 +46,21 @@ pub struct Registry {
     pub ports: Vec<PortInfo>,
     /// virtio-net ports: id, net, handle.
     pub virtio: Vec<(String, String, crate::vhost::VirtioNetPort)>,
+    /// Wires in command-line order, named `wire0`, `wire1`…
+    pub wires: Vec<WireInfo>,
+}
+
+/// What the control path knows of one wire.
+#[derive(Debug)]
+pub struct WireInfo {
+    /// `wireN`, N its place among the --wire options.
+    pub id: String,
+    /// What it is (`stream PATH`, `tap IFNAME`).
+    pub what: String,
+    /// Its network.
+    pub net: String,
+    /// Its switch port counters.
+    pub counters: Arc<PortCounters>,
 }
 
 impl std::fmt::Debug for Registry {
@@ -167,11 +182,25 @@ pub fn start(
             }
         }
     }
-    for w in wires {
+    for (i, w) in wires.iter().enumerate() {
         let switch = nets.entry(w.net.clone()).or_default().clone();
         match wire::start(w, &switch) {
-            Ok(Some(path)) => running.add_socket(path),
-            Ok(None) => {}
+            Ok(started) => {
+                if let Some(path) = started.socket {
+                    running.add_socket(path);
+                }
+                registry.wires.push(WireInfo {
+                    id: format!("wire{i}"),
+                    what: match &w.kind {
+                        crate::config::WireKind::Stream { path } => {
+                            format!("stream {}", path.display())
+                        }
+                        crate::config::WireKind::Tap { ifname } => format!("tap {ifname}"),
+                    },
+                    net: w.net.clone(),
+                    counters: started.counters,
+                });
+            }
             Err(e) => {
                 running.remove_sockets();
                 return Err(e);

@@ -1,46 +1,70 @@
 //! The L2 learning switch joining the ports of one network, and per-port
 //! bounded receive queues: a full queue drops (and counts) the frame instead
-//! of blocking the sending guest.
+//! of blocking the sending guest. Everything a guest can fill is bounded in
+//! bytes as well as entries: the queues ([`PORT_QUEUE`] frames,
+//! [`PORT_QUEUE_BYTES`]), the frame pool ([`POOL_BYTES`]) and the MAC table
+//! ([`crate::fdb`]).
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, RwLock};
 
 use device_models::{Clock, FrameSink, MonotonicClock};
 
+use crate::fdb::Fdb;
+
 /// Frames a port's receive queue holds before it drops.
 pub const PORT_QUEUE: usize = 1024;
+/// Bytes of frames a port's receive queue holds before it drops (1024
+/// full-size 1514-byte frames fit; 64 KiB GSO frames are held to 32).
+pub const PORT_QUEUE_BYTES: usize = 2 << 20;
+/// Shortest frame the switch forwards: an Ethernet header.
+pub const MIN_SWITCH_FRAME: usize = 14;
 
 /// Buffers the pool keeps for reuse.
 const POOL_KEEP: usize = 4096;
+/// Bytes of buffer capacity the pool keeps for reuse.
+const POOL_BYTES: usize = 8 << 20;
 
-/// Recycled frame buffers, so forwarding does not allocate per frame once warm.
+#[derive(Debug, Default)]
+struct Pooled {
+    bufs: Vec<Vec<u8>>,
+    bytes: usize,
+}
+
+/// Recycled frame buffers, so forwarding does not allocate per frame once
+/// warm; at most [`POOL_KEEP`] buffers of [`POOL_BYTES`] in all.
 #[derive(Debug, Default)]
 pub struct FramePool {
-    free: Mutex<Vec<Vec<u8>>>,
+    free: Mutex<Pooled>,
 }
 
 impl FramePool {
     /// A buffer holding a copy of `frame`.
     pub fn copy_of(&self, frame: &[u8]) -> Vec<u8> {
-        let mut b = self
-            .free
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .pop()
-            .unwrap_or_default();
+        let mut b = {
+            let mut f = self.free.lock().unwrap_or_else(|e| e.into_inner());
+            let b = f.bufs.pop().unwrap_or_default();
+            f.bytes -= b.capacity();
+            b
+        };
         b.clear();
         b.extend_from_slice(frame);
         b
     }
 
-    /// Returns a buffer for reuse.
+    /// Returns a buffer for reuse (freed when the pool is full).
     pub fn recycle(&self, buf: Vec<u8>) {
         let mut f = self.free.lock().unwrap_or_else(|e| e.into_inner());
-        if f.len() < POOL_KEEP {
-            f.push(buf);
+        if f.bufs.len() < POOL_KEEP && f.bytes + buf.capacity() <= POOL_BYTES {
+            f.bytes += buf.capacity();
+            f.bufs.push(buf);
         }
+    }
+
+    /// Bytes of buffer capacity held for reuse.
+    pub fn held_bytes(&self) -> usize {
+        self.free.lock().unwrap_or_else(|e| e.into_inner()).bytes
     }
 }
 
@@ -50,26 +74,47 @@ impl FramePool {
 pub struct PortRx {
     rx: Receiver<(Vec<u8>, u64)>,
     pool: Arc<FramePool>,
-    queued: Arc<AtomicUsize>,
+    queued: Arc<Queued>,
 }
 
 impl PortRx {
     /// Waits for the next frame; `None` when the switch is gone.
     pub fn recv(&self) -> Option<Vec<u8>> {
-        self.rx.recv().ok().map(|(f, _)| f)
+        self.recv_timed().map(|(f, _)| f)
     }
 
     /// Waits for the next frame and the time it was sent (so a device can
     /// time-stamp it as arriving then, not after the queue).
     pub fn recv_timed(&self) -> Option<(Vec<u8>, u64)> {
-        self.rx.recv().ok()
+        let (f, t) = self.rx.recv().ok()?;
+        self.queued.bytes.fetch_sub(f.len(), Ordering::AcqRel);
+        Some((f, t))
     }
 
     /// Returns a frame's buffer after use (the frame is consumed).
     pub fn recycle(&self, buf: Vec<u8>) {
-        self.queued.fetch_sub(1, Ordering::AcqRel);
+        self.queued.frames.fetch_sub(1, Ordering::AcqRel);
         self.pool.recycle(buf);
     }
+}
+
+/// What a port's queue holds: frames not yet consumed (direct delivery only
+/// when 0, so frames are never reordered) and bytes not yet received.
+#[derive(Debug, Default)]
+struct Queued {
+    frames: AtomicUsize,
+    bytes: AtomicUsize,
+}
+
+/// Counters of one network's switch, shared by its ports' `ctl stats`.
+#[derive(Debug, Default)]
+pub struct NetCounters {
+    /// MACs in the table now.
+    pub fdb_entries: AtomicU64,
+    /// Entries forgotten because they were not refreshed in time.
+    pub fdb_aged: AtomicU64,
+    /// Live entries forgotten because the table was full.
+    pub fdb_evictions: AtomicU64,
 }
 
 /// Per-port counters kept by the switch.
@@ -81,8 +126,16 @@ pub struct PortCounters {
     pub tx_frames: AtomicU64,
     /// Frames delivered to the port's queue.
     pub rx_frames: AtomicU64,
-    /// Frames dropped because the port's queue was full.
+    /// Frames dropped because the port's queue was full (frames or bytes).
     pub rx_drops: AtomicU64,
+    /// Frames delivered to a wire that it could not send on (a stream wire
+    /// with no peer connected, a failed write to the peer or the tap).
+    pub egress_drops: AtomicU64,
+    /// Frames the port sent that were shorter than an Ethernet header,
+    /// dropped by the switch.
+    pub runt_drops: AtomicU64,
+    /// The counters of the port's network.
+    pub net: Arc<NetCounters>,
 }
 
 /// A receiver that can take a frame synchronously when it is not busy (the
@@ -100,9 +153,7 @@ pub trait DirectRx: Send + Sync {
 struct Port {
     queue: SyncSender<(Vec<u8>, u64)>,
     counters: Arc<PortCounters>,
-    /// Frames queued and not yet consumed; direct delivery only when 0, so
-    /// frames are never reordered.
-    queued: Arc<AtomicUsize>,
+    queued: Arc<Queued>,
     direct: Option<Arc<dyn DirectRx>>,
 }
 
@@ -110,8 +161,9 @@ struct Port {
 #[derive(Default)]
 pub struct Switch {
     ports: RwLock<Vec<Port>>,
-    fdb: Mutex<HashMap<[u8; 6], usize>>,
+    fdb: Mutex<Fdb>,
     pool: Arc<FramePool>,
+    net: Arc<NetCounters>,
 }
 
 impl std::fmt::Debug for Switch {
@@ -148,8 +200,11 @@ impl Switch {
         direct: Option<Arc<dyn DirectRx>>,
     ) -> (PortHandle, PortRx) {
         let (tx, rx) = sync_channel(PORT_QUEUE);
-        let counters = Arc::new(PortCounters::default());
-        let queued = Arc::new(AtomicUsize::new(0));
+        let counters = Arc::new(PortCounters {
+            net: self.net.clone(),
+            ..Default::default()
+        });
+        let queued = Arc::new(Queued::default());
         let mut ports = self.ports.write().unwrap_or_else(|e| e.into_inner());
         ports.push(Port {
             queue: tx,
@@ -173,22 +228,60 @@ impl Switch {
 
     fn deliver(&self, to: &Port, frame: &[u8], sent: u64) {
         to.counters.capture.record(frame);
+        let q = &to.queued;
         if let Some(d) = &to.direct {
-            if to.queued.load(Ordering::Acquire) == 0 && d.try_receive_at(frame, sent) {
+            if q.frames.load(Ordering::Acquire) == 0 && d.try_receive_at(frame, sent) {
                 to.counters.rx_frames.fetch_add(1, Ordering::Relaxed);
                 return;
             }
         }
-        to.queued.fetch_add(1, Ordering::AcqRel);
+        let bytes = q.bytes.fetch_add(frame.len(), Ordering::AcqRel);
+        q.frames.fetch_add(1, Ordering::AcqRel);
+        let refused = |b: Option<Vec<u8>>| {
+            q.frames.fetch_sub(1, Ordering::AcqRel);
+            q.bytes.fetch_sub(frame.len(), Ordering::AcqRel);
+            to.counters.rx_drops.fetch_add(1, Ordering::Relaxed);
+            if let Some(b) = b {
+                self.pool.recycle(b);
+            }
+        };
+        if bytes + frame.len() > PORT_QUEUE_BYTES {
+            return refused(None);
+        }
         match to.queue.try_send((self.pool.copy_of(frame), sent)) {
             Ok(()) => {
                 to.counters.rx_frames.fetch_add(1, Ordering::Relaxed);
             }
             Err(TrySendError::Full((b, _))) | Err(TrySendError::Disconnected((b, _))) => {
-                to.queued.fetch_sub(1, Ordering::AcqRel);
-                to.counters.rx_drops.fetch_add(1, Ordering::Relaxed);
-                self.pool.recycle(b);
+                refused(Some(b))
             }
+        }
+    }
+
+    /// Learns `src` on port `from` and looks `dst` up (multicast sources are
+    /// not learned, multicast destinations always flood).
+    fn learn_and_look_up(
+        &self,
+        from: usize,
+        src: [u8; 6],
+        dst: [u8; 6],
+        now: u64,
+    ) -> Option<usize> {
+        let mut fdb = self.fdb.lock().unwrap_or_else(|e| e.into_inner());
+        if src[0] & 1 == 0 {
+            let made = fdb.learn(src, from, now);
+            self.net.fdb_aged.fetch_add(made.aged, Ordering::Relaxed);
+            self.net
+                .fdb_evictions
+                .fetch_add(made.evicted, Ordering::Relaxed);
+            self.net
+                .fdb_entries
+                .store(fdb.len() as u64, Ordering::Relaxed);
+        }
+        if dst[0] & 1 == 0 {
+            fdb.lookup(&dst, now)
+        } else {
+            None
         }
     }
 
@@ -201,22 +294,17 @@ impl Switch {
     /// [`Self::forward`] for a frame that left its sender at `sent` (host
     /// monotonic ns, the devices' clock); receivers get the time with it.
     pub fn forward_at(&self, from: usize, frame: &[u8], sent: u64) {
-        if frame.len() < 14 {
+        let ports = self.ports.read().unwrap_or_else(|e| e.into_inner());
+        if frame.len() < MIN_SWITCH_FRAME {
+            if let Some(p) = ports.get(from) {
+                p.counters.runt_drops.fetch_add(1, Ordering::Relaxed);
+            }
             return;
         }
+        drop(ports);
         let dst: [u8; 6] = frame[0..6].try_into().unwrap_or([0; 6]);
         let src: [u8; 6] = frame[6..12].try_into().unwrap_or([0; 6]);
-        let known = {
-            let mut fdb = self.fdb.lock().unwrap_or_else(|e| e.into_inner());
-            if src[0] & 1 == 0 {
-                fdb.insert(src, from);
-            }
-            if dst[0] & 1 == 0 {
-                fdb.get(&dst).copied()
-            } else {
-                None
-            }
-        };
+        let known = self.learn_and_look_up(from, src, dst, sent);
         let ports = self.ports.read().unwrap_or_else(|e| e.into_inner());
         match known {
             Some(p) if p != from => {
@@ -320,6 +408,73 @@ mod tests {
         rb.recycle(g3);
         a.transmit(&f(4));
         assert_eq!(sink.0.lock().unwrap().len(), 2, "direct again once drained");
+    }
+
+    #[test]
+    fn random_source_macs_keep_the_mac_table_bounded() {
+        let sw = Arc::new(Switch::default());
+        let (a, _ra) = sw.attach();
+        let (_b, _rb) = sw.attach();
+        let n = 3 * crate::fdb::FDB_CAP as u32;
+        for i in 0..n {
+            let b = i.to_be_bytes();
+            a.transmit(&frame([0xff; 6], [2, 0, b[0], b[1], b[2], b[3]]));
+        }
+        let entries = sw.fdb.lock().unwrap().len();
+        assert!(entries <= crate::fdb::FDB_CAP, "{entries} entries");
+        let net = &a.counters.net;
+        assert_eq!(
+            net.fdb_evictions.load(Ordering::Relaxed),
+            u64::from(n) - entries as u64,
+            "every forgotten MAC is counted"
+        );
+    }
+
+    #[test]
+    fn runt_frames_are_dropped_and_counted_at_the_sender() {
+        let sw = Arc::new(Switch::default());
+        let (a, _ra) = sw.attach();
+        let (b, rb) = sw.attach();
+        a.transmit(&[0xff; 13]);
+        a.transmit(&[]);
+        assert!(rb.rx.try_recv().is_err());
+        assert_eq!(a.counters.runt_drops.load(Ordering::Relaxed), 2);
+        assert_eq!(b.counters.rx_frames.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn a_port_queue_is_bounded_in_bytes() {
+        let sw = Arc::new(Switch::default());
+        let (a, _ra) = sw.attach();
+        let (b, _rb) = sw.attach();
+        let mut big = vec![0u8; 64 * 1024];
+        big[0..6].copy_from_slice(&[0xff; 6]);
+        big[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 1]);
+        for _ in 0..PORT_QUEUE {
+            a.transmit(&big);
+        }
+        let queued = b.counters.rx_frames.load(Ordering::Relaxed) as usize;
+        assert!(
+            queued * big.len() <= PORT_QUEUE_BYTES,
+            "{queued} frames of 64 KiB queued"
+        );
+        assert_eq!(
+            b.counters.rx_drops.load(Ordering::Relaxed) as usize,
+            PORT_QUEUE - queued
+        );
+    }
+
+    #[test]
+    fn the_frame_pool_is_bounded_in_bytes() {
+        let pool = FramePool::default();
+        for _ in 0..POOL_KEEP {
+            pool.recycle(vec![0u8; 64 * 1024]);
+        }
+        assert!(
+            pool.held_bytes() <= POOL_BYTES,
+            "{} bytes",
+            pool.held_bytes()
+        );
     }
 
     #[test]

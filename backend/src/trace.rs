@@ -12,18 +12,18 @@ use crate::error::Error;
 /// Where trace lines go; shared by the devices traced into one file.
 pub type TraceSink = Arc<Mutex<Box<dyn Write + Send>>>;
 
-/// Opens a trace sink: a file, or standard error when `path` is `None`.
+/// Opens a trace sink: a new file (an existing file or a symlink is
+/// refused, see [`crate::outfile`]), or standard error when `path` is `None`.
 pub fn open_sink(path: Option<&Path>) -> Result<TraceSink, Error> {
-    let out: Box<dyn Write + Send> = match path {
-        Some(p) => Box::new(LineWriter::new(std::fs::File::create(p).map_err(
-            |source| Error::TraceFile {
-                path: p.to_path_buf(),
-                source,
-            },
-        )?)),
-        None => Box::new(std::io::stderr()),
-    };
-    Ok(Arc::new(Mutex::new(out)))
+    Ok(match path {
+        Some(p) => sink_of(crate::outfile::create_new(p)?),
+        None => Arc::new(Mutex::new(Box::new(std::io::stderr()))),
+    })
+}
+
+/// A trace sink writing lines into `f`.
+pub fn sink_of(f: std::fs::File) -> TraceSink {
+    Arc::new(Mutex::new(Box::new(LineWriter::new(f))))
 }
 
 /// Which accesses a trace keeps (`nicemu ctl trace DEV on --filter …`).

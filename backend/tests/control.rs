@@ -245,3 +245,202 @@ fn virtio_ports_in_list_stats_and_link() {
     assert_eq!(bad.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("virtio-net port"));
 }
+
+/// Starts nicemu with one igb and a control socket under umask 0.
+fn start_umask0(name: &str, extra: &[&str]) -> Nicemu {
+    use std::os::unix::process::CommandExt;
+    let dir = std::env::temp_dir().join(format!("nicemu-it-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let d = dir.display().to_string();
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_nicemu"));
+    cmd.args(["--device", &format!("igb,id=igb0,socket={d}/a.sock")])
+        .args(["--control", &format!("{d}/ctl.sock")])
+        .args(extra)
+        .stderr(std::process::Stdio::null());
+    // SAFETY: umask is async-signal-safe and touches only the child.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::umask(0);
+            Ok(())
+        })
+    };
+    let child = cmd.spawn().unwrap();
+    let n = Nicemu { child, dir };
+    wait_for(|| n.path("ctl.sock").exists() && n.path("a.sock").exists());
+    n
+}
+
+#[test]
+fn a_local_user_cannot_make_nicemu_write_files_or_reach_its_sockets() {
+    use std::os::unix::fs::PermissionsExt;
+    let n = start_umask0("hostile-ctl", &[]);
+    for s in ["ctl.sock", "a.sock"] {
+        let mode = std::fs::metadata(n.path(s)).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{s} is {mode:o} under umask 0");
+    }
+    // A capture onto a symlink must not write through it.
+    let victim = n.path("victim");
+    std::fs::write(&victim, b"precious").unwrap();
+    let link = n.path("link.pcap");
+    std::os::unix::fs::symlink(&victim, &link).unwrap();
+    let out = n.ctl(&["capture", "igb0", link.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("exists already"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+    // An existing file is not truncated.
+    let out = n.ctl(&["capture", "igb0", victim.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+    // Outside the output directory: refused, nothing created.
+    let outside = std::env::temp_dir().join(format!("nicemu-outside-{}.pcap", std::process::id()));
+    let _ = std::fs::remove_file(&outside);
+    let out = n.ctl(&["capture", "igb0", outside.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("output directory"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!outside.exists());
+    let tf = n.path("../trace-outside.log");
+    let out = n.ctl(&["trace", "igb0", "on", "--file", tf.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    // A plain new name inside works.
+    let ok = n.ctl(&["capture", "igb0", n.path("ok.pcap").to_str().unwrap()]);
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+}
+
+#[test]
+fn trace_regs_never_overwrites_a_file_or_follows_a_link() {
+    let dir = std::env::temp_dir().join(format!("nicemu-it-trace-excl-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let victim = dir.join("victim");
+    std::fs::write(&victim, b"precious").unwrap();
+    let link = dir.join("link.log");
+    std::os::unix::fs::symlink(&victim, &link).unwrap();
+    for f in [&victim, &link] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_nicemu"))
+            .arg("--device")
+            .arg(format!("igb,id=igb0,socket={}/a.sock", dir.display()))
+            .arg(format!("--trace-regs={}", f.display()))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{}", f.display());
+        assert!(String::from_utf8_lossy(&out.stderr).contains("exists already"));
+    }
+    assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn idle_connections_are_closed_and_capped_so_others_are_served() {
+    use std::io::Read;
+    use std::os::unix::net::UnixStream;
+    let n = start_umask0("ctl-conns", &[]);
+    let sock = n.path("ctl.sock");
+    // Many idle connections: those beyond the cap are answered and closed
+    // at once instead of each holding a thread.
+    let idle: Vec<UnixStream> = (0..40)
+        .map(|_| UnixStream::connect(&sock).unwrap())
+        .collect();
+    let mut refused = 0;
+    for mut c in idle.iter().skip(16) {
+        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut s = String::new();
+        let _ = c.read_to_string(&mut s);
+        assert!(s.contains("busy"), "{s:?}");
+        refused += 1;
+    }
+    assert_eq!(refused, 24);
+    // The idle ones within the cap are closed by the server after its idle
+    // timeout; then a request is served again.
+    let t = std::time::Instant::now();
+    let mut first = &idle[0];
+    first
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let mut buf = [0u8; 16];
+    assert_eq!(first.read(&mut buf).unwrap_or(0), 0, "closed by the server");
+    assert!(t.elapsed() < Duration::from_secs(15));
+    std::thread::sleep(Duration::from_millis(200));
+    let out = n.ctl(&["list"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_peer_of_another_user_is_refused_even_if_the_socket_was_opened_up() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: needs root to connect as another user");
+        return;
+    }
+    let n = start_umask0("ctl-peer", &[]);
+    let sock = n.path("ctl.sock");
+    std::fs::set_permissions(&sock, std::fs::Permissions::from_mode(0o777)).unwrap();
+    std::fs::set_permissions(&n.dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_nicemu"));
+    cmd.args(["ctl", "--control", sock.to_str().unwrap(), "list"]);
+    // SAFETY: setgid/setuid are async-signal-safe and touch only the child.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setgid(65534) != 0 || libc::setuid(65534) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        })
+    };
+    let out = cmd.output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("refused"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn wires_are_listed_and_their_drops_shown() {
+    let n = Nicemu::start(
+        "ctl-wire",
+        &[
+            "--device",
+            "igb,id=igb0,socket={dir}/a.sock,mac=52:54:00:00:00:0a",
+            "--wire",
+            "stream,path={dir}/w.sock",
+            "--control",
+            "{dir}/ctl.sock",
+        ],
+        &["a.sock", "w.sock", "ctl.sock"],
+    );
+    let mut a = n.client("a.sock");
+    let mut ram_a = Ram::new(&n.dir, "ram-a", 1 << 20);
+    ram_a.map(&mut a);
+    setup_queue0(&mut a, &mut ram_a);
+    // Broadcast with no stream peer connected: dropped at the wire, counted.
+    send(&mut a, &mut ram_a, 0, &frame([0xff; 6], MAC_A, 60, 1));
+    wait_for(|| stats(&n, "wire0").get("egress_drops") == Some(&1));
+    let list = String::from_utf8_lossy(&n.ctl(&["list"]).stdout).to_string();
+    assert!(
+        list.lines()
+            .any(|l| l.starts_with("wire0") && l.contains("wire")),
+        "{list}"
+    );
+    let bad = n.ctl(&["capture", "wire0", "x.pcap"]);
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("is a wire"));
+}

@@ -298,7 +298,19 @@ fn data_path_threads_run_sched_batch_and_timers_normal() {
         let mut all = vec!["--device", dev.as_str()];
         all.extend(args.iter().copied());
         let n = Nicemu::start("sched", &all, &["igb0.sock"]);
-        let threads = thread_policies(n.child.id(), "vfio-igb0");
+        // Threads set their policy as they start: wait (bounded) until the data-path
+        // threads show the expected one, then check all of them.
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        let threads = loop {
+            let t = thread_policies(n.child.id(), "vfio-igb0");
+            let settled = ["vfio-igb0", "rx-igb0"]
+                .iter()
+                .all(|name| t.iter().any(|(c, p)| c == name && *p == vfio_policy));
+            if settled || std::time::Instant::now() > deadline {
+                break t;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
         let policy = |name: &str| {
             threads
                 .iter()

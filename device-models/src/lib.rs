@@ -123,6 +123,8 @@ pub struct GuestErrors {
     pub ring_errors: u64,
     /// Transmit frames dropped as malformed (too long, bad context, no EOP).
     pub tx_malformed: u64,
+    /// Non-TSO transmit frames dropped as longer than a jumbo frame.
+    pub tx_oversize: u64,
     /// Register accesses to offsets with no register.
     pub unknown_regs: u64,
     /// Transmit doorbells and received frames that found bus mastering off
@@ -137,6 +139,7 @@ impl GuestErrors {
             ("dma_errors", self.dma_errors),
             ("ring_errors", self.ring_errors),
             ("tx_malformed", self.tx_malformed),
+            ("tx_oversize", self.tx_oversize),
             ("unknown_regs", self.unknown_regs),
             ("dma_blocked", self.dma_blocked),
         ]
@@ -149,6 +152,7 @@ pub struct ErrorCounters {
     dma: AtomicU64,
     ring: AtomicU64,
     tx_malformed: AtomicU64,
+    tx_oversize: AtomicU64,
     unknown_regs: AtomicU64,
     dma_blocked: AtomicU64,
 }
@@ -166,6 +170,14 @@ impl ErrorCounters {
     pub fn tx_malformed(&self) {
         self.tx_malformed.fetch_add(1, Ordering::Relaxed);
     }
+    /// A finished transmit frame dropped, counted by why.
+    pub fn tx_drop(&self, why: &txframe::TxDrop) {
+        match why {
+            txframe::TxDrop::Oversize(_) => &self.tx_oversize,
+            _ => &self.tx_malformed,
+        }
+        .fetch_add(1, Ordering::Relaxed);
+    }
     /// An access to an offset with no register.
     pub fn unknown_reg(&self) {
         self.unknown_regs.fetch_add(1, Ordering::Relaxed);
@@ -180,6 +192,7 @@ impl ErrorCounters {
             dma_errors: self.dma.load(Ordering::Relaxed),
             ring_errors: self.ring.load(Ordering::Relaxed),
             tx_malformed: self.tx_malformed.load(Ordering::Relaxed),
+            tx_oversize: self.tx_oversize.load(Ordering::Relaxed),
             unknown_regs: self.unknown_regs.load(Ordering::Relaxed),
             dma_blocked: self.dma_blocked.load(Ordering::Relaxed),
         }

@@ -12,6 +12,13 @@ use crate::desc::TxContext;
 pub const IPPROTO_TCP: u8 = 6;
 /// IP protocol number of UDP.
 pub const IPPROTO_UDP: u8 = 17;
+/// Smallest MSS a TSO context may carry. Neither datasheet (82576 §7.2.4,
+/// 82599 §7.2.4) states a minimum; this is the smallest MSS Linux's TCP ever
+/// sends (`TCP_MIN_SND_MSS`, the floor of `net.ipv4.tcp_min_snd_mss`), so no
+/// Linux driver's TSO is refused, while one descriptor can no longer ask
+/// for one segment per payload byte (a 256 KiB payload is at most 5462
+/// segments).
+pub const MIN_TSO_MSS: u16 = 48;
 
 /// Why an offload could not be applied.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
@@ -19,7 +26,8 @@ pub enum OffloadError {
     /// Header lengths in the context exceed the frame.
     #[error("offload headers ({0} bytes) exceed the frame")]
     Truncated(usize),
-    /// TSO with an MSS of 0 or headers that do not describe TCP.
+    /// TSO with an MSS below [`MIN_TSO_MSS`], segments longer than the IP
+    /// length field can describe, or headers that do not describe TCP.
     #[error("bad segmentation context")]
     BadTso,
 }
@@ -152,14 +160,23 @@ pub fn segment_tcp(
     let l4 = ip + usize::from(ctx.iplen);
     let hdr = l4 + usize::from(ctx.l4len);
     let mss = usize::from(ctx.mss);
-    if mss == 0 || ctx_proto(ctx) != IPPROTO_TCP || ctx.l4len < 20 {
+    if ctx.mss < MIN_TSO_MSS || ctx_proto(ctx) != IPPROTO_TCP || ctx.l4len < 20 {
         return Err(OffloadError::BadTso);
     }
     if frame.len() < hdr || hdr < l4 + 20 {
         return Err(OffloadError::Truncated(hdr));
     }
-    let payload = &frame[hdr..];
     let ipv4 = frame[ip] >> 4 == 4;
+    // IPv4 total length / IPv6 payload length of the longest segment.
+    let ip_fixed = if ipv4 { 0 } else { 40 };
+    if l4 < ip + if ipv4 { 20 } else { 40 } {
+        return Err(OffloadError::Truncated(ip + 40));
+    }
+    let longest = hdr - ip - ip_fixed + mss.min(frame.len() - hdr);
+    if longest > usize::from(u16::MAX) {
+        return Err(OffloadError::BadTso);
+    }
+    let payload = &frame[hdr..];
     let seq0 = u32::from_be_bytes([frame[l4 + 4], frame[l4 + 5], frame[l4 + 6], frame[l4 + 7]]);
     let flags0 = frame[l4 + 13];
     let id0 = if ipv4 && frame.len() >= ip + 6 {
@@ -175,14 +192,14 @@ pub fn segment_tcp(
         seg.extend_from_slice(&frame[..hdr]);
         seg.extend_from_slice(&payload[start..end]);
         let last = i + 1 == nseg;
+        // Fits: checked against the longest segment above.
+        let ip_len = (seg.len() - ip - ip_fixed) as u16;
         if ipv4 {
-            let tot = (seg.len() - ip) as u16;
-            put16(seg, ip + 2, tot);
+            put16(seg, ip + 2, ip_len);
             put16(seg, ip + 4, id0.wrapping_add(i as u16));
             ipv4_header_csum(seg, ip)?;
         } else {
-            let plen = (seg.len() - ip - 40) as u16;
-            put16(seg, ip + 4, plen);
+            put16(seg, ip + 4, ip_len);
         }
         let seq = seq0.wrapping_add(start as u32);
         seg[l4 + 4..l4 + 8].copy_from_slice(&seq.to_be_bytes());
@@ -385,5 +402,45 @@ mod tests {
         c = ctx_tcp4(0);
         c.iplen = 511;
         assert!(apply_checksums(&mut short, &c, true, true).is_err());
+    }
+
+    #[test]
+    fn non_ipv4_tso_with_short_headers_is_an_error_not_an_underflow() {
+        // An IPv6-typed frame whose context claims IPLEN 0: the payload
+        // length arithmetic must not underflow (overflow checks are on in
+        // tests and fuzzing).
+        let mut f = tcp4(&[0u8; 30]);
+        f[14] = 0x60;
+        let mut c = ctx_tcp4(10);
+        c.iplen = 0;
+        let mut seg = Vec::new();
+        assert!(segment_tcp(&f, &c, &mut seg, |_| {}).is_err());
+    }
+
+    #[test]
+    fn tiny_mss_is_refused_before_any_segment_is_built() {
+        let f = tcp4(&vec![0u8; 64 * 1024]);
+        let mut n = 0usize;
+        let mut seg = Vec::new();
+        for mss in [1u16, 8, MIN_TSO_MSS - 1] {
+            assert_eq!(
+                segment_tcp(&f, &ctx_tcp4(mss), &mut seg, |_| n += 1),
+                Err(OffloadError::BadTso),
+                "MSS {mss}"
+            );
+        }
+        assert_eq!(n, 0, "no segment left for a refused MSS");
+        let ok = segment_tcp(&f, &ctx_tcp4(MIN_TSO_MSS), &mut seg, |_| n += 1).unwrap();
+        assert_eq!(ok, (64 * 1024usize).div_ceil(usize::from(MIN_TSO_MSS)));
+    }
+
+    #[test]
+    fn a_segment_longer_than_ipv4_can_describe_is_refused() {
+        let f = tcp4(&vec![0u8; 70_000]);
+        let mut seg = Vec::new();
+        assert_eq!(
+            segment_tcp(&f, &ctx_tcp4(u16::MAX), &mut seg, |_| {}),
+            Err(OffloadError::BadTso)
+        );
     }
 }

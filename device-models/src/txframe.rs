@@ -16,6 +16,16 @@ use crate::{DmaMemory, DmaView, ErrorCounters, GuestRam};
 
 /// Largest frame gathered by default (a 64 KiB TSO payload plus headers).
 pub const MAX_TX_FRAME: usize = 64 * 1024 + 256;
+/// Frames (a TSO frame counts its segments) one ring pass emits at most: the
+/// work one doorbell can cause is bounded, and what is left of the ring
+/// waits for the next doorbell (TDH shows how far the pass got). A Linux
+/// driver never has this much in flight (BQL), so it never reaches it.
+pub const TX_PASS_SEGMENTS: usize = 16384;
+/// Longest frame either part transmits without TSO, FCS excluded: 9.5 KB
+/// (`IXGBE_MAX_JUMBO_FRAME_SIZE`; igb's `MAX_JUMBO_FRAME_SIZE` 0x2600, the
+/// RLPML reset value). Longer non-TSO frames are dropped and counted
+/// (`tx_oversize`), so no frame bigger than a jumbo frame leaves a port.
+pub const MAX_JUMBO_FRAME: usize = 9728;
 /// Minimum frame length on the wire without FCS (padding target).
 pub const MIN_FRAME: usize = 60;
 
@@ -63,6 +73,9 @@ pub enum TxDrop {
     /// The offload context does not fit the frame.
     #[error("offload: {0}")]
     Offload(#[from] OffloadError),
+    /// A non-TSO frame longer than [`MAX_JUMBO_FRAME`] (its length).
+    #[error("non-TSO frame of {0} bytes exceeds the largest jumbo frame")]
+    Oversize(usize),
 }
 
 /// A transmit queue's frame under assembly and its offload contexts.
@@ -77,6 +90,8 @@ pub struct TxQueue {
     pub ctx: [TxContext; 2],
     /// Segment buffer for TSO (reused).
     seg: Vec<u8>,
+    /// Frames and segments emitted in the current ring pass.
+    pass_emitted: usize,
 }
 
 impl Default for TxQueue {
@@ -97,6 +112,7 @@ impl TxQueue {
             dma_error: false,
             ctx: Default::default(),
             seg: Vec::with_capacity(2048),
+            pass_emitted: 0,
         }
     }
 }
@@ -162,6 +178,10 @@ impl TxQueue {
     ) -> Result<Finished, TxDrop> {
         let res = self.finish_inner(o, s, &mut out);
         self.frame.clear();
+        self.pass_emitted += match res {
+            Ok(Finished::Segments(n)) => n,
+            _ => 1,
+        };
         res
     }
 
@@ -183,6 +203,9 @@ impl TxQueue {
         if o.cmd & TXD_CMD_TSE != 0 {
             let n = offload::segment_tcp(frame, &ctx, &mut self.seg, |seg| out(seg))?;
             return Ok(Finished::Segments(n));
+        }
+        if frame.len() > MAX_JUMBO_FRAME {
+            return Err(TxDrop::Oversize(frame.len()));
         }
         if let Some((cso, css)) = o.legacy_csum {
             let (cso, css) = (usize::from(cso), usize::from(css));
@@ -221,7 +244,7 @@ pub struct RingPass<'a> {
 
 /// Processes a transmit ring from its head to its tail, at most one pass
 /// (`r.count` descriptors, so a ring the guest keeps refilling cannot hold
-/// the device): context descriptors are stored in `q`, data and legacy
+/// the device) and at most [`TX_PASS_SEGMENTS`] frames out: context descriptors are stored in `q`, data and legacy
 /// descriptors gathered, each complete frame handed to `frame_done`, and
 /// descriptors with RS written back. `r.head` is left at the new head.
 /// Returns whether anything was written back (the queue's interrupt is due).
@@ -233,7 +256,8 @@ pub fn run_ring(
 ) -> bool {
     let mut done = false;
     let mut budget = r.count;
-    while r.head != r.tail && budget > 0 {
+    q.pass_emitted = 0;
+    while r.head != r.tail && budget > 0 && q.pass_emitted < TX_PASS_SEGMENTS {
         budget -= 1;
         let idx = r.head;
         r.advance();
@@ -514,5 +538,85 @@ mod tests {
             Gathered::Done(eop),
             "next frame is fine"
         );
+    }
+
+    #[test]
+    fn one_doorbell_emits_a_bounded_number_of_segments() {
+        let mem = ram(0x40000);
+        let mut hdr = [0u8; 54];
+        hdr[14] = 0x45;
+        hdr[23] = offload::IPPROTO_TCP;
+        hdr[46] = 5 << 4;
+        mem.write_slice(&hdr, GuestAddress(0x10000)).unwrap();
+        let len = 60_000u16;
+        for i in 0..32u64 {
+            data_desc(
+                &mem,
+                0x1000 + 16 * i,
+                0x10000,
+                len,
+                TXD_CMD_EOP | TXD_CMD_TSE,
+            );
+        }
+        let mut r = Ring::new(0x1000, 0, 32 * 16, 0, 31).unwrap();
+        let mut q = TxQueue::default();
+        q.ctx[0] = TxContext {
+            maclen: 14,
+            iplen: 20,
+            l4len: 20,
+            tucmd: 0x2 | 0x4,
+            mss: offload::MIN_TSO_MSS,
+            ..Default::default()
+        };
+        let errors = ErrorCounters::default();
+        let view = DmaView::read_write(mem.clone());
+        let pass = RingPass {
+            mem: &view,
+            errors: &errors,
+            context_dd: false,
+            head_wb: None,
+        };
+        let mut segments = 0usize;
+        run_ring(&mut r, &mut q, pass, |q, first| {
+            if let Ok(Finished::Segments(n)) = q.finish(first, S, |_| {}) {
+                segments += n;
+            }
+        });
+        let per_frame = (usize::from(len) - 54).div_ceil(usize::from(offload::MIN_TSO_MSS));
+        assert!(
+            segments < TX_PASS_SEGMENTS + per_frame,
+            "{segments} segments from one doorbell"
+        );
+        assert!(r.head < 31, "the rest waits for the next doorbell");
+        let first_head = r.head;
+        run_ring(&mut r, &mut q, pass, |q, first| {
+            let _ = q.finish(first, S, |_| {});
+        });
+        assert!(r.head > first_head, "the next doorbell goes on");
+        assert_eq!(errors.snapshot(), crate::GuestErrors::default());
+    }
+
+    #[test]
+    fn a_non_tso_frame_longer_than_a_jumbo_frame_is_dropped() {
+        let mem = ram(0x10000);
+        let eop = FrameOpts {
+            cmd: TXD_CMD_EOP,
+            ..Default::default()
+        };
+        let mut q = TxQueue::default();
+        let mut sent = 0usize;
+        q.gather(&mem, 0, MAX_JUMBO_FRAME, eop);
+        assert_eq!(q.finish(eop, S, |_| sent += 1), Ok(Finished::Frame));
+        q.gather(&mem, 0, MAX_JUMBO_FRAME + 1, eop);
+        assert_eq!(
+            q.finish(eop, S, |_| sent += 1),
+            Err(TxDrop::Oversize(MAX_JUMBO_FRAME + 1))
+        );
+        assert_eq!(sent, 1, "the oversized frame never left");
+        let errors = ErrorCounters::default();
+        errors.tx_drop(&TxDrop::Oversize(MAX_JUMBO_FRAME + 1));
+        errors.tx_drop(&TxDrop::Malformed);
+        let e = errors.snapshot();
+        assert_eq!((e.tx_oversize, e.tx_malformed), (1, 1));
     }
 }

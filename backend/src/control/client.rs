@@ -151,11 +151,17 @@ pub fn call(control: &Path, req: &Request) -> Result<Response, String> {
         )
     })?;
     let line = serde_json::to_string(req).map_err(|e| e.to_string())?;
-    writeln!(s, "{line}").map_err(|e| format!("cannot send: {e}"))?;
+    // A refusal (busy, another user) may come before the request is sent:
+    // read the answer even when sending failed.
+    let sent = writeln!(s, "{line}");
     let mut resp = String::new();
-    BufReader::new(s)
-        .read_line(&mut resp)
-        .map_err(|e| format!("no answer: {e}"))?;
+    let read = BufReader::new(s).read_line(&mut resp);
+    match (sent, read) {
+        (_, Ok(n)) if n > 0 => {}
+        (Err(e), _) => return Err(format!("cannot send: {e}")),
+        (Ok(()), Err(e)) => return Err(format!("no answer: {e}")),
+        (Ok(()), Ok(_)) => return Err("no answer: connection closed".into()),
+    }
     serde_json::from_str(&resp).map_err(|e| format!("bad answer: {e}"))
 }
 
@@ -228,7 +234,21 @@ fn human(verb: &Verb, d: &serde_json::Value) -> String {
             for (i, q) in d["queues"].as_array().into_iter().flatten().enumerate() {
                 print(&format!("q{i}."), q);
             }
+            print("net.", &d["net"]);
             let _ = writeln!(o, "connected: {}", d["connected"]);
+        }
+        Verb::Stats { .. } if d.get("wire").is_some() => {
+            let s = &d["switch"];
+            let _ = writeln!(o, "wire: {}", d["wire"].as_str().unwrap_or(""));
+            for k in [
+                "tx_frames",
+                "rx_frames",
+                "rx_drops",
+                "runt_drops",
+                "egress_drops",
+            ] {
+                let _ = writeln!(o, "{k:<16} {}", s[k]);
+            }
         }
         Verb::Stats { all, .. } => {
             for kv in d["counters"].as_array().into_iter().flatten() {
@@ -240,8 +260,14 @@ fn human(verb: &Verb, d: &serde_json::Value) -> String {
             let s = &d["switch"];
             let _ = writeln!(
                 o,
-                "switch port: tx_frames {} rx_frames {} rx_drops {}",
-                s["tx_frames"], s["rx_frames"], s["rx_drops"]
+                "switch port: tx_frames {} rx_frames {} rx_drops {} runt_drops {}",
+                s["tx_frames"], s["rx_frames"], s["rx_drops"], s["runt_drops"]
+            );
+            let n = &d["net"];
+            let _ = writeln!(
+                o,
+                "mac table: entries {} aged {} evictions {}",
+                n["fdb_entries"], n["fdb_aged"], n["fdb_evictions"]
             );
             let errs: Vec<String> = d["guest_errors"]
                 .as_array()

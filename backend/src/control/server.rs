@@ -3,30 +3,46 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::json;
 
 use super::protocol::{Request, Response};
 use crate::error::Error;
+use crate::outfile::OutputDir;
 use crate::ports::{PortInfo, Registry};
-use crate::trace::{open_sink, TraceFilter};
+use crate::trace::{sink_of, TraceFilter};
 
 /// Longest request line accepted.
 const MAX_LINE: usize = 64 * 1024;
+/// Connections served at once; more are answered "busy" and closed.
+pub const MAX_CONNS: usize = 16;
+/// A connection that sends no request, or does not read its reply, for this
+/// long is closed.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a refused connection is given to send its request and read
+/// the refusal.
+const REFUSAL_TIMEOUT: Duration = Duration::from_millis(100);
 
-/// Binds the control socket and serves it on a thread.
-pub fn start(path: &Path, reg: Arc<Registry>) -> Result<PathBuf, Error> {
+/// What the control server serves: the ports and where files go.
+struct Ctl {
+    reg: Arc<Registry>,
+    out: OutputDir,
+}
+
+/// Binds the control socket and serves it on a thread; files named by
+/// `trace --file` and `capture` are created in `out`.
+pub fn start(path: &Path, reg: Arc<Registry>, out: OutputDir) -> Result<PathBuf, Error> {
     let l = crate::socket::listen(path)?;
+    let ctl = Arc::new(Ctl { reg, out });
+    let active = Arc::new(AtomicUsize::new(0));
     std::thread::Builder::new()
         .name("control".into())
         .spawn(move || {
             for c in l.incoming().flatten() {
-                let reg = reg.clone();
-                let _ = std::thread::Builder::new()
-                    .name("control-conn".into())
-                    .spawn(move || serve_conn(c, &reg));
+                admit(c, &ctl, &active);
             }
         })
         .map_err(|source| Error::Listen {
@@ -36,7 +52,52 @@ pub fn start(path: &Path, reg: Arc<Registry>) -> Result<PathBuf, Error> {
     Ok(path.to_path_buf())
 }
 
-fn serve_conn(s: UnixStream, reg: &Registry) {
+/// Refuses a peer of another user, or any connection beyond
+/// [`MAX_CONNS`] (with a one-line error), else serves it on its own thread.
+fn admit(c: UnixStream, ctl: &Arc<Ctl>, active: &Arc<AtomicUsize>) {
+    let refuse = |mut c: UnixStream, why: &str| {
+        let _ = c.set_write_timeout(Some(REFUSAL_TIMEOUT));
+        let _ = writeln!(
+            c,
+            "{}",
+            serde_json::to_string(&Response::err(why)).unwrap_or_default()
+        );
+        // Take the request the peer may be sending, so that closing with
+        // it unread does not reset the connection before the peer has
+        // read the answer (bounded: one read, a short timeout).
+        let _ = c.shutdown(std::net::Shutdown::Write);
+        let _ = c.set_read_timeout(Some(REFUSAL_TIMEOUT));
+        let _ = c.read(&mut [0u8; 4096]);
+    };
+    if !crate::socket::peer_allowed(&c) {
+        log::warn!("control: refused a peer of another user");
+        return refuse(
+            c,
+            "refused: the control socket serves nicemu's own user and root",
+        );
+    }
+    if active.fetch_add(1, Ordering::AcqRel) >= MAX_CONNS {
+        active.fetch_sub(1, Ordering::AcqRel);
+        return refuse(c, "busy: too many control connections, try again");
+    }
+    let (ctl, act) = (ctl.clone(), active.clone());
+    let spawned = std::thread::Builder::new()
+        .name("control-conn".into())
+        .spawn(move || {
+            serve_conn(c, &ctl);
+            act.fetch_sub(1, Ordering::AcqRel);
+        });
+    if spawned.is_err() {
+        active.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+fn serve_conn(s: UnixStream, ctl: &Ctl) {
+    if s.set_read_timeout(Some(IDLE_TIMEOUT)).is_err()
+        || s.set_write_timeout(Some(IDLE_TIMEOUT)).is_err()
+    {
+        return;
+    }
     let Ok(w) = s.try_clone() else { return };
     let mut w = w;
     let mut r = BufReader::new(s);
@@ -58,7 +119,7 @@ fn serve_conn(s: UnixStream, reg: &Registry) {
             return;
         }
         let resp = match serde_json::from_str::<Request>(line.trim()) {
-            Ok(req) => handle(reg, req),
+            Ok(req) => handle(&ctl.reg, &ctl.out, req),
             Err(e) => Response::err(format!("bad request: {e}")),
         };
         let out = serde_json::to_string(&resp).unwrap_or_else(|_| r#"{"ok":false}"#.into());
@@ -75,14 +136,15 @@ fn port<'a>(reg: &'a Registry, dev: &str) -> Result<&'a PortInfo, Response> {
             .iter()
             .map(|p| p.id.as_str())
             .chain(reg.virtio.iter().map(|v| v.0.as_str()))
+            .chain(reg.wires.iter().map(|w| w.id.as_str()))
             .collect();
         Response::err(format!("no device '{dev}' (devices: {})", ids.join(", ")))
     })
 }
 
-/// Answers one request.
-pub fn handle(reg: &Registry, req: Request) -> Response {
-    match run(reg, req) {
+/// Answers one request; files it names are created in `out`.
+pub fn handle(reg: &Registry, out: &OutputDir, req: Request) -> Response {
+    match run(reg, out, req) {
         Ok(r) | Err(r) => r,
     }
 }
@@ -104,6 +166,7 @@ fn run_virtio(reg: &Registry, req: &Request) -> Option<Result<Response, Response
             "dev": dev,
             "port": p.port_stats(),
             "queues": p.queue_stats(),
+            "net": net_stats(p.net_counters()),
             "connected": p.connected(),
         }))),
         Request::Link { up, .. } => {
@@ -118,8 +181,54 @@ fn run_virtio(reg: &Registry, req: &Request) -> Option<Result<Response, Response
     })
 }
 
-fn run(reg: &Registry, req: Request) -> Result<Response, Response> {
-    if let Some(r) = run_virtio(reg, &req) {
+/// The counters of a port's network (its switch's MAC table).
+pub fn net_stats(n: &crate::switch::NetCounters) -> serde_json::Value {
+    json!({
+        "fdb_entries": n.fdb_entries.load(Ordering::Relaxed),
+        "fdb_aged": n.fdb_aged.load(Ordering::Relaxed),
+        "fdb_evictions": n.fdb_evictions.load(Ordering::Relaxed),
+    })
+}
+
+/// The switch counters of one port, as `ctl stats` shows them.
+fn switch_stats(c: &crate::switch::PortCounters) -> serde_json::Value {
+    json!({
+        "tx_frames": c.tx_frames.load(Ordering::Relaxed),
+        "rx_frames": c.rx_frames.load(Ordering::Relaxed),
+        "rx_drops": c.rx_drops.load(Ordering::Relaxed),
+        "runt_drops": c.runt_drops.load(Ordering::Relaxed),
+        "egress_drops": c.egress_drops.load(Ordering::Relaxed),
+    })
+}
+
+/// Requests about a wire; `None` when `dev` is not one.
+fn run_wire(reg: &Registry, req: &Request) -> Option<Result<Response, Response>> {
+    let dev = match req {
+        Request::Stats { dev }
+        | Request::Link { dev, .. }
+        | Request::Trace { dev, .. }
+        | Request::Capture { dev, .. }
+        | Request::CaptureStop { dev }
+        | Request::Fault { dev, .. } => dev,
+        Request::List => return None,
+    };
+    let w = reg.wires.iter().find(|w| &w.id == dev)?;
+    Some(match req {
+        Request::Stats { .. } => Ok(Response::ok(json!({
+            "dev": dev,
+            "wire": w.what,
+            "switch": switch_stats(&w.counters),
+            "net": net_stats(&w.counters.net),
+        }))),
+        _ => Err(Response::err(format!(
+            "{dev} is a wire ({}): it supports list and stats",
+            w.what
+        ))),
+    })
+}
+
+fn run(reg: &Registry, out: &OutputDir, req: Request) -> Result<Response, Response> {
+    if let Some(r) = run_virtio(reg, &req).or_else(|| run_wire(reg, &req)) {
         return r;
     }
     match req {
@@ -152,6 +261,13 @@ fn run(reg: &Registry, req: Request) -> Result<Response, Response> {
                     "interrupts": "vhost-user",
                 })
             }));
+            ports.extend(reg.wires.iter().map(|w| {
+                json!({
+                    "id": w.id, "model": "wire", "socket": w.what, "net": w.net, "mac": "",
+                    "link": "up", "driver_loaded": false,
+                    "rx_queues": [], "tx_queues": [], "interrupts": "-",
+                })
+            }));
             Ok(Response::ok(json!({ "devices": ports })))
         }
         Request::Stats { dev } => {
@@ -166,11 +282,8 @@ fn run(reg: &Registry, req: Request) -> Result<Response, Response> {
                 "dev": dev,
                 "counters": counters.into_iter().map(|(k, v)| json!([k, v])).collect::<Vec<_>>(),
                 "guest_errors": errors.into_iter().map(|(k, v)| json!([k, v])).collect::<Vec<_>>(),
-                "switch": {
-                    "tx_frames": c.tx_frames.load(Ordering::Relaxed),
-                    "rx_frames": c.rx_frames.load(Ordering::Relaxed),
-                    "rx_drops": c.rx_drops.load(Ordering::Relaxed),
-                },
+                "switch": switch_stats(c),
+                "net": net_stats(&c.net),
             })))
         }
         Request::Trace {
@@ -187,7 +300,10 @@ fn run(reg: &Registry, req: Request) -> Result<Response, Response> {
                 .map_err(Response::err)?;
             let sink = match &file {
                 Some(f) => {
-                    Some(open_sink(Some(Path::new(f))).map_err(|e| Response::err(e.to_string()))?)
+                    let (f, _) = out
+                        .create(Path::new(f))
+                        .map_err(|e| Response::err(e.to_string()))?;
+                    Some(sink_of(f))
                 }
                 None => None,
             };
@@ -196,11 +312,14 @@ fn run(reg: &Registry, req: Request) -> Result<Response, Response> {
         }
         Request::Capture { dev, file, count } => {
             let p = port(reg, &dev)?;
+            let (f, full) = out
+                .create(Path::new(&file))
+                .map_err(|e| Response::err(e.to_string()))?;
             p.counters
                 .capture
-                .start(Path::new(&file), count)
+                .start(f, count)
                 .map_err(|e| Response::err(e.to_string()))?;
-            Ok(Response::ok(json!({ "dev": dev, "file": file })))
+            Ok(Response::ok(json!({ "dev": dev, "file": full })))
         }
         Request::CaptureStop { dev } => {
             let p = port(reg, &dev)?;

@@ -163,6 +163,11 @@ pub struct NetBackend {
     sink: Box<dyn FrameSink>,
     pub(crate) link_up: AtomicBool,
     pub(crate) connected: AtomicBool,
+    /// The exit-event descriptors handed to the current daemon's workers:
+    /// vhost-user-backend 0.24 registers them in its epoll with
+    /// `into_raw_fd` and never closes them, so nicemu closes them once the
+    /// daemon and its workers are gone ([`Self::close_exit_fds`]).
+    exit_fds: Mutex<Vec<std::os::fd::RawFd>>,
     conn: RwLock<Conn>,
     queues: Vec<Pair>,
     /// Receive queues the driver has kicked while enabled (bit per pair).
@@ -289,6 +294,7 @@ impl NetBackend {
             sink,
             link_up: AtomicBool::new(true),
             connected: AtomicBool::new(false),
+            exit_fds: Mutex::new(Vec::new()),
             conn: RwLock::new(Conn::default()),
             queues,
             active: AtomicU64::new(0),
@@ -353,6 +359,21 @@ impl NetBackend {
             return;
         }
         let _ = self.wake.1.wait_timeout(g, timeout);
+    }
+
+    /// Closes the exit-event descriptors the last daemon's workers were given.
+    ///
+    /// # Safety
+    /// The daemon they were given to must be dropped (its workers joined,
+    /// `VhostUserHandler`'s drop), so that nothing uses them any more.
+    pub(crate) unsafe fn close_exit_fds(&self) {
+        for fd in lock(&self.exit_fds).drain(..) {
+            // SAFETY: `fd` is an eventfd this backend created in
+            // `exit_event`; vhost-user-backend took it over with
+            // `into_raw_fd` and never closes it; its only user, a worker
+            // epoll of a dropped daemon, is gone (the caller's contract).
+            unsafe { libc::close(fd) };
+        }
     }
 
     /// Forgets everything about the connection that ended.
@@ -738,7 +759,9 @@ impl VhostUserBackend for NetBackend {
     }
 
     fn exit_event(&self, _thread_index: usize) -> Option<(EventConsumer, EventNotifier)> {
-        new_event_consumer_and_notifier(EventFlag::NONBLOCK).ok()
+        let (consumer, notifier) = new_event_consumer_and_notifier(EventFlag::NONBLOCK).ok()?;
+        lock(&self.exit_fds).push(std::os::fd::AsRawFd::as_raw_fd(&consumer));
+        Some((consumer, notifier))
     }
 
     fn handle_event(

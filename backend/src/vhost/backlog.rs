@@ -20,18 +20,66 @@ use super::counters::inc;
 /// Frames each queue pair's FIFO holds before new ones are dropped.
 pub const PER_QUEUE: usize = 512;
 
+/// Bytes of frames each queue pair's FIFO holds before new ones are dropped
+/// (512 full-size frames fit; 64 KiB GSO frames are held to 32).
+pub const PER_QUEUE_BYTES: usize = 2 << 20;
+
 /// Buffers kept for reuse.
 const POOL_KEEP: usize = 1024;
+/// Bytes of buffer capacity kept for reuse.
+const POOL_BYTES: usize = 4 << 20;
+
+/// Frames of one queue pair waiting, and their bytes.
+#[derive(Debug, Default)]
+struct Fifo {
+    frames: VecDeque<Vec<u8>>,
+    bytes: usize,
+}
+
+/// Buffers kept for reuse, and their capacity.
+#[derive(Debug, Default)]
+struct Pool {
+    bufs: Vec<Vec<u8>>,
+    bytes: usize,
+}
+
+impl Pool {
+    fn take(&mut self) -> Vec<u8> {
+        let b = self.bufs.pop().unwrap_or_default();
+        self.bytes -= b.capacity();
+        b
+    }
+
+    fn give(&mut self, b: Vec<u8>) {
+        if self.bufs.len() < POOL_KEEP && self.bytes + b.capacity() <= POOL_BYTES {
+            self.bytes += b.capacity();
+            self.bufs.push(b);
+        }
+    }
+}
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+impl Fifo {
+    fn pop_front(&mut self) -> Option<Vec<u8>> {
+        let f = self.frames.pop_front()?;
+        self.bytes -= f.len();
+        Some(f)
+    }
+
+    fn push_front(&mut self, f: Vec<u8>) {
+        self.bytes += f.len();
+        self.frames.push_front(f);
+    }
+}
+
 /// Per-queue FIFOs of frames waiting for receive buffers.
 #[derive(Debug)]
 pub struct Backlog {
-    fifos: Vec<Mutex<VecDeque<Vec<u8>>>>,
-    pool: Mutex<Vec<Vec<u8>>>,
+    fifos: Vec<Mutex<Fifo>>,
+    pool: Mutex<Pool>,
     closed: AtomicBool,
 }
 
@@ -40,27 +88,29 @@ impl Backlog {
     pub fn new(pairs: usize) -> Self {
         Backlog {
             fifos: (0..pairs.max(1))
-                .map(|_| Mutex::new(VecDeque::with_capacity(PER_QUEUE)))
+                .map(|_| Mutex::new(Fifo::default()))
                 .collect(),
-            pool: Mutex::new(Vec::new()),
+            pool: Mutex::new(Pool::default()),
             closed: AtomicBool::new(false),
         }
     }
 
     /// Queues a copy of `frame` behind the frames of its queue pair; drops
-    /// (and counts) it when that FIFO is full. Wakes the deliverer.
+    /// (and counts) it when that FIFO is full ([`PER_QUEUE`] frames or
+    /// [`PER_QUEUE_BYTES`]). Wakes the deliverer.
     pub fn push(&self, b: &NetBackend, frame: &[u8]) {
         let q = b.queue_for(frame).min(self.fifos.len() - 1);
         let mut fifo = lock(&self.fifos[q]);
-        if fifo.len() >= PER_QUEUE {
+        if fifo.frames.len() >= PER_QUEUE || fifo.bytes + frame.len() > PER_QUEUE_BYTES {
             drop(fifo);
             inc(&b.port_counters.rx_backlog_drops);
             return;
         }
-        let mut buf = lock(&self.pool).pop().unwrap_or_default();
+        let mut buf = lock(&self.pool).take();
         buf.clear();
         buf.extend_from_slice(frame);
-        fifo.push_back(buf);
+        fifo.bytes += buf.len();
+        fifo.frames.push_back(buf);
         // Counted before the caller hands the switch's buffer back, so the
         // direct path sees the frame waiting before it could overtake it.
         if let Some(p) = b.pending.get(q) {
@@ -90,10 +140,7 @@ impl Backlog {
                     p.fetch_sub(1, Ordering::AcqRel);
                 }
                 moved = true;
-                let mut pool = lock(&self.pool);
-                if pool.len() < POOL_KEEP {
-                    pool.push(frame);
-                }
+                lock(&self.pool).give(frame);
             }
         }
         moved
@@ -112,7 +159,7 @@ impl Backlog {
 
     /// Frames waiting in all FIFOs.
     pub fn len(&self) -> usize {
-        self.fifos.iter().map(|f| lock(f).len()).sum()
+        self.fifos.iter().map(|f| lock(f).frames.len()).sum()
     }
 
     /// True when no frame waits.

@@ -49,14 +49,13 @@ pub mod tx;
 #[cfg(test)]
 mod tests;
 
-use std::os::linux::net::SocketAddrExt;
-use std::os::unix::net::{SocketAddr, UnixListener, UnixStream};
+use std::os::unix::ffi::OsStringExt;
+use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use vhost::vhost_user::Listener;
 use vhost_user_backend::VhostUserDaemon;
 use vm_memory::{GuestMemoryAtomic, GuestMemoryMmap};
 
@@ -80,6 +79,8 @@ pub struct PortView {
     /// Frames the switch dropped because the port's receive queue was full
     /// (the guest did not take frames as fast as they came).
     pub switch_rx_drops: u64,
+    /// Frames the guest sent shorter than an Ethernet header, dropped.
+    pub switch_runt_drops: u64,
 }
 
 /// A running virtio-net port; cheap to clone (the control socket keeps one).
@@ -248,7 +249,13 @@ impl VirtioNetPort {
             switch_tx_frames: sw.tx_frames.load(Ordering::Relaxed),
             switch_rx_frames: sw.rx_frames.load(Ordering::Relaxed),
             switch_rx_drops: sw.rx_drops.load(Ordering::Relaxed),
+            switch_runt_drops: sw.runt_drops.load(Ordering::Relaxed),
         }
+    }
+
+    /// The counters of the port's network.
+    pub fn net_counters(&self) -> &crate::switch::NetCounters {
+        &self.inner.switch_counters.net
     }
 
     /// The socket the port listens on.
@@ -264,26 +271,15 @@ fn bind(path: &Path) -> std::io::Result<UnixListener> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(e),
     }
-    UnixListener::bind(path)
+    crate::socket::bind_private(path)
 }
 
 /// Accepts frontends one after another for as long as the process runs.
-/// Each connection is relayed ([`proxy`]) to a private abstract socket the
-/// vhost-user daemon serves.
+/// Each connection is relayed ([`proxy`]) to the vhost-user daemon over a
+/// private connection ([`connect_daemon`]).
 fn serve(s: &Shared, mut listener: Option<UnixListener>) {
     let b = &s.backend;
     let backoff = || std::thread::sleep(Duration::from_secs(1));
-    let inner_name = format!("nicemu-vhost-{}-{}", std::process::id(), b.id);
-    let inner = SocketAddr::from_abstract_name(inner_name.as_bytes())
-        .and_then(|a| UnixListener::bind_addr(&a).map(|l| (a, l)));
-    let (inner_addr, inner) = match inner {
-        Ok(x) => x,
-        Err(e) => {
-            log::error!("{}: cannot create the handler socket: {e}", b.id);
-            return;
-        }
-    };
-    let mut inner = Listener::from(inner);
     loop {
         if !b.link_up.load(Ordering::Acquire) {
             // Link down: not listening, so the frontend cannot attach.
@@ -316,7 +312,7 @@ fn serve(s: &Shared, mut listener: Option<UnixListener>) {
         if !b.link_up.load(Ordering::Acquire) {
             continue;
         }
-        if let Err(e) = run_connection(s, frontend, &inner_addr, &mut inner) {
+        if let Err(e) = run_connection(s, frontend) {
             log::warn!("{}: connection failed: {e}", b.id);
             backoff();
         }
@@ -330,21 +326,99 @@ fn serve(s: &Shared, mut listener: Option<UnixListener>) {
     }
 }
 
-/// Serves one frontend connection until it ends.
-fn run_connection(
-    s: &Shared,
-    frontend: UnixStream,
-    inner_addr: &SocketAddr,
-    inner: &mut Listener,
-) -> std::io::Result<()> {
-    let b = &s.backend;
-    let to_handler = UnixStream::connect_addr(inner_addr)?;
+/// Connects a new vhost-user daemon to the relay. No other process can
+/// reach the daemon: the daemon connects (as a client) to a socket of mode
+/// 0600 in a fresh mode-0700 directory (`mkdtemp`), the relay accepts only a
+/// connection from this very process (SO_PEERCRED pid), and socket and
+/// directory are removed as soon as it is accepted.
+fn connect_daemon(b: &Arc<NetBackend>) -> std::io::Result<(DaemonGuard, UnixStream)> {
+    let dir = PrivateDir::new(&b.id)?;
+    let path = dir.0.join("handler.sock");
+    let l = crate::socket::bind_private(&path)?;
     let mem = GuestMemoryAtomic::new(GuestMemoryMmap::<()>::default());
-    let mut daemon = VhostUserDaemon::new(format!("vhost-{}", b.id), b.clone(), mem)
-        .map_err(|e| std::io::Error::other(e.to_string()))?;
+    let daemon = VhostUserDaemon::new(format!("vhost-{}", b.id), b.clone(), mem);
+    let mut daemon = DaemonGuard {
+        daemon: Some(daemon.map_err(|e| std::io::Error::other(e.to_string()))?),
+        backend: b.clone(),
+    };
+    let path_str = path
+        .to_str()
+        .ok_or_else(|| std::io::Error::other("temporary directory path is not UTF-8"))?;
     daemon
-        .start(inner)
+        .get()
+        .start_client(path_str)
         .map_err(|e| std::io::Error::other(e.to_string()))?;
+    // The daemon's connect() has completed: its connection is queued.
+    l.set_nonblocking(true)?;
+    // SAFETY: getpid has no preconditions.
+    let me = unsafe { libc::getpid() };
+    loop {
+        let (c, _) = l.accept()?;
+        if crate::socket::peer_pid(&c)? == me {
+            c.set_nonblocking(false)?;
+            return Ok((daemon, c));
+        }
+        log::warn!(
+            "{}: refused a foreign connection to the handler socket",
+            b.id
+        );
+    }
+}
+
+type Daemon = VhostUserDaemon<Arc<NetBackend>>;
+
+/// A daemon that, when dropped, is dropped first (its workers joined) and
+/// then has the exit-event descriptors it leaks closed.
+struct DaemonGuard {
+    daemon: Option<Daemon>,
+    backend: Arc<NetBackend>,
+}
+
+impl DaemonGuard {
+    fn get(&mut self) -> &mut Daemon {
+        self.daemon.as_mut().expect("present until dropped")
+    }
+}
+
+impl Drop for DaemonGuard {
+    fn drop(&mut self) {
+        drop(self.daemon.take());
+        // SAFETY: the daemon was just dropped: VhostUserHandler's drop
+        // joined its workers, the only users of those descriptors.
+        unsafe { self.backend.close_exit_fds() };
+    }
+}
+
+/// A fresh directory of mode 0700, removed (with its contents) when dropped.
+struct PrivateDir(PathBuf);
+
+impl PrivateDir {
+    fn new(id: &str) -> std::io::Result<PrivateDir> {
+        let t =
+            std::env::temp_dir().join(format!("nicemu-vhost-{}-{id}-XXXXXX", std::process::id()));
+        let mut t = std::ffi::CString::new(t.into_os_string().into_encoded_bytes())
+            .map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?
+            .into_bytes_with_nul();
+        // SAFETY: `t` is a writable NUL-terminated template ending in XXXXXX;
+        // mkdtemp rewrites those six bytes in place.
+        if unsafe { libc::mkdtemp(t.as_mut_ptr().cast()) }.is_null() {
+            return Err(std::io::Error::last_os_error());
+        }
+        t.pop();
+        Ok(PrivateDir(PathBuf::from(std::ffi::OsString::from_vec(t))))
+    }
+}
+
+impl Drop for PrivateDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Serves one frontend connection until it ends.
+fn run_connection(s: &Shared, frontend: UnixStream) -> std::io::Result<()> {
+    let b = &s.backend;
+    let (mut daemon, to_handler) = connect_daemon(b)?;
     counters::inc(&b.port_counters.connections);
     b.connected.store(true, Ordering::Release);
     b.update_accept();
@@ -364,7 +438,7 @@ fn run_connection(
     let down = std::thread::Builder::new()
         .name(format!("vhost-down-{}", b.id))
         .spawn(move || proxy::handler_to_frontend(&h2, &reply))?;
-    if let Err(e) = daemon.wait() {
+    if let Err(e) = daemon.get().wait() {
         log::info!("{}: connection ended: {e}", b.id);
     }
     if let Some(c) = lock(&s.conn).take() {
@@ -373,7 +447,7 @@ fn run_connection(
     let _ = to_handler.shutdown(std::net::Shutdown::Both);
     let _ = up.join();
     let _ = down.join();
-    for h in daemon.get_epoll_handlers() {
+    for h in daemon.get().get_epoll_handlers() {
         h.send_exit_event();
     }
     Ok(())

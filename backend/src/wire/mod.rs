@@ -8,19 +8,27 @@ use std::sync::Arc;
 
 use crate::config::{WireKind, WireSpec};
 use crate::error::Error;
-use crate::switch::Switch;
+use crate::switch::{PortCounters, Switch};
 
-/// Starts a wire on its network's switch. Returns the socket path to remove on
-/// exit, if any.
-pub fn start(spec: &WireSpec, switch: &Arc<Switch>) -> Result<Option<std::path::PathBuf>, Error> {
-    match &spec.kind {
-        WireKind::Stream { path } => {
-            stream::start(path, switch)?;
-            Ok(Some(path.clone()))
-        }
-        WireKind::Tap { ifname } => {
-            tap::start(ifname, switch)?;
-            Ok(None)
-        }
-    }
+/// A started wire.
+#[derive(Debug)]
+pub struct Started {
+    /// The socket to remove on exit, if any.
+    pub socket: Option<std::path::PathBuf>,
+    /// Its switch port counters.
+    pub counters: Arc<PortCounters>,
+}
+
+/// Starts a wire on its network's switch.
+pub fn start(spec: &WireSpec, switch: &Arc<Switch>) -> Result<Started, Error> {
+    Ok(match &spec.kind {
+        WireKind::Stream { path } => Started {
+            counters: stream::start(path, switch)?,
+            socket: Some(path.clone()),
+        },
+        WireKind::Tap { ifname } => Started {
+            counters: tap::start(ifname, switch)?,
+            socket: None,
+        },
+    })
 }

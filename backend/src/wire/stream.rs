@@ -7,12 +7,13 @@
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use device_models::FrameSink;
 
 use crate::error::Error;
-use crate::switch::Switch;
+use crate::switch::{PortCounters, Switch};
 
 /// Largest frame accepted from a peer (jumbo 9 KiB plus headroom).
 pub const MAX_FRAME: usize = 16 * 1024;
@@ -44,10 +45,14 @@ pub fn write_frame(w: &mut impl Write, frame: &[u8]) -> std::io::Result<()> {
     w.write_all(frame)
 }
 
-/// Binds the socket and starts the accept/forward threads.
-pub fn start(path: &Path, switch: &Arc<Switch>) -> Result<(), Error> {
+/// Binds the socket and starts the accept/forward threads; returns the
+/// wire's switch port counters (frames with no peer to take them, or whose
+/// write failed, in `egress_drops`).
+pub fn start(path: &Path, switch: &Arc<Switch>) -> Result<Arc<PortCounters>, Error> {
     let listener = crate::socket::listen(path)?;
     let (port, rx) = switch.attach();
+    let counters = port.counters.clone();
+    let drops = port.counters.clone();
     let port = Arc::new(port);
     let peer: Arc<Mutex<Option<BufWriter<UnixStream>>>> = Arc::default();
     let name = path.display().to_string();
@@ -59,13 +64,20 @@ pub fn start(path: &Path, switch: &Arc<Switch>) -> Result<(), Error> {
             crate::sched::enter_data_path();
             while let Some(frame) = rx.recv() {
                 let mut p = out.lock().unwrap_or_else(|e| e.into_inner());
-                if let Some(w) = p.as_mut() {
-                    let r = write_frame(w, &frame).and_then(|()| w.flush());
-                    if r.is_err() {
-                        *p = None;
+                let sent = match p.as_mut() {
+                    Some(w) => {
+                        let ok = write_frame(w, &frame).and_then(|()| w.flush()).is_ok();
+                        if !ok {
+                            *p = None;
+                        }
+                        ok
                     }
-                }
+                    None => false,
+                };
                 drop(p);
+                if !sent {
+                    drops.egress_drops.fetch_add(1, Ordering::Relaxed);
+                }
                 rx.recycle(frame);
             }
         })
@@ -103,7 +115,7 @@ pub fn start(path: &Path, switch: &Arc<Switch>) -> Result<(), Error> {
             what: path.display().to_string(),
             source,
         })?;
-    Ok(())
+    Ok(counters)
 }
 
 #[cfg(test)]
@@ -155,6 +167,28 @@ mod tests {
         write_frame(&mut pa2, &f).unwrap();
         assert!(read_frame(&mut pb, &mut got).unwrap());
         assert_eq!(got, f);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn frames_for_a_wire_without_a_peer_are_counted() {
+        let dir = std::env::temp_dir().join(format!("nicemu-wire-np-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let sw = Arc::new(Switch::default());
+        let c = start(&dir.join("w.sock"), &sw).unwrap();
+        let (a, _ra) = sw.attach();
+        let mut f = vec![0xffu8; 60];
+        f[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 1]);
+        a.transmit(&f);
+        a.transmit(&f);
+        for _ in 0..100 {
+            if c.egress_drops.load(std::sync::atomic::Ordering::Relaxed) == 2 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert_eq!(c.egress_drops.load(std::sync::atomic::Ordering::Relaxed), 2);
         let _ = std::fs::remove_dir_all(dir);
     }
 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use device_models::FrameSink;
 
 use crate::error::Error;
-use crate::switch::Switch;
+use crate::switch::{PortCounters, Switch};
 
 const TUNSETIFF: libc::c_ulong = 0x4004_54ca;
 const IFF_TAP: libc::c_short = 0x0002;
@@ -49,8 +49,9 @@ pub fn open(ifname: &str) -> std::io::Result<File> {
     Ok(f)
 }
 
-/// Opens the tap and starts its forwarding threads.
-pub fn start(ifname: &str, switch: &Arc<Switch>) -> Result<(), Error> {
+/// Opens the tap and starts its forwarding threads; returns the wire's
+/// switch port counters (failed writes to the tap in `egress_drops`).
+pub fn start(ifname: &str, switch: &Arc<Switch>) -> Result<Arc<PortCounters>, Error> {
     let err = |source| Error::Wire {
         what: format!("tap {ifname}"),
         source,
@@ -58,12 +59,17 @@ pub fn start(ifname: &str, switch: &Arc<Switch>) -> Result<(), Error> {
     let tap = open(ifname).map_err(err)?;
     let mut tap_w = tap.try_clone().map_err(err)?;
     let (port, rx) = switch.attach();
+    let counters = port.counters.clone();
+    let drops = port.counters.clone();
     std::thread::Builder::new()
         .name(format!("tap-tx-{ifname}"))
         .spawn(move || {
             crate::sched::enter_data_path();
             while let Some(frame) = rx.recv() {
                 if let Err(e) = tap_w.write_all(&frame) {
+                    drops
+                        .egress_drops
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     log::debug!("tap write: {e}");
                 }
                 rx.recycle(frame);
@@ -89,5 +95,5 @@ pub fn start(ifname: &str, switch: &Arc<Switch>) -> Result<(), Error> {
             }
         })
         .map_err(err)?;
-    Ok(())
+    Ok(counters)
 }

@@ -605,7 +605,8 @@ impl NicFunction for Igb {
             let mut c = self.ctl();
             c.config.reset();
             self.device_reset(&mut c);
-            self.totals.clear();
+            // The control totals (`ctl stats`) run for the life of the
+            // process: a reset clears the guest's registers, not them.
             self.io.reset();
         }
         // PCI COMMAND is 0 after a function reset: no bus mastering.

@@ -54,7 +54,7 @@ impl Igb {
             Ok(Finished::Segments(_)) => self.stat_add(stat::TSCTC, 1),
             Ok(Finished::Frame) => {}
             Err(e) => {
-                self.errors.tx_malformed();
+                self.errors.tx_drop(&e);
                 log::debug!("igb: tx queue {qi}: frame dropped: {e}");
             }
         }

@@ -60,7 +60,7 @@ impl Ixgbe {
             Ok(Finished::Segments(_)) => {}
             Ok(Finished::Frame) => {}
             Err(e) => {
-                self.errors.tx_malformed();
+                self.errors.tx_drop(&e);
                 log::debug!("ixgbe: tx queue {qi}: frame dropped: {e}");
             }
         }

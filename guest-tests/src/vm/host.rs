@@ -31,6 +31,8 @@ pub const REQUEST_MARKER: &str = "@@NICEMU-HOST";
 pub const ACK_MARKER: &str = "@@NICEMU-ACK";
 /// Name of the control socket in a cell directory.
 pub const CONTROL_SOCKET: &str = "ctl.sock";
+/// Options of `nicemu ctl` that take a value.
+const CTL_VALUE_OPTIONS: &[&str] = &["--file", "--filter", "--count"];
 /// Longest time one host action may take before it is killed.
 pub const ACTION_TIMEOUT: Duration = Duration::from_secs(20);
 
@@ -151,39 +153,75 @@ impl HostActions {
     }
 
     /// The `nicemu ctl` arguments for `args`: placeholders replaced, file names placed in
-    /// the cell directory.
+    /// the cell directory. Options are read as `nicemu ctl` reads them (`--opt VALUE` or
+    /// `--opt=VALUE`, anywhere), so the file is found however the guest spells it: the
+    /// value of `--file`, and `capture`'s second positional word. `--control` is refused
+    /// (the harness names the socket).
     pub fn ctl_args(&self, args: &[String]) -> Result<Vec<String>, RequestError> {
         let mut out = vec![
             "ctl".to_owned(),
             "--control".to_owned(),
             self.control.display().to_string(),
         ];
-        let verb_pos = args.iter().position(|a| !a.starts_with('-'));
-        let mut prev = "";
-        for (i, a) in args.iter().enumerate() {
-            let replaced = self
-                .names
-                .iter()
-                .find(|(k, _)| *k == a)
-                .map(|(_, v)| v.clone())
-                .unwrap_or_else(|| a.clone());
-            // `capture DEV FILE`: the word two after the verb; `--file F` anywhere.
-            let is_capture_file =
-                verb_pos.is_some_and(|v| args[v] == "capture" && i == v + 2) && a != "stop";
-            if is_capture_file || prev == "--file" {
-                if a.starts_with('.') {
-                    return Err(RequestError::BadFile(a.clone()));
-                }
-                out.push(self.dir.join(a).display().to_string());
-            } else {
-                out.push(replaced);
+        let mut positional = Vec::new();
+        let mut it = args.iter();
+        while let Some(a) = it.next() {
+            let (opt, inline) = match a.split_once('=') {
+                Some((o, v)) if a.starts_with("--") => (o, Some(v.to_owned())),
+                _ => (a.as_str(), None),
+            };
+            if opt == "--control" {
+                return Err(RequestError::BadWord(a.clone()));
             }
-            prev = a;
+            if !opt.starts_with('-') {
+                positional.push(out.len());
+                out.push(self.replace_name(a));
+                continue;
+            }
+            if !CTL_VALUE_OPTIONS.contains(&opt) {
+                out.push(a.clone());
+                continue;
+            }
+            let value = match inline {
+                Some(v) => v,
+                None => it.next().cloned().ok_or(match opt {
+                    "--file" => RequestError::MissingFile("--file"),
+                    _ => RequestError::Malformed,
+                })?,
+            };
+            if opt == "--file" {
+                out.push(opt.to_owned());
+                out.push(self.cell_file(&value)?);
+            } else if a.contains('=') {
+                out.push(a.clone());
+            } else {
+                out.extend([opt.to_owned(), value]);
+            }
         }
-        if prev == "--file" {
-            return Err(RequestError::MissingFile("--file"));
+        // `capture DEV FILE`: the third positional word, unless it is `stop`.
+        let is_capture = positional.first().is_some_and(|&i| out[i] == "capture");
+        if let (true, Some(&i)) = (is_capture, positional.get(2)) {
+            if out[i] != "stop" {
+                out[i] = self.cell_file(&out[i].clone())?;
+            }
         }
         Ok(out)
+    }
+
+    fn replace_name(&self, a: &str) -> String {
+        self.names
+            .iter()
+            .find(|(k, _)| *k == a)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_else(|| a.to_owned())
+    }
+
+    /// A bare file name as a path in the cell directory.
+    fn cell_file(&self, name: &str) -> Result<String, RequestError> {
+        if name.is_empty() || name.starts_with('.') || name.contains('/') {
+            return Err(RequestError::BadFile(name.to_owned()));
+        }
+        Ok(self.dir.join(name).display().to_string())
     }
 
     /// Handles one request line (from the marker on).
@@ -399,6 +437,33 @@ mod tests {
             w("ctl --control /run/c/ctl.sock trace igb0 on --file /run/c/t.log")
         );
         assert!(a.ctl_args(&w("trace DUT on --file")).is_err());
+    }
+
+    #[test]
+    fn a_guest_cannot_name_a_host_file_however_it_spells_the_option() {
+        let a = actions();
+        let w = |s: &str| s.split(' ').map(str::to_owned).collect::<Vec<_>>();
+        // `--file=NAME` as one word lands in the cell directory too.
+        assert_eq!(
+            a.ctl_args(&w("trace DUT on --file=t.log")).unwrap(),
+            w("ctl --control /run/c/ctl.sock trace igb0 on --file /run/c/t.log")
+        );
+        assert_eq!(
+            a.ctl_args(&w("trace DUT on --file=.bashrc")),
+            Err(RequestError::BadFile(".bashrc".into()))
+        );
+        // An option before the device does not shift which word is the file.
+        assert_eq!(
+            a.ctl_args(&w("capture --count 3 DUT x.pcap")).unwrap(),
+            w("ctl --control /run/c/ctl.sock capture --count 3 igb0 /run/c/x.pcap")
+        );
+        assert_eq!(
+            a.ctl_args(&w("capture --count=3 DUT x.pcap")).unwrap(),
+            w("ctl --control /run/c/ctl.sock capture --count=3 igb0 /run/c/x.pcap")
+        );
+        // The control socket is the harness's choice.
+        assert!(a.ctl_args(&w("--control=x list")).is_err());
+        assert!(a.ctl_args(&w("--control x list")).is_err());
     }
 
     #[test]
