@@ -32,6 +32,19 @@ pub enum Command {
     Report(ReportArgs),
     /// List devices, kernels, scenarios and scenario parameters.
     List,
+    /// Fetch the exact Debian source of a guest kernel and extract parts of it (to write a
+    /// patch against); prints the tree root.
+    Source(SourceArgs),
+}
+
+/// Options of `source`.
+#[derive(Debug, Args)]
+pub struct SourceArgs {
+    /// The Debian kernel whose source to fetch (sid, trixie, trixie-rt).
+    #[arg(long, default_value = "sid")]
+    pub kernel: String,
+    /// Paths inside the tree to extract (e.g. drivers/net/ethernet/intel/igb); none: all.
+    pub paths: Vec<String>,
 }
 
 /// Options of `provision`.

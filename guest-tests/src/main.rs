@@ -65,6 +65,15 @@ fn dispatch(cmd: cli::Command) -> Result<i32> {
             }
             Ok(0)
         }
+        cli::Command::Source(args) => {
+            let p = provision::provision()?;
+            let spec = image::kernel::KernelSpec::from_args(&args.kernel, None)?;
+            let k = image::kernel::resolve(&spec, &p.sid_root)?;
+            let src = provision::linux_source::ensure(&p.sid_root, &k.release)?;
+            let paths: Vec<&str> = args.paths.iter().map(String::as_str).collect();
+            println!("{}", src.extract(&paths)?.display());
+            Ok(0)
+        }
         cli::Command::Run(args) => {
             let r = run::run(&args)?;
             Ok(if r.passed() { 0 } else { 1 })
