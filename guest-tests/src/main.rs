@@ -1,5 +1,6 @@
 //! `nicemu-guest`: the guest test harness for nicemu.
 
+mod build;
 mod cli;
 mod cmd;
 mod error;
