@@ -3,6 +3,8 @@
 mod build;
 mod cli;
 mod cmd;
+#[cfg(test)]
+mod docs_tests;
 mod error;
 mod image;
 mod matrix;
