@@ -72,7 +72,14 @@ pub fn render(format: QemuArgsFormat, nicemu: &Path, n: &[String], q: &[String])
         }
         QemuArgsFormat::Nicemu => n.iter().map(|a| format!("{a}\n")).collect(),
         QemuArgsFormat::Qemu => q.iter().map(|a| format!("{a}\n")).collect(),
-        QemuArgsFormat::Vng => format!("{}\n", quoted(q)),
+        QemuArgsFormat::Vng => {
+            // vng makes the q35 machine and -m itself (--memory must equal the backend size);
+            // it only lacks the shared memory backend, when it falls back to 9p.
+            let mut v: Vec<String> = q[2..4].to_vec();
+            v.extend(["-machine".to_owned(), "memory-backend=mem".to_owned()]);
+            v.extend(q.iter().skip(6).cloned());
+            format!("--qemu-opts={}\n", quote(&quoted(&v)))
+        }
     }
 }
 
@@ -124,6 +131,14 @@ mod tests {
         let s = render(QemuArgsFormat::Shell, Path::new("/b/nicemu"), &n, &q);
         assert!(s.contains("/b/nicemu --device igb,id=igb0"));
         assert!(s.contains("'{\"bus\":\"rp1\""), "{s}");
+    }
+
+    #[test]
+    fn vng_gets_one_qemu_opts_word() {
+        let (n, q) = vectors(&args("nicemu-igb", Topology::Single), Path::new("nicemu")).unwrap();
+        let s = render(QemuArgsFormat::Vng, Path::new("nicemu"), &n, &q);
+        assert!(s.starts_with("--qemu-opts='-object memory-backend-memfd,id=mem,size=512M,share=on -machine memory-backend=mem -device pcie-root-port"), "{s}");
+        assert!(!s.contains("q35"));
     }
 
     #[test]
