@@ -35,6 +35,8 @@ pub fn run_in_root(sid_root: &Path, script: &str, log: &Path, phase: &str) -> Re
         .stdin(Stdio::null())
         .stdout(file)
         .stderr(err);
+    // objtool and kbuild read /proc: hold the shared bind mounts for the whole step.
+    let _mounts = crate::provision::mounts::BindMounts::new(sid_root)?;
     let started = Instant::now();
     println!("build: {phase} (log {})", log.display());
     let mut child = cmd.spawn().map_err(|e| Error::Command {
