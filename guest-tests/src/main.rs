@@ -1,12 +1,16 @@
 //! `nicemu-guest`: the guest test harness for nicemu.
 
+mod build;
 mod cli;
 mod cmd;
+#[cfg(test)]
+mod docs_tests;
 mod error;
 mod image;
 mod matrix;
 mod params;
 mod provision;
+mod qemu_args;
 mod report;
 mod run;
 mod scenario;
@@ -53,7 +57,7 @@ fn dispatch(cmd: cli::Command) -> Result<i32> {
                 .collect();
             println!("devices:   {}", devs.join(", "));
             println!(
-                "kernels:   {} (or --kernel BZIMAGE --modules DIR)",
+                "kernels:   {} (or tree:DIR, or --kernel BZIMAGE --modules DIR)",
                 image::kernel::NAMES.join(", ")
             );
             println!("scenarios: {}", scenario::NAMES.join(", "));
@@ -63,6 +67,22 @@ fn dispatch(cmd: cli::Command) -> Result<i32> {
             for (k, d, m) in params::KNOWN {
                 println!("  {k:<26} {:<34} {m}", format!("[{d}]"));
             }
+            Ok(0)
+        }
+        cli::Command::QemuArgs(args) => {
+            let nicemu = vm::nicemu_proc::find_binary(args.nicemu.as_deref())
+                .unwrap_or_else(|_| std::path::PathBuf::from("nicemu"));
+            let (n, q) = qemu_args::vectors(&args, &nicemu)?;
+            print!("{}", qemu_args::render(args.format, &nicemu, &n, &q));
+            Ok(0)
+        }
+        cli::Command::Source(args) => {
+            let p = provision::provision()?;
+            let spec = image::kernel::KernelSpec::from_args(&args.kernel, None)?;
+            let k = image::kernel::resolve(&spec, &p.sid_root)?;
+            let src = provision::linux_source::ensure(&p.sid_root, &k.release)?;
+            let paths: Vec<&str> = args.paths.iter().map(String::as_str).collect();
+            println!("{}", src.extract(&paths)?.display());
             Ok(0)
         }
         cli::Command::Run(args) => {
