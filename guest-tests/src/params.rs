@@ -99,6 +99,16 @@ pub const KNOWN: &[(&str, &str, &str)] = &[
         "seconds of netperf TCP_CRR (many flows) and TCP_RR (one flow) per channel count",
     ),
     (
+        "kselftest.tests",
+        "all",
+        "selftests to run, comma-separated: ping.py (= drivers/net:ping.py), hw/csum.py (= drivers/net/hw:csum.py), or full kselftest names; all = every program of drivers/net and drivers/net/hw",
+    ),
+    (
+        "kselftest.timeout",
+        "300",
+        "seconds each selftest program may run (then TERM, KILL 10 s later; reported as TIMEOUT)",
+    ),
+    (
         "rss.max_combined",
         "0",
         "highest `ethtool -L combined` count tried (0 = the driver's maximum)",

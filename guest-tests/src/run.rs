@@ -135,7 +135,8 @@ pub fn run(args: &RunArgs) -> Result<RunReport> {
         if kcells.is_empty() {
             continue;
         }
-        let prepared = prepare_kernel(kspec, &prov.sid_root, &dir);
+        let with_ksft = matrix.scenarios.iter().any(|s| s == "kselftest");
+        let prepared = prepare_kernel(kspec, &prov.sid_root, &dir, with_ksft);
         let (kern, base, kdir, kernel_guest, mod_names) = match prepared {
             Ok(p) => p,
             Err(Error::Interrupted) => return Err(Error::Interrupted),
@@ -255,8 +256,15 @@ struct Ctx<'a> {
 
 type Prepared = (kernel::GuestKernel, Vec<u8>, RunDir, String, Vec<String>);
 
-/// Resolves a kernel, packs its modules with the tools, copies the bzImage where QEMU sees it.
-fn prepare_kernel(spec: &kernel::KernelSpec, sid_root: &Path, dir: &RunDir) -> Result<Prepared> {
+/// Resolves a kernel, packs its modules with the tools (and, for `kselftest`, the
+/// selftests of that kernel's own source with python3 and their tools), copies the bzImage
+/// where QEMU sees it.
+fn prepare_kernel(
+    spec: &kernel::KernelSpec,
+    sid_root: &Path,
+    dir: &RunDir,
+    with_ksft: bool,
+) -> Result<Prepared> {
     let kern = kernel::resolve(spec, sid_root)?;
     println!("kernel {}: {}", kern.name, kern.label);
     let mods = modules::collect(&kern.modules_dir, modules::DRIVERS)?;
@@ -265,7 +273,18 @@ fn prepare_kernel(spec: &kernel::KernelSpec, sid_root: &Path, dir: &RunDir) -> R
     let (host, guest) = kdir.file("vmlinuz");
     std::fs::copy(&kern.image, &host).map_err(|e| Error::io(&host, e))?;
     println!("image: packing busybox, tools and {} modules", mods.len());
-    let base = image::base_archive(sid_root, &mods)?;
+    let mut base = image::base_archive(sid_root, &mods)?;
+    if with_ksft {
+        provision::kselftest::install_missing(sid_root, provision::kselftest::GUEST_PACKAGES)?;
+        let built = provision::kselftest::ensure(sid_root, &kern.release)?;
+        let extra = image::kselftest::archive(sid_root, &built.install())?;
+        println!(
+            "image: kselftest of Linux {} with python3 and tools ({} MiB)",
+            built.version,
+            extra.len() >> 20
+        );
+        base.extend_from_slice(&extra);
+    }
     Ok((kern, base, kdir, guest, names))
 }
 
@@ -304,6 +323,7 @@ fn target(topology: Topology, dev: DeviceKind) -> Target {
         driver: dev.driver().to_owned(),
         peer_mac: topology.macs().get(1).map(|m| m.to_string()),
         host_actions: dev.nicemu_kind().is_some(),
+        device: dev.name().to_owned(),
         unsupported: scenario::NAMES
             .iter()
             .filter_map(|s| {

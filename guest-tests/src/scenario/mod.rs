@@ -15,9 +15,12 @@
 pub mod channels;
 pub mod console;
 pub mod cyclictest;
+pub mod expect;
 pub mod faults;
 #[cfg(test)]
 mod fixture_tests;
+pub mod kselftest;
+pub mod ktap;
 pub mod mq;
 pub mod netperf;
 pub mod ping;
@@ -54,6 +57,8 @@ pub struct Target {
     pub host_actions: bool,
     /// Scenarios that do not apply to the device, with the reason (SKIPped, not run).
     pub unsupported: Vec<(String, String)>,
+    /// The device kind's name ("nicemu-igb"; empty in parser tests that do not need it).
+    pub device: String,
 }
 
 impl Target {
@@ -104,6 +109,7 @@ pub const NAMES: &[&str] = &[
     "faults",
     "rss",
     "mq",
+    "kselftest",
 ];
 
 /// Looks a scenario up by name.
@@ -121,6 +127,7 @@ pub fn by_name(name: &str) -> Option<Box<dyn Scenario>> {
         "faults" => Box::new(faults::Faults),
         "rss" => Box::new(rss::Rss),
         "mq" => Box::new(mq::Mq),
+        "kselftest" => Box::new(kselftest::Kselftest),
         _ => return None,
     })
 }

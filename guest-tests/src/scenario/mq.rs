@@ -445,6 +445,7 @@ mod tests {
             peer_mac: Some(String::new()),
             host_actions: true,
             unsupported: Vec::new(),
+            device: String::new(),
         };
         let r = Mq.parse(&c.sections["mq"], &t);
         assert_eq!(r.reason, None, "{r:?}");
@@ -459,6 +460,7 @@ mod tests {
             peer_mac: Some(String::new()),
             host_actions: true,
             unsupported: Vec::new(),
+            device: String::new(),
         };
         let c = section(&good(2, "0", 0));
         let r = Mq.parse(&c.sections["mq"], &t);
@@ -522,6 +524,7 @@ mod tests {
             peer_mac: Some(String::new()),
             host_actions: true,
             unsupported: Vec::new(),
+            device: String::new(),
         };
         let r = Mq.parse(&c.sections["mq"], &t);
         let why = r.reason.unwrap();
@@ -558,6 +561,7 @@ mod tests {
             peer_mac: Some(String::new()),
             host_actions: true,
             unsupported: Vec::new(),
+            device: String::new(),
         };
         assert_eq!(Mq.parse(&c.sections["mq"], &t).reason, None);
         t.driver = "virtio_net".into();

@@ -205,6 +205,7 @@ mod tests {
             peer_mac: None,
             host_actions: false,
             unsupported: Vec::new(),
+            device: String::new(),
         }
     }
 
