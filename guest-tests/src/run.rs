@@ -21,6 +21,9 @@ use crate::vm::run_dir::{self, RunDir};
 
 /// Kernel command line for test boots (no IPv6: no stray frames disturb the counters).
 const APPEND: &str = "console=ttyS0 quiet panic=-1 ipv6.disable=1";
+/// The same with IPv6, for runs with `kselftest` (the selftests open IPv6 sockets and test
+/// both address families, as the netdev CI does).
+const APPEND_V6: &str = "console=ttyS0 quiet panic=-1";
 
 /// Host seconds allowed for a boot to reach userspace before the scenarios' own budgets.
 const BOOT_BUDGET: u64 = 120;
@@ -296,7 +299,11 @@ fn spec(ctx: &Ctx, accel: Accel, kernel: &str, initrd: String, d: &RunDir) -> Bo
         mem_mb: ctx.args.mem,
         kernel: kernel.to_owned(),
         initrd,
-        append: APPEND.to_owned(),
+        append: if ctx.matrix.scenarios.iter().any(|s| s == "kselftest") {
+            APPEND_V6.to_owned()
+        } else {
+            APPEND.to_owned()
+        },
         extra: Vec::new(),
         timeout: ctx.timeout,
         serial_log: d.host.join("serial.log"),

@@ -1,7 +1,8 @@
 //! `kselftest`: the kernel's own driver tests (`tools/testing/selftests/drivers/net` and
 //! `drivers/net/hw`, installed at `/ksft` in the guest) against the device under test, with
 //! the peer port in netns `peer` as `drivers/net/README.rst` describes: `NETIF`,
-//! `LOCAL_V4`, `REMOTE_V4`, `REMOTE_TYPE=netns`, `REMOTE_ARGS=peer`. Each program runs under
+//! `LOCAL_V4`, `REMOTE_V4`, `LOCAL_V6` / `REMOTE_V6` (fd00:100::1 / ::2; a run with
+//! `kselftest` boots with IPv6), `REMOTE_TYPE=netns`, `REMOTE_ARGS=peer`. Each program runs under
 //! `timeout`; its KTAP test points become cases, checked against the device kind's
 //! expectations file ([`super::expect`]).
 
@@ -26,6 +27,15 @@ const KSFT_SKIP: i32 = 4;
 const SCRIPT: &str = r#"cd /ksft 2>/dev/null || { nicemu_kv ksft missing; exit 1; }
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 export NETIF="$IFACE" LOCAL_V4="$DUT_IP" REMOTE_V4="$PEER_IP" REMOTE_TYPE=netns REMOTE_ARGS=peer
+# IPv6 too when the kernel has it (runs with kselftest boot without ipv6.disable=1).
+if [ -e /proc/sys/net/ipv6 ]; then
+    /usr/bin/ip -6 addr add fd00:100::1/64 dev "$IFACE" nodad
+    nicemu_peer /usr/bin/ip -6 addr add fd00:100::2/64 dev "$PEER_IFACE" nodad
+    /usr/bin/ip -6 neigh replace fd00:100::2 lladdr $PEER_MAC nud permanent dev "$IFACE"
+    nicemu_peer /usr/bin/ip -6 neigh replace fd00:100::1 lladdr $MAC nud permanent dev "$PEER_IFACE"
+    export LOCAL_V6=fd00:100::1 REMOTE_V6=fd00:100::2
+    nicemu_kv ipv6 1
+fi
 export PYTHONUNBUFFERED=1
 [ "$KSFT_TESTS" = all ] && KSFT_TESTS=$(cat /ksft/kselftest-list.txt)
 for t in $KSFT_TESTS; do
