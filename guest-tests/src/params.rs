@@ -169,10 +169,10 @@ impl Params {
         for (k, v) in &self.0 {
             let ok = v
                 .chars()
-                .all(|c| c.is_ascii_alphanumeric() || ",.:_-".contains(c));
+                .all(|c| c.is_ascii_alphanumeric() || ",.:_-/".contains(c));
             if !ok {
                 return Err(Error::Usage(format!(
-                    "parameter {k}={v:?}: only letters, digits and , . : _ - are allowed"
+                    "parameter {k}={v:?}: only letters, digits and , . : _ - / are allowed"
                 )));
             }
         }

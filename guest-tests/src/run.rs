@@ -270,7 +270,11 @@ fn prepare_kernel(
 ) -> Result<Prepared> {
     let kern = kernel::resolve(spec, sid_root)?;
     println!("kernel {}: {}", kern.name, kern.label);
-    let mods = modules::collect(&kern.modules_dir, modules::DRIVERS)?;
+    let mut wanted: Vec<&str> = modules::DRIVERS.to_vec();
+    if with_ksft {
+        wanted.extend_from_slice(image::kselftest::MODULES);
+    }
+    let mods = modules::collect(&kern.modules_dir, &wanted)?;
     let names: Vec<String> = mods.iter().map(|m| m.name.clone()).collect();
     let kdir = dir.sub(&format!("kernel-{}", kern.name))?;
     let (host, guest) = kdir.file("vmlinuz");

@@ -1,6 +1,6 @@
 //! The second initramfs archive of `kselftest` guests: the installed selftests tree at
 //! `/ksft`, python3 with its standard library and PyYAML, the tools the tests call (bash,
-//! socat, iperf3, bpftool, devlink, coreutils' `timeout` and `env`; bash as `/bin/sh`) and
+//! socat, iperf3, bpftool, devlink, coreutils' `timeout` and `env`; bash as `/bin/sh` and `/bin/bash`) and
 //! every shared library the ELF files among them need (listed by the sid root's own `ldd`).
 
 use std::collections::BTreeSet;
@@ -25,6 +25,21 @@ pub const TOOLS: &[&str] = &[
     // The tests start with `#!/usr/bin/env python3` (busybox puts its applets in /bin).
     "/usr/bin/env",
     "/usr/bin/python3",
+];
+
+/// Modules the selftests use besides the drivers: `fq` / `etf` qdiscs (so_txtime.py),
+/// macsec (macsec.py), netconsole (netpoll_basic.py), tunnels (tso.py, csum and GRO
+/// variants, hw_stats_l3_gre.sh).
+pub const MODULES: &[&str] = &[
+    "sch_fq",
+    "sch_etf",
+    "macsec",
+    "netconsole",
+    "ipip",
+    "ip_gre",
+    "vxlan",
+    "ip6_tunnel",
+    "sit",
 ];
 
 /// Python directories besides the standard library (PyYAML and its C loader).
@@ -65,6 +80,7 @@ pub fn archive(root: &Path, install: &Path) -> Result<Vec<u8>> {
     // `ip`, `ping`, … applets before PATH, which lack the options the tests use. /init
     // itself names `/bin/busybox sh`, so only programs exec'ing /bin/sh get bash.
     w.symlink("/bin/sh", "/usr/bin/bash")
+        .and_then(|_| w.symlink("/bin/bash", "/usr/bin/bash"))
         .map_err(|e| Error::io(install, e))?;
     for lib in libraries(root, &elves)? {
         if seen.insert(lib.clone()) {
