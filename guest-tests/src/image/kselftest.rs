@@ -28,11 +28,13 @@ pub const TOOLS: &[&str] = &[
 ];
 
 /// Modules the selftests use besides the drivers: `fq` / `etf` qdiscs (so_txtime.py),
+/// `clsact` (sch_ingress: ring_reconfig.py),
 /// macsec (macsec.py), netconsole (netpoll_basic.py), tunnels (tso.py, csum and GRO
 /// variants, hw_stats_l3_gre.sh).
 pub const MODULES: &[&str] = &[
     "sch_fq",
     "sch_etf",
+    "sch_ingress",
     "macsec",
     "netconsole",
     "ipip",

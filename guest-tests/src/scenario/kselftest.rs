@@ -29,6 +29,11 @@ export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 export NETIF="$IFACE" LOCAL_V4="$DUT_IP" REMOTE_V4="$PEER_IP" REMOTE_TYPE=netns REMOTE_ARGS=peer
 # IPv6 too when the kernel has it (runs with kselftest boot without ipv6.disable=1).
 if [ -e /proc/sys/net/ipv6 ]; then
+    # Tests take the link down and up (queues, ring sizes): keep the addresses then.
+    sysctl -qw net.ipv6.conf.all.keep_addr_on_down=1 net.ipv6.conf.default.keep_addr_on_down=1
+    nicemu_peer sysctl -qw net.ipv6.conf.all.keep_addr_on_down=1
+    sysctl -qw "net.ipv6.conf.$IFACE.keep_addr_on_down=1"
+    nicemu_peer sysctl -qw "net.ipv6.conf.$PEER_IFACE.keep_addr_on_down=1"
     /usr/bin/ip -6 addr add fd00:100::1/64 dev "$IFACE" nodad
     nicemu_peer /usr/bin/ip -6 addr add fd00:100::2/64 dev "$PEER_IFACE" nodad
     /usr/bin/ip -6 neigh replace fd00:100::2 lladdr $PEER_MAC nud permanent dev "$IFACE"
@@ -296,6 +301,87 @@ fn judge(r: &mut ScenarioResult, cases: &[Case], target: &Target) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A real run (nicemu's igb, sid 7.2.13, TCG): the kselftest section's marker lines of
+    /// the serial log (other console lines dropped to keep the fixture small).
+    const IGB: &str = include_str!("../../tests/fixtures/nicemu-igb-kselftest.serial.log");
+
+    fn target(device: &str) -> Target {
+        Target {
+            mac: crate::vm::device::TEST_MAC.into(),
+            driver: "igb".into(),
+            peer_mac: Some(crate::vm::device::PEER_MAC.into()),
+            host_actions: true,
+            unsupported: Vec::new(),
+            device: device.into(),
+        }
+    }
+
+    /// The cases of the capture that nicemu-igb.toml does not account for: open nicemu gaps
+    /// (stats.procfs_downup_hammer and uso.test_uso.v4_exact pass on QEMU's igb),
+    /// failures not yet explained on both igb kinds, and cases the capture predates fixes
+    /// for (IPv6 addresses lost on link down before keep_addr_on_down; no clsact module).
+    const IGB_OPEN: &[&str] = &[
+        "stats.procfs_downup_hammer",
+        "napi_id.test_napi_id",
+        "ring_reconfig.reconfig_tx_stall",
+        "xdp.test_xdp_native_pass_sb",
+        "csum.ipv6_rx_tcp",
+        "csum.ipv6_rx_tcp_invalid",
+        "csum.ipv6_rx_udp",
+        "csum.ipv6_rx_udp_invalid",
+        "csum.ipv6_tx_udp_csum_offload",
+        "csum.ipv6_tx_udp_zero_checksum",
+        "uso.test_uso.v4_partial",
+        "uso.test_uso.v4_exact",
+        "uso.test_uso.v6_partial",
+        "uso.test_uso.v6_exact",
+    ];
+
+    #[test]
+    fn the_igb_capture_is_what_its_expectations_file_says_but_the_open_cases() {
+        let c = super::super::Console::parse(IGB);
+        let r = super::super::evaluate(&Kselftest, &c, &target("nicemu-igb"));
+        let cases = r.metrics["cases"].as_array().unwrap();
+        assert!(cases.len() > 100, "{}", cases.len());
+        let ping = cases
+            .iter()
+            .find(|c| c["case"] == "ping.test_default_v4")
+            .unwrap();
+        assert_eq!(ping["status"], "PASS");
+        let mut got: Vec<&str> = r.metrics["deviations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d.as_str().unwrap().split(": ").next().unwrap())
+            .collect();
+        got.sort_unstable();
+        let mut want = IGB_OPEN.to_vec();
+        want.sort_unstable();
+        assert_eq!(got, want);
+        assert!(r.summary.unwrap().contains(" pass, "));
+    }
+
+    #[test]
+    fn a_case_that_changes_is_a_deviation() {
+        let broken = IGB.replace("ok 1 ping.test_default_v4", "not ok 1 ping.test_default_v4");
+        let c = super::super::Console::parse(&broken);
+        let r = super::super::evaluate(&Kselftest, &c, &target("nicemu-igb"));
+        assert_eq!(r.status, super::super::Status::Fail);
+        let d = r.metrics["deviations"].as_array().unwrap();
+        assert_eq!(d.len(), IGB_OPEN.len() + 1, "{d:?}");
+        assert!(d.iter().any(|x| x
+            .as_str()
+            .unwrap()
+            .starts_with("ping.test_default_v4: FAIL")));
+        // Without an expectations file, expected failures count as failures.
+        let r = super::super::evaluate(
+            &Kselftest,
+            &super::super::Console::parse(IGB),
+            &target("qemu-e1000e"),
+        );
+        assert_eq!(r.status, super::super::Status::Fail);
+    }
 
     #[test]
     fn short_names_expand_to_kselftest_names() {
