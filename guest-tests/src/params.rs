@@ -104,6 +104,16 @@ pub const KNOWN: &[(&str, &str, &str)] = &[
         "seconds of netperf TCP_CRR (many flows) and TCP_RR (one flow) per channel count",
     ),
     (
+        "kselftest.tests",
+        "all",
+        "selftests to run, comma-separated: ping.py (= drivers/net:ping.py), hw/csum.py (= drivers/net/hw:csum.py), or full kselftest names; all = every program of drivers/net and drivers/net/hw",
+    ),
+    (
+        "kselftest.timeout",
+        "300",
+        "seconds each selftest program may run (then TERM, KILL 10 s later; reported as TIMEOUT)",
+    ),
+    (
         "rss.max_combined",
         "0",
         "highest `ethtool -L combined` count tried (0 = the driver's maximum)",
@@ -164,10 +174,10 @@ impl Params {
         for (k, v) in &self.0 {
             let ok = v
                 .chars()
-                .all(|c| c.is_ascii_alphanumeric() || ",.:_-".contains(c));
+                .all(|c| c.is_ascii_alphanumeric() || ",.:_-/".contains(c));
             if !ok {
                 return Err(Error::Usage(format!(
-                    "parameter {k}={v:?}: only letters, digits and , . : _ - are allowed"
+                    "parameter {k}={v:?}: only letters, digits and , . : _ - / are allowed"
                 )));
             }
         }

@@ -23,6 +23,9 @@ use crate::vm::run_dir::{self, RunDir};
 
 /// Kernel command line for test boots (no IPv6: no stray frames disturb the counters).
 const APPEND: &str = "console=ttyS0 quiet panic=-1 ipv6.disable=1";
+/// The same with IPv6, for runs with `kselftest` (the selftests open IPv6 sockets and test
+/// both address families, as the netdev CI does).
+const APPEND_V6: &str = "console=ttyS0 quiet panic=-1";
 
 /// Host seconds allowed for a boot to reach userspace before the scenarios' own budgets.
 const BOOT_BUDGET: u64 = 120;
@@ -182,7 +185,8 @@ pub fn run(args: &RunArgs) -> Result<RunReport> {
         if kcells.is_empty() {
             continue;
         }
-        let prepared = prepare_kernel(kreq, &prov.sid_root, &dir);
+        let with_ksft = matrix.scenarios.iter().any(|s| s == "kselftest");
+        let prepared = prepare_kernel(kreq, &prov.sid_root, &dir, with_ksft);
         let (kern, img) = match prepared {
             Ok(p) => p,
             // A patch that does not apply, a failed build, a bad tree: say so, exit 2.
@@ -308,11 +312,13 @@ struct KernelImage {
 }
 
 /// Resolves (and builds) a kernel, packs its modules — the harness's builds in place of the
-/// stock ones — with the tools, copies the bzImage where QEMU sees it.
+/// stock ones — with the tools (and, for `kselftest`, the selftests of that kernel's own
+/// source with python3 and their tools), copies the bzImage where QEMU sees it.
 fn prepare_kernel(
     req: &KernelRequest,
     sid_root: &Path,
     dir: &RunDir,
+    with_ksft: bool,
 ) -> Result<(kernel::GuestKernel, KernelImage)> {
     let kdir = dir.sub(&format!("kernel-{}", sanitize(&req.name())))?;
     let kern = build::resolve(req, sid_root, &kdir.host)?;
@@ -320,7 +326,11 @@ fn prepare_kernel(
     if let Some(log) = &kern.build_log {
         println!("kernel {}: build log {}", kern.name, log.display());
     }
-    let mut mods = modules::collect(&kern.modules_dir, modules::DRIVERS)?;
+    let mut wanted: Vec<&str> = modules::DRIVERS.to_vec();
+    if with_ksft {
+        wanted.extend_from_slice(image::kselftest::MODULES);
+    }
+    let mut mods = modules::collect(&kern.modules_dir, &wanted)?;
     for b in &kern.built_modules {
         match mods.iter_mut().find(|m| m.name == b.name) {
             Some(m) => m.data = std::fs::read(&b.ko).map_err(|e| Error::io(&b.ko, e))?,
@@ -334,7 +344,18 @@ fn prepare_kernel(
     let (host, guest) = kdir.file("vmlinuz");
     std::fs::copy(&kern.image, &host).map_err(|e| Error::io(&host, e))?;
     println!("image: packing busybox, tools and {} modules", mods.len());
-    let base = image::base_archive(sid_root, &mods)?;
+    let mut base = image::base_archive(sid_root, &mods)?;
+    if with_ksft {
+        provision::kselftest::install_missing(sid_root, provision::kselftest::GUEST_PACKAGES)?;
+        let ksft = provision::kselftest::ensure(sid_root, &kern.release)?;
+        let extra = image::kselftest::archive(sid_root, &ksft.install())?;
+        println!(
+            "image: kselftest of Linux {} with python3 and tools ({} MiB)",
+            ksft.version,
+            extra.len() >> 20
+        );
+        base.extend_from_slice(&extra);
+    }
     let built = kern.built_modules.clone();
     Ok((
         kern,
@@ -369,7 +390,11 @@ fn spec(ctx: &Ctx, accel: Accel, kernel: &str, initrd: String, d: &RunDir) -> Bo
         mem_mb: ctx.args.mem,
         kernel: kernel.to_owned(),
         initrd,
-        append: APPEND.to_owned(),
+        append: if ctx.matrix.scenarios.iter().any(|s| s == "kselftest") {
+            APPEND_V6.to_owned()
+        } else {
+            APPEND.to_owned()
+        },
         extra: Vec::new(),
         timeout: ctx.timeout,
         serial_log: d.host.join("serial.log"),
@@ -393,6 +418,7 @@ fn kvm_probe(ctx: &Ctx, img: &KernelImage) -> Result<bool> {
 fn target(topology: Topology, dev: DeviceKind) -> Target {
     Target {
         module_version: None,
+        device: dev.name().to_owned(),
         mac: TEST_MAC.to_owned(),
         driver: dev.driver().to_owned(),
         peer_mac: topology.macs().get(1).map(|m| m.to_string()),

@@ -3,6 +3,7 @@
 pub mod cpio;
 pub mod init_script;
 pub mod kernel;
+pub mod kselftest;
 pub mod modules;
 pub mod rootfs_path;
 pub mod tools;

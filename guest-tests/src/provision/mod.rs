@@ -4,6 +4,7 @@
 pub mod cache;
 pub mod debian_kernel;
 pub mod host_qemu;
+pub mod kselftest;
 pub mod linux_source;
 pub mod lock;
 pub mod mounts;

@@ -54,7 +54,9 @@ pub fn render(report: &RunReport) -> String {
                 .unwrap_or_else(|| esc(&c.boot))
         ));
     }
-    s.push_str("</table>\n<div class=\"plots\">\n");
+    s.push_str("</table>\n");
+    s.push_str(&super::cases::html(&super::cases::table(report)));
+    s.push_str("<div class=\"plots\">\n");
     s.push_str(&netperf_plots(report));
     s.push_str(&simple_bars(
         report,

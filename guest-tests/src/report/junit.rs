@@ -23,45 +23,90 @@ pub fn esc(s: &str) -> String {
     o
 }
 
-/// Renders the report as JUnit XML.
-pub fn render(report: &RunReport) -> String {
-    let (_, fail, skip) = report.counts();
-    let total: usize = report.runs.iter().map(|r| r.scenarios.len()).sum();
-    let mut s = format!(
-        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"nicemu-guest\" tests=\"{total}\" failures=\"{fail}\" skipped=\"{skip}\" time=\"{:.1}\">\n",
-        report.wall_secs
-    );
-    for c in &report.runs {
-        let f = c
-            .scenarios
-            .iter()
-            .filter(|r| r.status == Status::Fail)
-            .count();
-        let k = c
-            .scenarios
-            .iter()
-            .filter(|r| r.status == Status::Skip)
-            .count();
-        let class = format!("nicemu.{}.{}", c.kernel, c.device);
-        s.push_str(&format!(
-            "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{f}\" skipped=\"{k}\" time=\"{:.1}\">\n",
-            esc(&format!("{} / {}", c.kernel_label, c.device)),
-            c.scenarios.len(),
-            c.wall_secs
-        ));
-        for r in &c.scenarios {
-            let t = r
+/// One JUnit test case.
+struct Entry {
+    class: String,
+    name: String,
+    time: f64,
+    status: Status,
+    message: String,
+}
+
+/// The test cases of one cell: one per scenario, plus one per `kselftest` case (class
+/// `…kselftest`; a case that does not pass but is what the expectations file says is
+/// `skipped` with the result in its message, one that deviates is a failure).
+fn entries(c: &super::CellRun) -> Vec<Entry> {
+    let class = format!("nicemu.{}.{}", c.kernel, c.device);
+    let mut v = Vec::new();
+    for r in &c.scenarios {
+        v.push(Entry {
+            class: class.clone(),
+            name: r.scenario.clone(),
+            time: r
                 .metrics
                 .get("guest_secs")
                 .and_then(|v| v.as_f64())
-                .unwrap_or(0.0);
+                .unwrap_or(0.0),
+            status: r.status,
+            message: r.reason.clone().unwrap_or_default(),
+        });
+    }
+    let one = super::RunReport {
+        runs: vec![c.clone()],
+        ..super::empty_report()
+    };
+    for (name, _, cells) in super::cases::table(&one).rows {
+        let Some(cell) = cells.into_iter().next().flatten() else {
+            continue;
+        };
+        let reason = cell.reason.unwrap_or_default();
+        let (status, message) = match (cell.status.as_str(), cell.deviates) {
+            ("PASS", false) => (Status::Pass, String::new()),
+            (_, true) => (Status::Fail, format!("{}: {reason}", cell.status)),
+            ("SKIP", false) => (Status::Skip, reason),
+            (st, false) => (Status::Skip, format!("{st} (as expected): {reason}")),
+        };
+        v.push(Entry {
+            class: format!("{class}.kselftest"),
+            name,
+            time: 0.0,
+            status,
+            message,
+        });
+    }
+    v
+}
+
+/// Renders the report as JUnit XML.
+pub fn render(report: &RunReport) -> String {
+    let cells: Vec<Vec<Entry>> = report.runs.iter().map(entries).collect();
+    let all = cells.iter().flatten();
+    let count = |st: Status| cells.iter().flatten().filter(|e| e.status == st).count();
+    let mut s = format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"nicemu-guest\" tests=\"{}\" failures=\"{}\" skipped=\"{}\" time=\"{:.1}\">\n",
+        all.count(),
+        count(Status::Fail),
+        count(Status::Skip),
+        report.wall_secs
+    );
+    for (c, es) in report.runs.iter().zip(&cells) {
+        let f = es.iter().filter(|e| e.status == Status::Fail).count();
+        let k = es.iter().filter(|e| e.status == Status::Skip).count();
+        s.push_str(&format!(
+            "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{f}\" skipped=\"{k}\" time=\"{:.1}\">\n",
+            esc(&format!("{} / {}", c.kernel_label, c.device)),
+            es.len(),
+            c.wall_secs
+        ));
+        for e in es {
             s.push_str(&format!(
-                "    <testcase classname=\"{}\" name=\"{}\" time=\"{t:.2}\"",
-                esc(&class),
-                esc(&r.scenario)
+                "    <testcase classname=\"{}\" name=\"{}\" time=\"{:.2}\"",
+                esc(&e.class),
+                esc(&e.name),
+                e.time
             ));
-            let reason = esc(r.reason.as_deref().unwrap_or(""));
-            match r.status {
+            let reason = esc(&e.message);
+            match e.status {
                 Status::Pass => s.push_str(" />\n"),
                 Status::Skip => s.push_str(&format!(
                     ">\n      <skipped message=\"{reason}\" />\n    </testcase>\n"
@@ -106,5 +151,37 @@ mod tests {
         assert!(x.contains("<failure message=\"TCP_RR: no result\">"));
         assert!(x.contains("<skipped message=\"needs &lt;peer&gt; &amp; more\" />"));
         assert_eq!(x.matches("<testcase").count(), 3);
+    }
+
+    #[test]
+    fn kselftest_cases_are_test_cases_and_only_deviations_fail() {
+        let mut c = cell("sid", "nicemu-igb", 0.5, 600.0, false);
+        let mut k = crate::scenario::ScenarioResult::pass("kselftest");
+        k.metric(
+            "cases",
+            serde_json::json!([
+                {"case": "ping.test_v4", "program": "p", "status": "PASS"},
+                {"case": "stats.check_pause", "program": "s", "status": "FAIL", "reason": "no stats"},
+                {"case": "stats.check_fec", "program": "s", "status": "SKIP", "reason": "no FEC"},
+                {"case": "csum.x", "program": "c", "status": "TIMEOUT", "reason": "slow"}
+            ]),
+        );
+        k.metric(
+            "deviations",
+            serde_json::json!(["csum.x: TIMEOUT (not in the expectations)"]),
+        );
+        k.add_failure("1 case(s) differ");
+        c.scenarios.push(k);
+        let x = render(&report("r", vec![c]));
+        assert!(
+            x.contains("tests=\"8\" failures=\"2\" skipped=\"2\""),
+            "{x}"
+        );
+        assert!(x.contains("classname=\"nicemu.sid.nicemu-igb.kselftest\" name=\"ping.test_v4\""));
+        assert!(
+            x.contains("<skipped message=\"FAIL (as expected): no stats\" />"),
+            "{x}"
+        );
+        assert!(x.contains("<failure message=\"TIMEOUT: slow\">"), "{x}");
     }
 }

@@ -62,6 +62,7 @@ pub fn render(report: &RunReport) -> String {
         "\n{pass} passed, {fail} failed, {skip} skipped; wall time {:.0} s\n",
         report.wall_secs
     ));
+    s.push_str(&super::cases::markdown(&super::cases::table(report)));
     let mut details = String::new();
     for d in &report.runs {
         let who = format!("{} / {}", d.kernel, d.device);

@@ -1,6 +1,7 @@
 //! Run results and their renderings: JSON (the record), Markdown table, self-contained
 //! HTML with SVG plots, JUnit XML; merging shard results and comparing two runs.
 
+pub mod cases;
 pub mod compare;
 pub mod html;
 pub mod json;
@@ -129,6 +130,24 @@ impl RunReport {
         let mut r = self.clone();
         r.runs.retain(|c| c.kernel == kernel);
         r
+    }
+}
+
+/// An empty report (schema set, no runs) to build partial reports from.
+pub fn empty_report() -> RunReport {
+    RunReport {
+        schema: SCHEMA,
+        run_id: String::new(),
+        run_dir: String::new(),
+        accel: String::new(),
+        topology: String::new(),
+        smp: 0,
+        mem_mb: 0,
+        scenarios: Vec::new(),
+        params: Params::default(),
+        shard: None,
+        wall_secs: 0.0,
+        runs: Vec::new(),
     }
 }
 

@@ -15,10 +15,13 @@
 pub mod channels;
 pub mod console;
 pub mod cyclictest;
+pub mod expect;
 pub mod faults;
 #[cfg(test)]
 mod fixture_tests;
 pub mod hostile;
+pub mod kselftest;
+pub mod ktap;
 pub mod mq;
 pub mod netperf;
 pub mod ping;
@@ -58,6 +61,8 @@ pub struct Target {
     /// The `MODULE_VERSION` the harness stamped into the driver it built (`--patch`,
     /// `--driver-dir`); `probe` checks `/sys/module/DRIVER/version` against it.
     pub module_version: Option<String>,
+    /// The device kind's name ("nicemu-igb"; empty in parser tests that do not need it).
+    pub device: String,
 }
 
 impl Target {
@@ -108,6 +113,8 @@ pub const NAMES: &[&str] = &[
     "faults",
     "rss",
     "mq",
+    "kselftest",
+    // Last: it leaves the device unbound from its driver.
     "hostile",
 ];
 
@@ -127,6 +134,7 @@ pub fn by_name(name: &str) -> Option<Box<dyn Scenario>> {
         "rss" => Box::new(rss::Rss),
         "mq" => Box::new(mq::Mq),
         "hostile" => Box::new(hostile::Hostile),
+        "kselftest" => Box::new(kselftest::Kselftest),
         _ => return None,
     })
 }

@@ -446,6 +446,7 @@ mod tests {
             peer_mac: Some(String::new()),
             host_actions: true,
             unsupported: Vec::new(),
+            device: String::new(),
         };
         let r = Mq.parse(&c.sections["mq"], &t);
         assert_eq!(r.reason, None, "{r:?}");
@@ -461,6 +462,7 @@ mod tests {
             peer_mac: Some(String::new()),
             host_actions: true,
             unsupported: Vec::new(),
+            device: String::new(),
         };
         let c = section(&good(2, "0", 0));
         let r = Mq.parse(&c.sections["mq"], &t);
@@ -525,6 +527,7 @@ mod tests {
             peer_mac: Some(String::new()),
             host_actions: true,
             unsupported: Vec::new(),
+            device: String::new(),
         };
         let r = Mq.parse(&c.sections["mq"], &t);
         let why = r.reason.unwrap();
@@ -562,6 +565,7 @@ mod tests {
             peer_mac: Some(String::new()),
             host_actions: true,
             unsupported: Vec::new(),
+            device: String::new(),
         };
         assert_eq!(Mq.parse(&c.sections["mq"], &t).reason, None);
         t.driver = "virtio_net".into();

@@ -240,6 +240,7 @@ mod tests {
             host_actions: false,
             unsupported: Vec::new(),
             module_version: None,
+            device: String::new(),
         }
     }
 

@@ -108,6 +108,7 @@ mod tests {
             peer_mac: None,
             host_actions: false,
             unsupported: Vec::new(),
+            device: String::new(),
         }
     }
 

@@ -1,0 +1,176 @@
+//! The second initramfs archive of `kselftest` guests: the installed selftests tree at
+//! `/ksft`, python3 with its standard library and PyYAML, the tools the tests call (bash,
+//! socat, iperf3, bpftool, devlink, coreutils' `timeout` and `env`; bash as `/bin/sh` and `/bin/bash`) and
+//! every shared library the ELF files among them need (listed by the sid root's own `ldd`).
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::Command;
+
+use super::cpio::CpioWriter;
+use super::rootfs_path;
+use crate::error::{Error, Result};
+
+/// Where the selftests tree sits in the guest.
+pub const GUEST_DIR: &str = "/ksft";
+
+/// Tools the tests run (paths inside the sid root and the guest).
+pub const TOOLS: &[&str] = &[
+    "/usr/bin/bash",
+    "/usr/bin/socat",
+    "/usr/bin/iperf3",
+    "/usr/sbin/bpftool",
+    "/usr/sbin/devlink",
+    "/usr/bin/timeout",
+    // The tests start with `#!/usr/bin/env python3` (busybox puts its applets in /bin).
+    "/usr/bin/env",
+    "/usr/bin/python3",
+];
+
+/// Modules the selftests use besides the drivers: `fq` / `etf` qdiscs (so_txtime.py),
+/// `clsact` (sch_ingress: ring_reconfig.py),
+/// macsec (macsec.py), netconsole (netpoll_basic.py), tunnels (tso.py, csum and GRO
+/// variants, hw_stats_l3_gre.sh).
+pub const MODULES: &[&str] = &[
+    "sch_fq",
+    "sch_etf",
+    "sch_ingress",
+    "macsec",
+    "netconsole",
+    "ipip",
+    "ip_gre",
+    "vxlan",
+    "ip6_tunnel",
+    "sit",
+];
+
+/// Python directories besides the standard library (PyYAML and its C loader).
+const PY_EXTRA: &[&str] = &[
+    "/usr/lib/python3/dist-packages/yaml",
+    "/usr/lib/python3/dist-packages/_yaml",
+];
+
+/// Builds the archive from the sid root and the installed selftests at `install` (host path).
+pub fn archive(root: &Path, install: &Path) -> Result<Vec<u8>> {
+    let mut w = CpioWriter::new(Vec::new());
+    let mut elves: Vec<String> = Vec::new();
+    let install_in_root = install.strip_prefix(root).map_err(|_| {
+        Error::Prerequisite(format!(
+            "the selftests at {} are not inside the sid root {}",
+            install.display(),
+            root.display()
+        ))
+    })?;
+    let install_in_root = format!("/{}", install_in_root.display());
+    add_tree(&mut w, install, (GUEST_DIR, &install_in_root), &mut elves)?;
+    let stdlib = python_stdlib(root)?;
+    for dir in std::iter::once(stdlib.as_str()).chain(PY_EXTRA.iter().copied()) {
+        let host = root.join(dir.trim_start_matches('/'));
+        if host.is_dir() {
+            add_tree(&mut w, &host, (dir, dir), &mut elves)?;
+        }
+    }
+    let mut seen = BTreeSet::new();
+    for t in TOOLS {
+        let host = rootfs_path::resolve(root, t)?;
+        let data = std::fs::read(&host).map_err(|e| Error::io(&host, e))?;
+        w.file(t, 0o755, &data).map_err(|e| Error::io(&host, e))?;
+        seen.insert(t.to_string());
+        elves.push(t.to_string());
+    }
+    // The tests run commands with `shell=True` (/bin/sh -c): busybox's sh would run its own
+    // `ip`, `ping`, … applets before PATH, which lack the options the tests use. /init
+    // itself names `/bin/busybox sh`, so only programs exec'ing /bin/sh get bash.
+    w.symlink("/bin/sh", "/usr/bin/bash")
+        .and_then(|_| w.symlink("/bin/bash", "/usr/bin/bash"))
+        .map_err(|e| Error::io(install, e))?;
+    for lib in libraries(root, &elves)? {
+        if seen.insert(lib.clone()) {
+            let host = rootfs_path::resolve(root, &lib)?;
+            let data = std::fs::read(&host).map_err(|e| Error::io(&host, e))?;
+            w.file(&lib, 0o755, &data)
+                .map_err(|e| Error::io(&host, e))?;
+        }
+    }
+    w.finish().map_err(|e| Error::io(install, e))
+}
+
+/// `/usr/lib/python3.X` of the root's `python3`.
+fn python_stdlib(root: &Path) -> Result<String> {
+    let bin = rootfs_path::resolve(root, "/usr/bin/python3")?;
+    let name = bin
+        .file_name()
+        .and_then(|n| n.to_str())
+        .filter(|n| n.starts_with("python3."))
+        .ok_or_else(|| {
+            Error::Prerequisite(format!(
+                "{} is not a python3.X binary (install python3 in the sid root)",
+                bin.display()
+            ))
+        })?;
+    Ok(format!("/usr/lib/{name}"))
+}
+
+/// Adds the tree at `host` as `guest`, keeping modes and symlinks; records the ELF files
+/// by their path inside the sid root (`in_root`, where `ldd` finds them).
+fn add_tree(
+    w: &mut CpioWriter<Vec<u8>>,
+    host: &Path,
+    (guest, in_root): (&str, &str),
+    elves: &mut Vec<String>,
+) -> Result<()> {
+    let meta = std::fs::symlink_metadata(host).map_err(|e| Error::io(host, e))?;
+    let io = |e| Error::io(host, e);
+    if meta.file_type().is_symlink() {
+        let t = std::fs::read_link(host).map_err(io)?;
+        return w.symlink(guest, &t.to_string_lossy()).map_err(io);
+    }
+    if meta.is_dir() {
+        w.dir(guest, 0o755).map_err(io)?;
+        let mut entries: Vec<_> = std::fs::read_dir(host)
+            .map_err(io)?
+            .filter_map(|e| e.ok())
+            .collect();
+        entries.sort_by_key(|e| e.file_name());
+        for e in entries {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let g = format!("{guest}/{name}");
+            let r = format!("{in_root}/{name}");
+            add_tree(w, &e.path(), (&g, &r), elves)?;
+        }
+        return Ok(());
+    }
+    let data = std::fs::read(host).map_err(io)?;
+    if data.starts_with(b"\x7fELF") {
+        elves.push(in_root.to_owned());
+    }
+    let mode = std::os::unix::fs::PermissionsExt::mode(&meta.permissions());
+    w.file(guest, mode, &data).map_err(io)
+}
+
+/// The libraries (and loader) the root's `ldd` lists for `files` (paths inside the root).
+fn libraries(root: &Path, files: &[String]) -> Result<BTreeSet<String>> {
+    let mut libs = BTreeSet::new();
+    for chunk in files.chunks(64) {
+        libs.extend(ldd(root, chunk.iter().map(|s| s.as_str()))?);
+    }
+    Ok(libs)
+}
+
+/// Runs the root's `ldd` on `files` (paths inside the root).
+pub fn ldd<'a>(root: &Path, files: impl IntoIterator<Item = &'a str>) -> Result<Vec<String>> {
+    let out = Command::new("chroot")
+        .arg(root)
+        .arg("ldd")
+        .args(files)
+        .output()
+        .map_err(|e| Error::io("chroot ldd", e))?;
+    // ldd exits 1 when one file is not dynamic; the others' lines are still right.
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: String = text
+        .lines()
+        .filter(|l| !l.trim_end().ends_with(':') && !l.contains("not a dynamic"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    Ok(super::tools::parse_ldd(&lines))
+}
