@@ -87,6 +87,14 @@ pub struct RunArgs {
     /// Scenario parameter KEY=VALUE (repeatable; see `list`).
     #[arg(long = "param")]
     pub params: Vec<String>,
+    /// A/B rounds: boot A, B, A, B … N times each (each a fresh boot) and print per
+    /// metric median, min–max, B vs A and a Mann–Whitney verdict with a bootstrap CI.
+    #[arg(long, default_value_t = 1)]
+    pub rounds: u32,
+    /// Headline metrics of the A/B table as SCENARIO.KEY patterns (`*` = one segment,
+    /// e.g. `cyclictest.threads.*.p99`); default: every metric.
+    #[arg(long = "main-metric", value_delimiter = ',')]
+    pub main_metrics: Vec<String>,
     /// Peer placement: netns (a second port of the same kind in a network namespace),
     /// single (no peer), interop-igb / interop-e1000e (nicemu device under test, QEMU's
     /// igb / e1000e as the peer, joined through nicemu's stream wire), mixed (nicemu-igb

@@ -10,6 +10,7 @@ mod provision;
 mod report;
 mod run;
 mod scenario;
+mod stats;
 mod vm;
 
 use clap::Parser;

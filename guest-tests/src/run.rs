@@ -118,6 +118,8 @@ pub fn run(args: &RunArgs) -> Result<RunReport> {
         shard: shard.map(|s| s.to_string()),
         wall_secs: 0.0,
         runs: Vec::new(),
+        env: None,
+        ab: None,
     };
     let mut accel: Option<Accel> = None;
     let ctx = Ctx {
@@ -128,79 +130,109 @@ pub fn run(args: &RunArgs) -> Result<RunReport> {
         nicemu_bin: nicemu_bin.as_deref(),
         timeout: Duration::from_secs(timeout),
     };
-    let total = cells.len();
+    let rounds = rounds_of(args)?;
+    let total = cells.len() * rounds as usize;
     let mut done = 0;
+    let ab = matrix.kernels.len() == 2 && (args.kernel_a.is_some() || rounds > 1);
+    let mut prepared = Vec::new();
     for (ki, kspec) in matrix.kernels.iter().enumerate() {
-        let kcells: Vec<&Cell> = cells.iter().filter(|c| c.kernel == ki).collect();
-        if kcells.is_empty() {
-            continue;
-        }
-        let prepared = prepare_kernel(kspec, &prov.sid_root, &dir);
-        let (kern, base, kdir, kernel_guest, mod_names) = match prepared {
-            Ok(p) => p,
+        let tag = if ab {
+            side_name(ki).to_ascii_lowercase() + "-"
+        } else {
+            String::new()
+        };
+        prepared.push(match prepare_kernel(kspec, &prov.sid_root, &dir, &tag) {
             Err(Error::Interrupted) => return Err(Error::Interrupted),
-            Err(e) => {
-                println!("kernel {}: {e}", kspec.name());
-                for c in kcells {
-                    done += 1;
-                    report.runs.push(not_booted(
-                        c,
-                        &kspec.name(),
-                        &e.to_string(),
-                        &scenarios,
-                        &dir,
-                    ));
-                }
+            p => p,
+        });
+    }
+    for round in 1..=rounds {
+        for (ki, kspec) in matrix.kernels.iter().enumerate() {
+            let kcells: Vec<&Cell> = cells.iter().filter(|c| c.kernel == ki).collect();
+            if kcells.is_empty() {
                 continue;
             }
-        };
-        let a = match accel {
-            Some(a) => a,
-            None => {
-                let a = accel::resolve(args.accel, || {
-                    kvm_probe(&ctx, &base, &mod_names, &kdir, &kernel_guest)
-                })?;
-                report.accel = a.qemu_name().to_owned();
-                accel = Some(a);
-                a
-            }
-        };
-        for c in kcells {
-            done += 1;
-            let cdir = dir.sub(&format!(
-                "{}-{}-{}",
-                c.index + 1,
-                kern.name,
-                c.device.name()
-            ))?;
-            println!(
-                "[{done}/{total}] {} / {}: booting ({}, timeout {timeout} s)",
-                kern.name,
-                c.device,
-                a.qemu_name()
-            );
-            let t0 = Instant::now();
-            let r = run_cell(&ctx, c, a, &base, &mod_names, &kernel_guest, &cdir);
-            let mut r = match r {
-                Err(Error::Interrupted) => return Err(Error::Interrupted),
-                Err(e) => not_booted(c, &kern.name, &e.to_string(), &scenarios, &cdir),
-                Ok(r) => r,
+            let side = ab.then(|| side_name(ki).to_owned());
+            let (kern, base, kdir, kernel_guest, mod_names) = match &prepared[ki] {
+                Ok(p) => p,
+                Err(e) => {
+                    println!("kernel {}: {e}", kspec.name());
+                    for c in kcells {
+                        done += 1;
+                        let mut r = not_booted(c, &kspec.name(), &e.to_string(), &scenarios, &dir);
+                        r.side = side.clone();
+                        r.round = (rounds > 1).then_some(round);
+                        report.runs.push(r);
+                    }
+                    continue;
+                }
             };
-            r.kernel = kern.name.clone();
-            r.kernel_label = kern.label.clone();
-            r.kernel_release = kern.release.clone();
-            r.wall_secs = (t0.elapsed().as_secs_f64() * 10.0).round() / 10.0;
-            print_cell(done, total, &r);
-            report.runs.push(r);
+            let a = match accel {
+                Some(a) => a,
+                None => {
+                    let a = accel::resolve(args.accel, || {
+                        kvm_probe(&ctx, base, mod_names, kdir, kernel_guest)
+                    })?;
+                    report.accel = a.qemu_name().to_owned();
+                    accel = Some(a);
+                    a
+                }
+            };
+            for c in kcells {
+                done += 1;
+                let name = match (&side, rounds > 1) {
+                    (Some(sd), true) => format!(
+                        "{}-{sd}{round}-{}-{}",
+                        c.index + 1,
+                        kern.name,
+                        c.device.name()
+                    ),
+                    (Some(sd), false) => {
+                        format!("{}-{sd}-{}-{}", c.index + 1, kern.name, c.device.name())
+                    }
+                    _ => format!("{}-{}-{}", c.index + 1, kern.name, c.device.name()),
+                };
+                let cdir = dir.sub(&name)?;
+                println!(
+                    "[{done}/{total}] {}{} / {}: booting ({}, timeout {timeout} s)",
+                    kern.name,
+                    side.as_ref()
+                        .map(|sd| format!(" ({sd}, round {round}/{rounds})"))
+                        .unwrap_or_default(),
+                    c.device,
+                    a.qemu_name()
+                );
+                let t0 = Instant::now();
+                let r = run_cell(&ctx, c, a, base, mod_names, kernel_guest, &cdir);
+                let mut r = match r {
+                    Err(Error::Interrupted) => return Err(Error::Interrupted),
+                    Err(e) => not_booted(c, &kern.name, &e.to_string(), &scenarios, &cdir),
+                    Ok(r) => r,
+                };
+                r.kernel = kern.name.clone();
+                r.kernel_label = kern.label.clone();
+                r.kernel_release = kern.release.clone();
+                r.side = side.clone();
+                r.round = (rounds > 1).then_some(round);
+                r.wall_secs = (t0.elapsed().as_secs_f64() * 10.0).round() / 10.0;
+                print_cell(done, total, &r);
+                report.runs.push(r);
+            }
         }
     }
     if !args.keep_images {
         remove_images(&dir.host);
     }
     report.wall_secs = (started.elapsed().as_secs_f64() * 10.0).round() / 10.0;
+    report.env = Some(run_env(&prov, nicemu_bin.as_deref()));
+    if ab && rounds > 1 {
+        report.ab = Some(report::ab::summarise(&report, rounds, &args.main_metrics));
+    }
     write_outputs(&report, Some(&dir.host), &args.out)?;
     println!("\n{}", report::markdown::render(&report));
-    if let (Some(a), Some(b)) = (&args.kernel_a, &args.kernel_b) {
+    if report.ab.is_some() {
+        // The A/B verdicts are part of the Markdown report above.
+    } else if let (Some(a), Some(b)) = (&args.kernel_a, &args.kernel_b) {
         let ka = matrix
             .kernels
             .first()
@@ -218,6 +250,59 @@ pub fn run(args: &RunArgs) -> Result<RunReport> {
     }
     println!("results: {}", dir.host.join("results.json").display());
     Ok(report)
+}
+
+/// `--rounds`: at least 1; more only with two kernels (A/B).
+fn rounds_of(args: &RunArgs) -> Result<u32> {
+    match args.rounds {
+        0 => Err(Error::Usage("--rounds must be at least 1".into())),
+        n if n > 1 && args.kernel_a.is_none() && args.kernels.len() != 2 => Err(Error::Usage(
+            "--rounds N > 1 needs two kernels: --kernel-a A --kernel-b B".into(),
+        )),
+        n => Ok(n),
+    }
+}
+
+/// "A" for the first kernel of an A/B run, "B" for the second.
+fn side_name(kernel_index: usize) -> &'static str {
+    if kernel_index == 0 {
+        "A"
+    } else {
+        "B"
+    }
+}
+
+/// What the run's numbers depend on: host cores, load, nicemu and QEMU versions.
+fn run_env(prov: &provision::Provisioned, nicemu: Option<&Path>) -> report::ab::RunEnv {
+    let first_line = |cmd: &mut std::process::Command| {
+        cmd.output()
+            .ok()
+            .filter(|o| o.status.success())
+            .and_then(|o| {
+                String::from_utf8_lossy(&o.stdout)
+                    .lines()
+                    .next()
+                    .map(str::to_owned)
+            })
+    };
+    let qemu_version = match &prov.qemu {
+        QemuLauncher::Host(q) => first_line(std::process::Command::new(q).arg("--version")),
+        QemuLauncher::Chroot(root) => first_line(
+            std::process::Command::new("chroot")
+                .arg(root)
+                .args(["qemu-system-x86_64", "--version"]),
+        ),
+    };
+    report::ab::RunEnv {
+        host_cores: std::thread::available_parallelism().map_or(0, |n| n.get()),
+        nicemu_version: nicemu
+            .and_then(|n| first_line(std::process::Command::new(n).arg("--version"))),
+        qemu_version,
+        pinning: None,
+        load_avg: std::fs::read_to_string("/proc/loadavg")
+            .ok()
+            .and_then(|l| l.split_whitespace().next().and_then(|x| x.parse().ok())),
+    }
 }
 
 /// Writes results.json / report.html / junit.xml into `dir` (if given) and wherever
@@ -256,12 +341,17 @@ struct Ctx<'a> {
 type Prepared = (kernel::GuestKernel, Vec<u8>, RunDir, String, Vec<String>);
 
 /// Resolves a kernel, packs its modules with the tools, copies the bzImage where QEMU sees it.
-fn prepare_kernel(spec: &kernel::KernelSpec, sid_root: &Path, dir: &RunDir) -> Result<Prepared> {
+fn prepare_kernel(
+    spec: &kernel::KernelSpec,
+    sid_root: &Path,
+    dir: &RunDir,
+    tag: &str,
+) -> Result<Prepared> {
     let kern = kernel::resolve(spec, sid_root)?;
     println!("kernel {}: {}", kern.name, kern.label);
     let mods = modules::collect(&kern.modules_dir, modules::DRIVERS)?;
     let names: Vec<String> = mods.iter().map(|m| m.name.clone()).collect();
-    let kdir = dir.sub(&format!("kernel-{}", kern.name))?;
+    let kdir = dir.sub(&format!("kernel-{tag}{}", kern.name))?;
     let (host, guest) = kdir.file("vmlinuz");
     std::fs::copy(&kern.image, &host).map_err(|e| Error::io(&host, e))?;
     println!("image: packing busybox, tools and {} modules", mods.len());
@@ -421,6 +511,8 @@ fn not_booted(
             .collect(),
         console_tail: Vec::new(),
         dir: d.host.to_string_lossy().into_owned(),
+        side: None,
+        round: None,
     }
 }
 
@@ -516,6 +608,8 @@ fn run_cell(
         scenarios: results,
         console_tail: tail,
         dir: d.host.to_string_lossy().into_owned(),
+        side: None,
+        round: None,
     })
 }
 
