@@ -49,6 +49,11 @@ pub const KNOWN: &[(&str, &str, &str)] = &[
     ("cyclictest.priority", "90", "cyclictest -p"),
     ("cyclictest.histogram", "4000", "cyclictest -h (µs buckets)"),
     (
+        "cyclictest.threshold",
+        "100",
+        "latency (µs) whose exceedance share is reported per CPU (above_pct)",
+    ),
+    (
         "cyclictest.stats_reader",
         "1",
         "1 = run `ethtool -S` / `ip -s link` in a loop meanwhile",

@@ -236,10 +236,55 @@ pub fn render_markdown(ab: &AbSummary, report: &RunReport) -> String {
             v.noise_note()
         ));
     }
+    s.push_str(&cyclictest_tables(report));
     if others > 0 {
         s.push_str(&format!(
             "\n{others} further metric(s) with verdicts in results.json (`ab.metrics`).\n"
         ));
+    }
+    s
+}
+
+/// cyclictest per side and round in the seed's shape (`T: N … Min Avg Max` per CPU) plus
+/// p99, p99.9 and the threshold share; empty when no cell ran cyclictest.
+pub fn cyclictest_tables(report: &RunReport) -> String {
+    use crate::scenario::cyclictest::{seed_lines, Thread};
+    let p = &report.params;
+    let (prio, interval) = (
+        p.get("cyclictest.priority"),
+        p.num("cyclictest.interval") as u64,
+    );
+    let threshold = p.num("cyclictest.threshold") as u64;
+    let first = report
+        .runs
+        .first()
+        .map(|c| c.kernel.clone())
+        .unwrap_or_default();
+    let mut s = String::new();
+    for (is_a, name) in [(true, "A"), (false, "B")] {
+        let mut block = String::new();
+        for c in report.runs.iter().filter(|c| side_of(c, &first) == is_a) {
+            let Some(threads) = c
+                .result("cyclictest")
+                .and_then(|r| r.metrics.get("threads"))
+            else {
+                continue;
+            };
+            let threads: Vec<Thread> = serde_json::from_value(threads.clone()).unwrap_or_default();
+            block.push_str(&format!(
+                "# {name}{} {} / {}\n",
+                c.round.unwrap_or(1),
+                c.kernel_label,
+                c.device
+            ));
+            for l in seed_lines(&threads, &prio, interval, threshold) {
+                block.push_str(&l);
+                block.push('\n');
+            }
+        }
+        if !block.is_empty() {
+            s.push_str(&format!("\ncyclictest, side {name}:\n\n```\n{block}```\n"));
+        }
     }
     s
 }
@@ -323,6 +368,9 @@ mod tests {
         );
         assert_eq!(cols[6], "Mann–Whitney U=25, exact p=0.008");
         assert!(md.contains("further metric(s)"));
+        // The seed's cyclictest shape per side and round.
+        assert!(md.contains("cyclictest, side A:\n\n```\n# A1 sid 1.0 / nicemu-igb\nT: 0 P:90 I:200 C:       - Min:     5 Avg:    20 Max:   300 p99:"), "{md}");
+        assert!(md.contains("# B5 sid 1.0 / nicemu-igb\nT: 0 P:90 I:200"));
     }
 
     #[test]
