@@ -14,6 +14,7 @@
 
 pub mod channels;
 pub mod console;
+pub mod cpu;
 pub mod cyclictest;
 pub mod faults;
 #[cfg(test)]
