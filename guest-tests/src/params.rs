@@ -66,6 +66,12 @@ pub const KNOWN: &[(&str, &str, &str)] = &[
         "0",
         "1 = fail when a tx queue has an empty XPS map (the driver sets none)",
     ),
+    ("regsweep.reads", "10", "ethtool -S runs traced (one statistics sweep each)"),
+    (
+        "regsweep.hw_read_us",
+        "1.0",
+        "µs per register read on hardware for hw_sweep_us (82576: ~1 µs)",
+    ),
     ("qdisc.duration", "5", "seconds of UDP load"),
     ("qdisc.size", "64", "UDP message size"),
     ("qdisc.rate", "200mbit", "tbf rate"),

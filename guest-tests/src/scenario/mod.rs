@@ -25,6 +25,7 @@ pub mod ping;
 pub mod probe;
 pub mod ptp;
 pub mod qdisc;
+pub mod regsweep;
 pub mod result;
 pub mod rss;
 pub mod selftest;
@@ -105,6 +106,7 @@ pub const NAMES: &[&str] = &[
     "faults",
     "rss",
     "mq",
+    "regsweep",
 ];
 
 /// Looks a scenario up by name.
@@ -122,6 +124,7 @@ pub fn by_name(name: &str) -> Option<Box<dyn Scenario>> {
         "faults" => Box::new(faults::Faults),
         "rss" => Box::new(rss::Rss),
         "mq" => Box::new(mq::Mq),
+        "regsweep" => Box::new(regsweep::Regsweep),
         _ => return None,
     })
 }

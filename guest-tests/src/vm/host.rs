@@ -15,6 +15,8 @@
 //!   the device under test and the peer port (their nicemu `id=`); a capture or trace file
 //!   must be a bare file name and lands in the cell directory.
 //! - `pcap FILE`: `tcpdump -nn -e -r CELLDIR/FILE` (FILE a bare name).
+//! - `regsweep FILE`: the statistics sweeps of register trace CELLDIR/FILE (see
+//!   [`super::regsweep`]), computed here.
 //!
 //! The guest is the harness's own generated script, but its requests are still checked:
 //! only plain words (letters, digits, `._:=,-`), no paths.
@@ -52,6 +54,8 @@ pub enum Verb {
     Ctl(Vec<String>),
     /// Decode a capture file of the cell directory with tcpdump.
     Pcap(String),
+    /// Summarise the statistics sweeps of a register trace file of the cell directory.
+    Regsweep(String),
 }
 
 /// Why a request was refused.
@@ -63,8 +67,8 @@ pub enum RequestError {
     /// A word holds characters outside the allowed set.
     #[error("word {0:?} holds characters other than letters, digits and ._:=,-")]
     BadWord(String),
-    /// The verb is not `ctl` or `pcap`.
-    #[error("unknown verb {0:?} (known: ctl, pcap)")]
+    /// The verb is not `ctl`, `pcap` or `regsweep`.
+    #[error("unknown verb {0:?} (known: ctl, pcap, regsweep)")]
     UnknownVerb(String),
     /// A file name that is not a plain name in the cell directory.
     #[error("file {0:?} must be a plain name (no leading dot)")]
@@ -100,6 +104,11 @@ pub fn parse_request(line: &str) -> Result<Request, RequestError> {
         "pcap" => Verb::Pcap(
             args.first()
                 .ok_or(RequestError::MissingFile("pcap"))?
+                .to_string(),
+        ),
+        "regsweep" => Verb::Regsweep(
+            args.first()
+                .ok_or(RequestError::MissingFile("regsweep"))?
                 .to_string(),
         ),
         other => return Err(RequestError::UnknownVerb(other.to_owned())),
@@ -201,6 +210,20 @@ impl HostActions {
         };
         let (cmdline, rc, text) = match req {
             Err(e) => (String::new(), -2, format!("refused: {e}")),
+            Ok(Request {
+                verb: Verb::Regsweep(f),
+                ..
+            }) => match f.starts_with('.') {
+                true => (
+                    String::new(),
+                    -2,
+                    format!("refused: {}", RequestError::BadFile(f)),
+                ),
+                false => match super::regsweep::report(&self.dir.join(&f)) {
+                    Ok(text) => (format!("regsweep {f}"), 0, text),
+                    Err(e) => (format!("regsweep {f}"), 1, e),
+                },
+            },
             Ok(r) => match self.command(&r.verb) {
                 Err(e) => (String::new(), -2, format!("refused: {e}")),
                 Ok(mut cmd) => {
@@ -234,6 +257,7 @@ impl HostActions {
                 c.args(self.ctl_args(args)?);
                 Ok(c)
             }
+            Verb::Regsweep(_) => Err(RequestError::UnknownVerb("regsweep".into())),
             Verb::Pcap(file) => {
                 if file.starts_with('.') {
                     return Err(RequestError::BadFile(file.clone()));
