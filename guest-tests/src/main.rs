@@ -3,6 +3,7 @@
 mod cli;
 mod cmd;
 mod error;
+mod experiment;
 mod image;
 mod matrix;
 mod params;
@@ -60,6 +61,12 @@ fn dispatch(cmd: cli::Command) -> Result<i32> {
             println!("scenarios: {}", scenario::NAMES.join(", "));
             let topos: Vec<&str> = vm::device::Topology::ALL.iter().map(|t| t.name()).collect();
             println!("topology:  {} (netns is the default)", topos.join(", "));
+            println!("experiments (nicemu-guest experiment NAME [--rounds N] [--aa]):");
+            for n in experiment::names() {
+                if let Ok(e) = experiment::by_name(n) {
+                    println!("  {n:<16} seed {}: {}", e.seed, e.summary);
+                }
+            }
             println!("parameters (--param KEY=VALUE or [params] in a matrix file):");
             for (k, d, m) in params::KNOWN {
                 println!("  {k:<26} {:<34} {m}", format!("[{d}]"));
@@ -102,6 +109,7 @@ fn dispatch(cmd: cli::Command) -> Result<i32> {
             println!("{}", report::compare::render(&a, &b));
             Ok(0)
         }
+        cli::Command::Experiment(x) => run_experiment(&x),
         cli::Command::Report(args) => {
             let r = report::json::read(&args.file)?;
             run::write_outputs(&r, None, &args.out)?;
@@ -109,6 +117,28 @@ fn dispatch(cmd: cli::Command) -> Result<i32> {
             Ok(0)
         }
     }
+}
+
+/// `experiment NAME`: prints the README with `--readme`, else runs A against B.
+fn run_experiment(x: &cli::ExperimentArgs) -> Result<i32> {
+    let e = experiment::by_name(&x.name)?;
+    if x.readme {
+        println!("{}", experiment::readme(&e.name).unwrap_or_default());
+        return Ok(0);
+    }
+    let (args, patch) = e.run_args(x)?;
+    if let Some(p) = patch {
+        return Err(Error::Prerequisite(format!(
+            "side B needs {} applied to the kernel, and this build has no patched-kernel              support yet (issue 13); run the A/A check with --aa",
+            p.display()
+        )));
+    }
+    println!(
+        "experiment {} (seed {}): {}; A/A, {} round(s) per side",
+        e.name, e.seed, e.summary, args.rounds
+    );
+    let r = run::run(&args)?;
+    Ok(if r.passed() { 0 } else { 1 })
 }
 
 fn fail(e: &Error) -> i32 {

@@ -72,6 +72,18 @@ pub const KNOWN: &[(&str, &str, &str)] = &[
         "1.0",
         "µs per register read on hardware for hw_sweep_us (82576: ~1 µs)",
     ),
+    (
+        "preemptoff.secs",
+        "10",
+        "seconds of each preemptirqsoff phase (idle, then with an ethtool -S reader)",
+    ),
+    ("hwstamp.duration", "10", "seconds of the PTP event frame flood"),
+    ("perf.test", "UDP_STREAM:1", "the netperf test perf record profiles"),
+    (
+        "perf.symbols",
+        "__netdev_pick_tx,__skb_tx_hash,__skb_get_hash",
+        "symbols whose share of all samples is reported",
+    ),
     ("qdisc.duration", "5", "seconds of UDP load"),
     ("qdisc.size", "64", "UDP message size"),
     ("qdisc.rate", "200mbit", "tbf rate"),

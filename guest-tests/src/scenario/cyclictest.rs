@@ -103,6 +103,10 @@ pub fn add_percentiles(out: &mut Output, bin: u64, threshold: u64) {
         let Some(h) = out.histogram.get(&t.thread) else {
             continue;
         };
+        // `-q -h` prints no T: lines: the cycles are the histogram's samples.
+        if t.cycles.is_none() {
+            t.cycles = Some(h.iter().map(|b| b.1).sum::<u64>() + t.overflows.unwrap_or(0));
+        }
         if let Some(p) = percentiles(h, t.overflows.unwrap_or(0), bin, threshold) {
             [t.p50, t.p99, t.p99_9] = p.p;
             t.above_pct = Some((p.above_pct * 1000.0).round() / 1000.0);

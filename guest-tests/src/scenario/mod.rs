@@ -19,9 +19,12 @@ pub mod cyclictest;
 pub mod faults;
 #[cfg(test)]
 mod fixture_tests;
+pub mod hwstamp;
 pub mod mq;
 pub mod netperf;
+pub mod perf;
 pub mod ping;
+pub mod preemptoff;
 pub mod probe;
 pub mod ptp;
 pub mod qdisc;
@@ -107,6 +110,9 @@ pub const NAMES: &[&str] = &[
     "rss",
     "mq",
     "regsweep",
+    "preemptoff",
+    "hwstamp",
+    "perf",
 ];
 
 /// Looks a scenario up by name.
@@ -125,6 +131,9 @@ pub fn by_name(name: &str) -> Option<Box<dyn Scenario>> {
         "rss" => Box::new(rss::Rss),
         "mq" => Box::new(mq::Mq),
         "regsweep" => Box::new(regsweep::Regsweep),
+        "preemptoff" => Box::new(preemptoff::Preemptoff),
+        "hwstamp" => Box::new(hwstamp::Hwstamp),
+        "perf" => Box::new(perf::Perf),
         _ => return None,
     })
 }

@@ -93,6 +93,23 @@ pub fn report(path: &Path) -> Result<String, String> {
     ))
 }
 
+/// Counts the BAR0 reads of a trace file (at most [`MAX_LINES`] lines): `reads=N`,
+/// `secs=S` (first to last read) as `key=value` lines for the console.
+pub fn count_report(path: &Path) -> Result<String, String> {
+    let f = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let times: Vec<f64> = BufReader::new(f)
+        .lines()
+        .take(MAX_LINES)
+        .map_while(|l| l.ok())
+        .filter_map(|l| read_time_us(&l))
+        .collect();
+    let secs = match (times.first(), times.last()) {
+        (Some(a), Some(b)) => (b - a) / 1e6,
+        _ => 0.0,
+    };
+    Ok(format!("reads={}\nsecs={secs:.3}\n", times.len()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -146,5 +163,9 @@ mod tests {
             "{r}"
         );
         assert!(report(Path::new("/nonexistent/x")).is_err());
+        std::fs::write(&p, "     1.000000 igb0 R BAR0+0x0b628 RXSTMPH 0x0\n     1.500000 igb0 R BAR0+0x0b628 RXSTMPH 0x0\n").unwrap();
+        let c = count_report(&p).unwrap();
+        std::fs::remove_file(&p).unwrap();
+        assert_eq!(c, "reads=2\nsecs=0.500\n");
     }
 }
