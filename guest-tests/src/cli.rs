@@ -113,6 +113,9 @@ pub struct RunArgs {
     /// Guest vCPUs.
     #[arg(long, default_value_t = 2)]
     pub smp: u32,
+    /// Pin vCPU i to host core i (mod cores) and nicemu's threads to the next core.
+    #[arg(long)]
+    pub pin: bool,
     /// Guest RAM in MiB.
     #[arg(long, default_value_t = 1024)]
     pub mem: u32,
@@ -162,6 +165,9 @@ pub struct ExperimentArgs {
     /// Guest vCPUs.
     #[arg(long, default_value_t = 2)]
     pub smp: u32,
+    /// Pin vCPU i to host core i (mod cores) and nicemu's threads to the next core.
+    #[arg(long)]
+    pub pin: bool,
     /// Guest RAM in MiB.
     #[arg(long, default_value_t = 1024)]
     pub mem: u32,

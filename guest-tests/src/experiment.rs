@@ -131,6 +131,7 @@ impl Experiment {
             shard: None,
             accel: x.accel,
             smp: x.smp,
+            pin: x.pin,
             mem: x.mem,
             timeout: x.timeout,
             out: x.out.clone(),

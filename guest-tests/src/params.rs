@@ -30,6 +30,11 @@ pub const KNOWN: &[(&str, &str, &str)] = &[
     ),
     ("netperf.duration", "5", "seconds per test (netperf -l)"),
     (
+        "netperf.warmup",
+        "0",
+        "seconds of the first test run unmeasured before the tests (0 = none)",
+    ),
+    (
         "netperf.cpumask",
         "",
         "taskset mask for netperf (e.g. 2 = CPU 1); empty = no pinning",

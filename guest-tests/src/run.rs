@@ -224,7 +224,7 @@ pub fn run(args: &RunArgs) -> Result<RunReport> {
         remove_images(&dir.host);
     }
     report.wall_secs = (started.elapsed().as_secs_f64() * 10.0).round() / 10.0;
-    report.env = Some(run_env(&prov, nicemu_bin.as_deref()));
+    report.env = Some(run_env(&prov, nicemu_bin.as_deref(), args.pin, args.smp));
     if ab && rounds > 1 {
         report.ab = Some(report::ab::summarise(&report, rounds, &args.main_metrics));
     }
@@ -273,7 +273,17 @@ fn side_name(kernel_index: usize) -> &'static str {
 }
 
 /// What the run's numbers depend on: host cores, load, nicemu and QEMU versions.
-fn run_env(prov: &provision::Provisioned, nicemu: Option<&Path>) -> report::ab::RunEnv {
+/// Host CPUs available to this process.
+fn host_cores() -> usize {
+    std::thread::available_parallelism().map_or(0, |n| n.get())
+}
+
+fn run_env(
+    prov: &provision::Provisioned,
+    nicemu: Option<&Path>,
+    pin: bool,
+    smp: u32,
+) -> report::ab::RunEnv {
     let first_line = |cmd: &mut std::process::Command| {
         cmd.output()
             .ok()
@@ -294,11 +304,11 @@ fn run_env(prov: &provision::Provisioned, nicemu: Option<&Path>) -> report::ab::
         ),
     };
     report::ab::RunEnv {
-        host_cores: std::thread::available_parallelism().map_or(0, |n| n.get()),
+        host_cores: host_cores(),
         nicemu_version: nicemu
             .and_then(|n| first_line(std::process::Command::new(n).arg("--version"))),
         qemu_version,
-        pinning: None,
+        pinning: pin.then(|| crate::vm::pin::PinPlan::new(smp, host_cores()).describe()),
         load_avg: std::fs::read_to_string("/proc/loadavg")
             .ok()
             .and_then(|l| l.split_whitespace().next().and_then(|x| x.parse().ok())),
@@ -373,6 +383,7 @@ fn spec(ctx: &Ctx, accel: Accel, kernel: &str, initrd: String, d: &RunDir) -> Bo
         serial_log: d.host.join("serial.log"),
         qemu_log: d.host.join("qemu.log"),
         done_marker: init_script::END_MARKER,
+        pin: None,
     }
 }
 
@@ -555,6 +566,10 @@ fn run_cell(
             topo.macs(),
             virtio_queues(ctx),
         );
+    }
+    if ctx.args.pin {
+        let plan = crate::vm::pin::PinPlan::new(ctx.args.smp, host_cores());
+        s.pin = Some((plan, nicemu.as_ref().map(|n| n.pid())));
     }
     let out = launch::boot(&s, host.as_mut())?;
     let mut nicemu_note = None;

@@ -126,7 +126,7 @@ impl Scenario for Netperf {
 
     fn budget_secs(&self, p: &Params) -> u64 {
         let n = parse_tests(&p.get("netperf.tests")).len() as u64;
-        n * (p.num("netperf.duration") as u64 + 5) + 5
+        n * (p.num("netperf.duration") as u64 + 5) + 5 + p.num("netperf.warmup").max(0.0) as u64
     }
 
     fn script(&self, p: &Params) -> String {
@@ -154,6 +154,16 @@ impl Scenario for Netperf {
             ""
         };
         let tests = parse_tests(&p.get("netperf.tests"));
+        // Warm-up: the first test's traffic, not measured (caches, ARP, NAPI settle).
+        let warm = p.num("netperf.warmup").max(0.0) as u64;
+        if let (Some(t), true) = (tests.first(), warm > 0) {
+            let m = t.size.map(|m| format!("-m {m} ")).unwrap_or_default();
+            s.push_str(&format!(
+                "timeout {} {pin}/usr/bin/netperf -H $PEER_IP {bind}-t {} -l {warm} -P 0 -- {m}>/dev/null 2>&1\nnicemu_kv warmup_secs {warm}\n",
+                warm + 30,
+                t.test
+            ));
+        }
         // Labels first, so tests cut short by an abort are still reported.
         for (i, t) in tests.iter().enumerate() {
             s.push_str(&format!("nicemu_kv test{i} {}\n", t.label()));
