@@ -35,6 +35,19 @@ pub enum Command {
     Experiment(Box<ExperimentArgs>),
     /// List devices, kernels, scenarios and scenario parameters.
     List,
+    /// Fetch the exact Debian source of a guest kernel and extract parts of it (to write a
+    /// patch against); prints the tree root.
+    Source(SourceArgs),
+}
+
+/// Options of `source`.
+#[derive(Debug, Args)]
+pub struct SourceArgs {
+    /// The Debian kernel whose source to fetch (sid, trixie, trixie-rt).
+    #[arg(long, default_value = "sid")]
+    pub kernel: String,
+    /// Paths inside the tree to extract (e.g. drivers/net/ethernet/intel/igb); none: all.
+    pub paths: Vec<String>,
 }
 
 /// Options of `provision`.
@@ -74,13 +87,45 @@ pub struct RunArgs {
     /// Scenarios to run in each guest (comma-separated; see `list`).
     #[arg(long = "scenario", value_delimiter = ',')]
     pub scenarios: Vec<String>,
-    /// Guest kernels: sid, trixie, trixie-rt, or a bzImage path (with --modules);
-    /// repeatable / comma-separated.
+    /// Guest kernels: sid, trixie, trixie-rt; sid-built, trixie-built, trixie-rt-built (the
+    /// whole kernel built from that kernel's Debian source with the repo's config fragment,
+    /// e.g. for the latency tracers); tree:DIR (a kernel tree built out of tree); or a
+    /// bzImage path (with --modules). Repeatable / comma-separated.
     #[arg(long = "kernel", value_delimiter = ',')]
     pub kernels: Vec<String>,
     /// Modules directory (lib/modules/KVER) for a bzImage --kernel.
     #[arg(long)]
     pub modules: Option<PathBuf>,
+    /// A patch (`-p1` unified diff) applied to every kernel's exact Debian source, in order
+    /// (repeatable). Changes only inside module directories build those modules against the
+    /// kernel's own build tree and boot the stock kernel with them; anything else builds the
+    /// whole kernel; Documentation/ only boots the stock kernel.
+    #[arg(long = "patch")]
+    pub patches: Vec<PathBuf>,
+    /// A/B: patches for kernel A only (repeatable).
+    #[arg(long = "patch-a", requires = "kernel_a")]
+    pub patches_a: Vec<PathBuf>,
+    /// A/B: patches for kernel B only (repeatable).
+    #[arg(long = "patch-b", requires = "kernel_b")]
+    pub patches_b: Vec<PathBuf>,
+    /// A driver's source directory (e.g. an edited copy of igb/) built against every
+    /// kernel's build tree; its modules replace the stock ones (repeatable). Never written to.
+    #[arg(long = "driver-dir")]
+    pub driver_dirs: Vec<PathBuf>,
+    /// A/B: a driver directory for kernel A only.
+    #[arg(long = "driver-dir-a", requires = "kernel_a")]
+    pub driver_dirs_a: Vec<PathBuf>,
+    /// A/B: a driver directory for kernel B only.
+    #[arg(long = "driver-dir-b", requires = "kernel_b")]
+    pub driver_dirs_b: Vec<PathBuf>,
+    /// A kernel tree (e.g. a Linux git checkout) to build out of tree in the cache and boot;
+    /// the same as --kernel tree:DIR. DIR is never written to; rebuilds are incremental.
+    #[arg(long)]
+    pub kernel_tree: Option<PathBuf>,
+    /// Build every named Debian kernel whole from its source (sid → sid-built), even without
+    /// a patch.
+    #[arg(long)]
+    pub build_kernel: bool,
     /// A/B run: kernel A (with --kernel-b); prints the comparison at the end.
     #[arg(long, requires = "kernel_b", conflicts_with = "kernels")]
     pub kernel_a: Option<String>,

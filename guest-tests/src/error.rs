@@ -27,6 +27,10 @@ pub enum Error {
     /// The guest kernel or its modules could not be found or used.
     #[error("guest kernel: {0}")]
     Kernel(String),
+    /// A patch that does not apply, or a driver/kernel build that failed (the message names
+    /// the patch and hunk, or the compiler's first errors and the log).
+    #[error("{0}")]
+    Build(String),
     /// A bad command-line value.
     #[error("invalid argument: {0}")]
     Usage(String),

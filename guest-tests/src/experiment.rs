@@ -87,9 +87,45 @@ pub fn readme(name: &str) -> Option<&'static str> {
         .map(|(_, _, r)| *r)
 }
 
-/// Where the shipped patches live (the source tree's `guest-tests/patches/`).
-pub fn patch_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("patches")
+/// The shipped patches (`guest-tests/patches/`), compiled in: (file name, text).
+const PATCHES: &[(&str, &str)] = &[
+    (
+        "igb-stats-mutex.patch",
+        include_str!("../patches/igb-stats-mutex.patch"),
+    ),
+    (
+        "ixgbe-xps.patch",
+        include_str!("../patches/ixgbe-xps.patch"),
+    ),
+    (
+        "qdisc-trylock.patch",
+        include_str!("../patches/qdisc-trylock.patch"),
+    ),
+    (
+        "hwstamp-lock.patch",
+        include_str!("../patches/hwstamp-lock.patch"),
+    ),
+];
+
+/// The text of a shipped patch.
+pub fn shipped_patch(name: &str) -> Option<&'static str> {
+    PATCHES.iter().find(|(n, _)| *n == name).map(|(_, t)| *t)
+}
+
+/// Writes shipped patch `name` to `CACHE/experiments/NAME` (rewritten when it differs)
+/// and returns the path, for the build to read like a user's patch.
+fn materialise(name: &str) -> Result<PathBuf> {
+    let text =
+        shipped_patch(name).ok_or_else(|| Error::Usage(format!("no shipped patch {name:?}")))?;
+    let dir = crate::provision::cache::cache_dir()?.join("experiments");
+    std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+    let path = dir.join(name);
+    if std::fs::read_to_string(&path).ok().as_deref() != Some(text) {
+        let tmp = dir.join(format!(".{name}.{}", std::process::id()));
+        std::fs::write(&tmp, text).map_err(|e| Error::io(&tmp, e))?;
+        std::fs::rename(&tmp, &path).map_err(|e| Error::io(&path, e))?;
+    }
+    Ok(path)
 }
 
 impl Experiment {
@@ -107,7 +143,7 @@ impl Experiment {
         let patch = match (&x.patch, x.aa) {
             (_, true) => None,
             (Some(p), false) => Some(p.clone()),
-            (None, false) => Some(patch_dir().join(&self.patch)),
+            (None, false) => Some(materialise(&self.patch)?),
         };
         if let Some(p) = patch.as_ref().filter(|p| !p.exists()) {
             return Err(Error::Usage(format!(
@@ -124,6 +160,14 @@ impl Experiment {
             modules: None,
             kernel_a: Some(kernel.clone()),
             kernel_b: Some(kernel),
+            patches: Vec::new(),
+            patches_a: Vec::new(),
+            patches_b: patch.iter().cloned().collect(),
+            driver_dirs: Vec::new(),
+            driver_dirs_a: Vec::new(),
+            driver_dirs_b: Vec::new(),
+            kernel_tree: None,
+            build_kernel: false,
             params,
             rounds,
             main_metrics: self.main.clone(),
@@ -152,6 +196,11 @@ mod tests {
         for name in names() {
             let e = by_name(name).unwrap();
             assert_eq!(e.name, name);
+            let patch = shipped_patch(&e.patch).unwrap_or_else(|| panic!("{name}: no patch"));
+            assert!(
+                patch.contains("\n--- a/") && patch.contains("\n+++ b/"),
+                "{name}"
+            );
             assert!(
                 readme(name).unwrap().contains("## What the seed measured"),
                 "{name}"
@@ -206,8 +255,13 @@ mod tests {
         assert_eq!(a.rounds, 7);
         assert!(a.params.contains(&"qdisc.rate=1gbit".to_owned()));
         assert_eq!(a.main_metrics, e.main);
-        let (_, patch) = e.run_args(&args(&["qdisc-trylock"])).unwrap();
-        assert_eq!(patch, Some(patch_dir().join("qdisc-trylock.patch")));
+        let (a, patch) = e.run_args(&args(&["qdisc-trylock"])).unwrap();
+        let patch = patch.unwrap();
+        assert_eq!(a.patches_b, std::slice::from_ref(&patch));
+        assert_eq!(
+            std::fs::read_to_string(&patch).unwrap(),
+            shipped_patch("qdisc-trylock.patch").unwrap()
+        );
         let (a, _) = e
             .run_args(&args(&[
                 "qdisc-trylock",

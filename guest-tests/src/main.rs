@@ -1,5 +1,6 @@
 //! `nicemu-guest`: the guest test harness for nicemu.
 
+mod build;
 mod cli;
 mod cmd;
 mod error;
@@ -73,6 +74,15 @@ fn dispatch(cmd: cli::Command) -> Result<i32> {
             }
             Ok(0)
         }
+        cli::Command::Source(args) => {
+            let p = provision::provision()?;
+            let spec = image::kernel::KernelSpec::from_args(&args.kernel, None)?;
+            let k = image::kernel::resolve(&spec, &p.sid_root)?;
+            let src = provision::linux_source::ensure(&p.sid_root, &k.release)?;
+            let paths: Vec<&str> = args.paths.iter().map(String::as_str).collect();
+            println!("{}", src.extract(&paths)?.display());
+            Ok(0)
+        }
         cli::Command::Run(args) => {
             let r = run::run(&args)?;
             Ok(if r.passed() { 0 } else { 1 })
@@ -127,15 +137,20 @@ fn run_experiment(x: &cli::ExperimentArgs) -> Result<i32> {
         return Ok(0);
     }
     let (args, patch) = e.run_args(x)?;
-    if let Some(p) = patch {
-        return Err(Error::Prerequisite(format!(
-            "side B needs {} applied to the kernel, and this build has no patched-kernel              support yet (issue 13); run the A/A check with --aa",
-            p.display()
-        )));
-    }
     println!(
-        "experiment {} (seed {}): {}; A/A, {} round(s) per side",
-        e.name, e.seed, e.summary, args.rounds
+        "experiment {} (seed {}): {}; {}, {} round(s) per side",
+        e.name,
+        e.seed,
+        e.summary,
+        match &patch {
+            Some(p) => format!(
+                "B = {} + {}",
+                args.kernel_b.as_deref().unwrap_or(""),
+                p.display()
+            ),
+            None => "A/A (both sides unpatched)".into(),
+        },
+        args.rounds
     );
     let r = run::run(&args)?;
     Ok(if r.passed() { 0 } else { 1 })

@@ -4,8 +4,10 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::build::{self, patch::Patch, KernelRequest};
 use crate::cli::RunArgs;
 use crate::error::{Error, Result};
+use crate::image::kernel::{BuiltModule, KernelSpec};
 use crate::image::{self, init_script, kernel, modules};
 use crate::matrix::{Cell, Matrix, MatrixFile, Overrides, Shard};
 use crate::params::Params;
@@ -28,10 +30,27 @@ const BOOT_BUDGET: u64 = 120;
 /// Builds the matrix `args` describe.
 pub fn matrix_from_args(args: &RunArgs) -> Result<Matrix> {
     let file = args.matrix.as_deref().map(MatrixFile::read).transpose()?;
-    let kernels = match (&args.kernel_a, &args.kernel_b) {
+    let mut kernels = match (&args.kernel_a, &args.kernel_b) {
         (Some(a), Some(b)) => vec![a.clone(), b.clone()],
         _ => args.kernels.clone(),
     };
+    if let Some(tree) = &args.kernel_tree {
+        kernels.push(format!("tree:{}", tree.display()));
+    }
+    if args.build_kernel {
+        let names = if kernels.is_empty() {
+            vec!["sid".to_owned()]
+        } else {
+            kernels
+        };
+        kernels = names
+            .into_iter()
+            .map(|k| match KernelSpec::from_args(&k, None) {
+                Ok(KernelSpec::Sid) | Ok(KernelSpec::Debian(_)) => format!("{k}-built"),
+                _ => k,
+            })
+            .collect();
+    }
     let o = Overrides {
         kernels,
         modules: args.modules.clone(),
@@ -41,6 +60,33 @@ pub fn matrix_from_args(args: &RunArgs) -> Result<Matrix> {
         params: args.params.clone(),
     };
     Matrix::build(file, &o)
+}
+
+/// The kernels of `matrix` with the changes `args` ask for (`--patch`, `--patch-a/-b`,
+/// `--driver-dir`, `--driver-dir-a/-b`), each patch read once.
+pub fn kernel_requests(args: &RunArgs, matrix: &Matrix) -> Result<Vec<KernelRequest>> {
+    let read = |v: &[PathBuf]| v.iter().map(|p| Patch::read(p)).collect::<Result<Vec<_>>>();
+    let common = read(&args.patches)?;
+    let sides = [
+        (read(&args.patches_a)?, &args.driver_dirs_a),
+        (read(&args.patches_b)?, &args.driver_dirs_b),
+    ];
+    let ab = args.kernel_a.is_some();
+    Ok(matrix
+        .kernels
+        .iter()
+        .enumerate()
+        .map(|(i, spec)| {
+            let mut r = KernelRequest::plain(spec.clone());
+            r.patches = common.clone();
+            r.driver_dirs = args.driver_dirs.clone();
+            if let Some((p, d)) = sides.get(i).filter(|_| ab) {
+                r.patches.extend(p.iter().cloned());
+                r.driver_dirs.extend(d.iter().cloned());
+            }
+            r
+        })
+        .collect())
 }
 
 /// Default per-guest timeout for `scenarios` with `params`.
@@ -53,6 +99,7 @@ pub fn default_timeout(scenarios: &[Box<dyn Scenario>], params: &Params) -> u64 
 pub fn run(args: &RunArgs) -> Result<RunReport> {
     let started = Instant::now();
     let matrix = matrix_from_args(args)?;
+    let requests = kernel_requests(args, &matrix)?;
     let all = matrix.cells();
     let shard = args.shard.as_deref().map(Shard::parse).transpose()?;
     let cells = match shard {
@@ -134,32 +181,34 @@ pub fn run(args: &RunArgs) -> Result<RunReport> {
     let total = cells.len() * rounds as usize;
     let mut done = 0;
     let ab = matrix.kernels.len() == 2 && (args.kernel_a.is_some() || rounds > 1);
+    // Every kernel is prepared (built) once, before the rounds boot it again and again.
     let mut prepared = Vec::new();
-    for (ki, kspec) in matrix.kernels.iter().enumerate() {
+    for (ki, kreq) in requests.iter().enumerate() {
         let tag = if ab {
             side_name(ki).to_ascii_lowercase() + "-"
         } else {
             String::new()
         };
-        prepared.push(match prepare_kernel(kspec, &prov.sid_root, &dir, &tag) {
-            Err(Error::Interrupted) => return Err(Error::Interrupted),
+        prepared.push(match prepare_kernel(kreq, &prov.sid_root, &dir, &tag) {
+            // A patch that does not apply, a failed build, a bad tree: say so, exit 2.
+            Err(e @ (Error::Interrupted | Error::Build(_) | Error::Usage(_))) => return Err(e),
             p => p,
         });
     }
     for round in 1..=rounds {
-        for (ki, kspec) in matrix.kernels.iter().enumerate() {
+        for (ki, kreq) in requests.iter().enumerate() {
             let kcells: Vec<&Cell> = cells.iter().filter(|c| c.kernel == ki).collect();
             if kcells.is_empty() {
                 continue;
             }
             let side = ab.then(|| side_name(ki).to_owned());
-            let (kern, base, kdir, kernel_guest, mod_names) = match &prepared[ki] {
+            let (kern, img) = match &prepared[ki] {
                 Ok(p) => p,
                 Err(e) => {
-                    println!("kernel {}: {e}", kspec.name());
+                    println!("kernel {}: {e}", kreq.name());
                     for c in kcells {
                         done += 1;
-                        let mut r = not_booted(c, &kspec.name(), &e.to_string(), &scenarios, &dir);
+                        let mut r = not_booted(c, &kreq.name(), &e.to_string(), &scenarios, &dir);
                         r.side = side.clone();
                         r.round = (rounds > 1).then_some(round);
                         report.runs.push(r);
@@ -170,9 +219,7 @@ pub fn run(args: &RunArgs) -> Result<RunReport> {
             let a = match accel {
                 Some(a) => a,
                 None => {
-                    let a = accel::resolve(args.accel, || {
-                        kvm_probe(&ctx, base, mod_names, kdir, kernel_guest)
-                    })?;
+                    let a = accel::resolve(args.accel, || kvm_probe(&ctx, img))?;
                     report.accel = a.qemu_name().to_owned();
                     accel = Some(a);
                     a
@@ -180,19 +227,17 @@ pub fn run(args: &RunArgs) -> Result<RunReport> {
             };
             for c in kcells {
                 done += 1;
-                let name = match (&side, rounds > 1) {
-                    (Some(sd), true) => format!(
-                        "{}-{sd}{round}-{}-{}",
-                        c.index + 1,
-                        kern.name,
-                        c.device.name()
-                    ),
-                    (Some(sd), false) => {
-                        format!("{}-{sd}-{}-{}", c.index + 1, kern.name, c.device.name())
-                    }
-                    _ => format!("{}-{}-{}", c.index + 1, kern.name, c.device.name()),
+                let sd = match (&side, rounds > 1) {
+                    (Some(sd), true) => format!("{sd}{round}-"),
+                    (Some(sd), false) => format!("{sd}-"),
+                    _ => String::new(),
                 };
-                let cdir = dir.sub(&name)?;
+                let cdir = dir.sub(&format!(
+                    "{}-{sd}{}-{}",
+                    c.index + 1,
+                    sanitize(&kern.name),
+                    c.device.name()
+                ))?;
                 println!(
                     "[{done}/{total}] {}{} / {}: booting ({}, timeout {timeout} s)",
                     kern.name,
@@ -203,7 +248,7 @@ pub fn run(args: &RunArgs) -> Result<RunReport> {
                     a.qemu_name()
                 );
                 let t0 = Instant::now();
-                let r = run_cell(&ctx, c, a, base, mod_names, kernel_guest, &cdir);
+                let r = run_cell(&ctx, c, a, img, &cdir);
                 let mut r = match r {
                     Err(Error::Interrupted) => return Err(Error::Interrupted),
                     Err(e) => not_booted(c, &kern.name, &e.to_string(), &scenarios, &cdir),
@@ -233,13 +278,11 @@ pub fn run(args: &RunArgs) -> Result<RunReport> {
     if report.ab.is_some() {
         // The A/B verdicts are part of the Markdown report above.
     } else if let (Some(a), Some(b)) = (&args.kernel_a, &args.kernel_b) {
-        let ka = matrix
-            .kernels
+        let ka = requests
             .first()
             .map(|k| k.name())
             .unwrap_or_else(|| a.clone());
-        let kb = matrix
-            .kernels
+        let kb = requests
             .get(1)
             .map(|k| k.name())
             .unwrap_or_else(|| b.clone());
@@ -348,25 +391,69 @@ struct Ctx<'a> {
     timeout: Duration,
 }
 
-type Prepared = (kernel::GuestKernel, Vec<u8>, RunDir, String, Vec<String>);
+/// One kernel ready to boot: the packed base archive, its module names, its directory in
+/// the run and the path QEMU sees for the bzImage, plus the modules the harness built.
+struct KernelImage {
+    base: Vec<u8>,
+    mod_names: Vec<String>,
+    kdir: RunDir,
+    guest_path: String,
+    built: Vec<BuiltModule>,
+}
 
-/// Resolves a kernel, packs its modules with the tools, copies the bzImage where QEMU sees it.
+/// Resolves (and builds) a kernel, packs its modules — the harness's builds in place of the
+/// stock ones — with the tools, copies the bzImage where QEMU sees it.
 fn prepare_kernel(
-    spec: &kernel::KernelSpec,
+    req: &KernelRequest,
     sid_root: &Path,
     dir: &RunDir,
     tag: &str,
-) -> Result<Prepared> {
-    let kern = kernel::resolve(spec, sid_root)?;
+) -> Result<(kernel::GuestKernel, KernelImage)> {
+    let kdir = dir.sub(&format!("kernel-{tag}{}", sanitize(&req.name())))?;
+    let kern = build::resolve(req, sid_root, &kdir.host)?;
     println!("kernel {}: {}", kern.name, kern.label);
-    let mods = modules::collect(&kern.modules_dir, modules::DRIVERS)?;
+    if let Some(log) = &kern.build_log {
+        println!("kernel {}: build log {}", kern.name, log.display());
+    }
+    let mut mods = modules::collect(&kern.modules_dir, modules::DRIVERS)?;
+    for b in &kern.built_modules {
+        match mods.iter_mut().find(|m| m.name == b.name) {
+            Some(m) => m.data = std::fs::read(&b.ko).map_err(|e| Error::io(&b.ko, e))?,
+            None => println!(
+                "kernel {}: built module {} is not one the guest loads; not used",
+                kern.name, b.name
+            ),
+        }
+    }
     let names: Vec<String> = mods.iter().map(|m| m.name.clone()).collect();
-    let kdir = dir.sub(&format!("kernel-{tag}{}", kern.name))?;
     let (host, guest) = kdir.file("vmlinuz");
     std::fs::copy(&kern.image, &host).map_err(|e| Error::io(&host, e))?;
     println!("image: packing busybox, tools and {} modules", mods.len());
     let base = image::base_archive(sid_root, &mods)?;
-    Ok((kern, base, kdir, guest, names))
+    let built = kern.built_modules.clone();
+    Ok((
+        kern,
+        KernelImage {
+            base,
+            mod_names: names,
+            kdir,
+            guest_path: guest,
+            built,
+        },
+    ))
+}
+
+/// A kernel name as a directory name ("tree:linux" → "tree_linux").
+fn sanitize(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.+".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }
 
 fn spec(ctx: &Ctx, accel: Accel, kernel: &str, initrd: String, d: &RunDir) -> BootSpec {
@@ -387,11 +474,11 @@ fn spec(ctx: &Ctx, accel: Accel, kernel: &str, initrd: String, d: &RunDir) -> Bo
     }
 }
 
-fn kvm_probe(ctx: &Ctx, base: &[u8], mods: &[String], kdir: &RunDir, kernel: &str) -> Result<bool> {
-    let pdir = kdir.sub("kvm-probe")?;
+fn kvm_probe(ctx: &Ctx, img: &KernelImage) -> Result<bool> {
+    let pdir = img.kdir.sub("kvm-probe")?;
     let (host, guest) = pdir.file("initrd.cpio");
-    image::write_initrd(base, &init_script::render(mods, ""), &host)?;
-    let mut s = spec(ctx, Accel::Kvm, kernel, guest, &pdir);
+    image::write_initrd(&img.base, &init_script::render(&img.mod_names, ""), &host)?;
+    let mut s = spec(ctx, Accel::Kvm, &img.guest_path, guest, &pdir);
     s.append = format!("{APPEND} {}", init_script::PROBE_ARG);
     s.timeout = accel::PROBE_TIMEOUT;
     s.done_marker = init_script::PROBE_MARKER;
@@ -401,6 +488,7 @@ fn kvm_probe(ctx: &Ctx, base: &[u8], mods: &[String], kdir: &RunDir, kernel: &st
 
 fn target(topology: Topology, dev: DeviceKind) -> Target {
     Target {
+        module_version: None,
         mac: TEST_MAC.to_owned(),
         driver: dev.driver().to_owned(),
         peer_mac: topology.macs().get(1).map(|m| m.to_string()),
@@ -537,18 +625,26 @@ fn run_cell(
     ctx: &Ctx,
     cell: &Cell,
     accel: Accel,
-    base: &[u8],
-    mods: &[String],
-    kernel_guest: &str,
+    img: &KernelImage,
     d: &RunDir,
 ) -> Result<CellRun> {
     let dev = cell.device;
     let topo = ctx.matrix.topology;
-    let t = target(topo, dev);
+    let mut t = target(topo, dev);
+    t.module_version = img
+        .built
+        .iter()
+        .find(|b| b.name == t.driver)
+        .map(|b| b.stamp.clone())
+        .filter(|s| !s.is_empty());
     let body = scenario::render_body(ctx.scenarios, &t, &ctx.matrix.params);
     let (initrd_host, initrd_guest) = d.file("initrd.cpio");
-    image::write_initrd(base, &init_script::render(mods, &body), &initrd_host)?;
-    let mut s = spec(ctx, accel, kernel_guest, initrd_guest, d);
+    image::write_initrd(
+        &img.base,
+        &init_script::render(&img.mod_names, &body),
+        &initrd_host,
+    )?;
+    let mut s = spec(ctx, accel, &img.guest_path, initrd_guest, d);
     let mut nicemu = None;
     let mut host = None;
     if let (Some(kind), Some(bin)) = (dev.nicemu_kind(), ctx.nicemu_bin) {

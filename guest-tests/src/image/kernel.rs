@@ -6,7 +6,14 @@ use crate::error::{Error, Result};
 use crate::provision::debian_kernel;
 
 /// Kernel names accepted besides a path.
-pub const NAMES: &[&str] = &["sid", "trixie", "trixie-rt"];
+pub const NAMES: &[&str] = &[
+    "sid",
+    "trixie",
+    "trixie-rt",
+    "sid-built",
+    "trixie-built",
+    "trixie-rt-built",
+];
 
 /// How the user named a guest kernel.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -15,6 +22,11 @@ pub enum KernelSpec {
     Sid,
     /// A Debian kernel fetched by name (`trixie`, `trixie-rt`).
     Debian(String),
+    /// The whole kernel built from a Debian kernel's own source (`sid-built`,
+    /// `trixie-built`): x86_64 defconfig + the repo's config fragment.
+    Built(String),
+    /// A developer's kernel tree, built out of tree in the cache (`tree:DIR`).
+    Tree(PathBuf),
     /// A user's own bzImage plus its `lib/modules/KVER` directory.
     Custom {
         /// The bzImage.
@@ -29,6 +41,13 @@ impl KernelSpec {
     pub fn from_args(kernel: &str, modules: Option<&Path>) -> Result<Self> {
         match kernel {
             "sid" => Ok(KernelSpec::Sid),
+            k if k.strip_prefix("tree:").is_some() => Ok(KernelSpec::Tree(PathBuf::from(&k[5..]))),
+            k if k
+                .strip_suffix("-built")
+                .is_some_and(|b| b == "sid" || debian_kernel::flavour(b).is_some()) =>
+            {
+                Ok(KernelSpec::Built(k.trim_end_matches("-built").to_owned()))
+            }
             k if debian_kernel::flavour(k).is_some() => Ok(KernelSpec::Debian(k.to_owned())),
             k if !k.contains('/') && !Path::new(k).exists() => Err(Error::Usage(format!(
                 "unknown kernel {k:?} (names: {}; or a bzImage path with --modules DIR)",
@@ -52,6 +71,13 @@ impl KernelSpec {
         match self {
             KernelSpec::Sid => "sid".into(),
             KernelSpec::Debian(n) => n.clone(),
+            KernelSpec::Built(n) => format!("{n}-built"),
+            KernelSpec::Tree(dir) => format!(
+                "tree:{}",
+                dir.file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| dir.display().to_string())
+            ),
             KernelSpec::Custom { kernel, .. } => kernel
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
@@ -73,6 +99,22 @@ pub struct GuestKernel {
     pub modules_dir: PathBuf,
     /// Kernel release string (KVER).
     pub release: String,
+    /// Modules built by the harness that replace the stock ones of the same name.
+    pub built_modules: Vec<BuiltModule>,
+    /// The log of the build that made this kernel or its modules, if one ran.
+    pub build_log: Option<PathBuf>,
+}
+
+/// A module the harness built (from `--patch` or `--driver-dir`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BuiltModule {
+    /// Module name ("igb").
+    pub name: String,
+    /// Host path of the built `.ko`.
+    pub ko: PathBuf,
+    /// The `MODULE_VERSION` the harness stamped in; the guest reads it back from
+    /// `/sys/module/NAME/version`.
+    pub stamp: String,
 }
 
 /// Resolves `spec` to files on the host (fetching named Debian kernels when needed).
@@ -97,6 +139,8 @@ pub fn resolve(spec: &KernelSpec, sid_root: &Path) -> Result<GuestKernel> {
                 image,
                 modules_dir,
                 release,
+                built_modules: Vec::new(),
+                build_log: None,
             })
         }
         KernelSpec::Debian(name) => {
@@ -110,6 +154,8 @@ pub fn resolve(spec: &KernelSpec, sid_root: &Path) -> Result<GuestKernel> {
                 image: u.image,
                 modules_dir: u.modules_dir,
                 release: u.release,
+                built_modules: Vec::new(),
+                build_log: None,
             })
         }
         KernelSpec::Custom { kernel, modules } => {
@@ -127,8 +173,14 @@ pub fn resolve(spec: &KernelSpec, sid_root: &Path) -> Result<GuestKernel> {
                 image: kernel.clone(),
                 modules_dir: modules.clone(),
                 release,
+                built_modules: Vec::new(),
+                build_log: None,
             })
         }
+        KernelSpec::Built(_) | KernelSpec::Tree(_) => Err(Error::Kernel(format!(
+            "{} is built, not fetched (crate::build::resolve builds it)",
+            spec.name()
+        ))),
     }
 }
 
@@ -158,5 +210,20 @@ mod tests {
         assert!(KernelSpec::from_args("/boot/bzImage", None).is_err());
         let k = KernelSpec::from_args("/x/bzImage", Some(Path::new("/m/7.0"))).unwrap();
         assert_eq!(k.name(), "bzImage");
+        assert_eq!(
+            KernelSpec::from_args("sid-built", None).unwrap(),
+            KernelSpec::Built("sid".into())
+        );
+        assert_eq!(
+            KernelSpec::from_args("trixie-rt-built", None).unwrap(),
+            KernelSpec::Built("trixie-rt".into())
+        );
+        assert!(KernelSpec::from_args("bookworm-built", None).is_err());
+        assert_eq!(
+            KernelSpec::from_args("tree:/src/linux", None)
+                .unwrap()
+                .name(),
+            "tree:linux"
+        );
     }
 }

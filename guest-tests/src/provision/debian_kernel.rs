@@ -158,14 +158,14 @@ fn find_deb(dir: &Path, pkg: &str) -> Option<PathBuf> {
 }
 
 /// apt inside the sid root with a private state directory for one suite.
-struct AptConfig {
+pub(crate) struct AptConfig {
     root: PathBuf,
     base: String,
     suite: String,
 }
 
 impl AptConfig {
-    fn new(root: &Path, suite: &str) -> Result<Self> {
+    pub(crate) fn new(root: &Path, suite: &str) -> Result<Self> {
         let base = format!("/var/lib/nicemu-apt/{suite}");
         let host = root.join(&base[1..]);
         for d in ["lists/partial", "cache/archives/partial", "etc"] {
@@ -204,14 +204,14 @@ impl AptConfig {
         .collect()
     }
 
-    fn chroot(&self, tool: &str) -> Command {
+    pub(crate) fn chroot(&self, tool: &str) -> Command {
         let mut c = Command::new("chroot");
         c.arg(&self.root).arg(tool).args(self.options());
         c.env("DEBIAN_FRONTEND", "noninteractive");
         c
     }
 
-    fn update(&self) -> Result<()> {
+    pub(crate) fn update(&self) -> Result<()> {
         output_ok(self.chroot("apt-get").arg("update"))
             .map(|_| ())
             .map_err(|e| {
@@ -233,7 +233,7 @@ impl AptConfig {
         })
     }
 
-    fn download(&self, dir_in_root: &str, pkg: &str) -> Result<()> {
+    pub(crate) fn download(&self, dir_in_root: &str, pkg: &str) -> Result<()> {
         let mut opts = String::new();
         for o in self.options() {
             opts.push_str(&format!(" '{o}'"));

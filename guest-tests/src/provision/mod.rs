@@ -4,6 +4,8 @@
 pub mod cache;
 pub mod debian_kernel;
 pub mod host_qemu;
+pub mod linux_source;
+pub mod lock;
 pub mod mounts;
 pub mod sid_root;
 

@@ -216,6 +216,11 @@ fn ensure_debootstrap() -> Result<PathBuf> {
         .ok_or_else(|| Error::Prerequisite("debootstrap still not found after install".into()))
 }
 
+/// apt-get installs `missing` into the sid root (waiting for another run's dpkg lock).
+pub(crate) fn install_packages(root: &Path, missing: &[&str]) -> Result<()> {
+    install_extra(root, missing)
+}
+
 fn install_extra(root: &Path, missing: &[&str]) -> Result<()> {
     require_root("installing extra packages into the sid root")?;
     println!(

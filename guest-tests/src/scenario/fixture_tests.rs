@@ -8,6 +8,7 @@ const ALL: &str = include_str!("../../tests/fixtures/qemu-igb-netns-all.serial.l
 
 fn target() -> Target {
     Target {
+        module_version: None,
         mac: TEST_MAC.into(),
         driver: "igb".into(),
         peer_mac: Some(PEER_MAC.into()),

@@ -140,6 +140,7 @@ mod tests {
             peer_mac: Some("y".into()),
             host_actions: true,
             unsupported: Vec::new(),
+            module_version: None,
         }
     }
 

@@ -59,6 +59,9 @@ pub struct Target {
     pub host_actions: bool,
     /// Scenarios that do not apply to the device, with the reason (SKIPped, not run).
     pub unsupported: Vec<(String, String)>,
+    /// The `MODULE_VERSION` the harness stamped into the driver it built (`--patch`,
+    /// `--driver-dir`); `probe` checks `/sys/module/DRIVER/version` against it.
+    pub module_version: Option<String>,
 }
 
 impl Target {

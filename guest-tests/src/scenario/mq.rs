@@ -440,6 +440,7 @@ mod tests {
     fn all_queues_moving_passes() {
         let c = section(&good(2, "0", 5));
         let t = crate::scenario::Target {
+            module_version: None,
             mac: String::new(),
             driver: "virtio_net".into(),
             peer_mac: Some(String::new()),
@@ -454,6 +455,7 @@ mod tests {
     #[test]
     fn idle_queue_and_timed_out_stream_fail() {
         let t = crate::scenario::Target {
+            module_version: None,
             mac: String::new(),
             driver: "virtio_net".into(),
             peer_mac: Some(String::new()),
@@ -517,6 +519,7 @@ mod tests {
         ));
         let c = section(&l);
         let t = crate::scenario::Target {
+            module_version: None,
             mac: String::new(),
             driver: "virtio_net".into(),
             peer_mac: Some(String::new()),
@@ -553,6 +556,7 @@ mod tests {
             .collect();
         let c = section(&l);
         let mut t = crate::scenario::Target {
+            module_version: None,
             mac: String::new(),
             driver: "igb".into(),
             peer_mac: Some(String::new()),

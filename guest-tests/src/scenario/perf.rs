@@ -139,6 +139,7 @@ mod tests {
             peer_mac: Some("y".into()),
             host_actions: true,
             unsupported: Vec::new(),
+            module_version: None,
         };
         let r = Perf.parse(&c.sections["perf"], &t);
         assert_eq!(r.status, Status::Pass, "{r:?}");

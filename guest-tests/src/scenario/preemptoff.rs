@@ -101,6 +101,7 @@ mod tests {
             peer_mac: None,
             host_actions: true,
             unsupported: Vec::new(),
+            module_version: None,
         }
     }
 

@@ -27,6 +27,8 @@ const ERROR_WORDS: &[&str] = &[
 
 const SCRIPT: &str = r#"if [ -z "$IFACE" ]; then nicemu_kv iface none; exit 1; fi
 nicemu_kv iface "$IFACE"
+nicemu_kv module_version "$(cat /sys/module/$DRIVER/version 2>/dev/null || echo none)"
+nicemu_kv module_taint "$(cat /sys/module/$DRIVER/taint 2>/dev/null)"
 nicemu_out ethtool_i /usr/sbin/ethtool -i "$IFACE"
 /usr/bin/ip link set "$IFACE" up
 n=0
@@ -95,13 +97,19 @@ impl Scenario for Probe {
             r.add_failure(format!("no carrier (LOWER_UP) after 10 s; flags <{flags}>"));
         }
         check_ethtool(s, target, &mut r);
+        check_built_module(s, target, &mut r);
         if let Some(ms) = s.get("carrier_wait_ms").and_then(|v| v.parse::<u64>().ok()) {
             r.metric("carrier_wait_ms", json!(ms));
         }
         collect_dmesg(s, &mut r);
         if r.status == super::Status::Pass {
+            let built = target
+                .module_version
+                .as_ref()
+                .map(|v| format!(" (built {v})"))
+                .unwrap_or_default();
             r.summary = Some(format!(
-                "{} {}",
+                "{}{built} {}",
                 r.metrics
                     .get("driver")
                     .and_then(|v| v.as_str())
@@ -113,6 +121,26 @@ impl Scenario for Probe {
             ));
         }
         r
+    }
+}
+
+/// When the harness built the driver, the module that runs must be that build: its
+/// `/sys/module/DRIVER/version` is the stamp the harness wrote.
+fn check_built_module(s: &Section, target: &Target, r: &mut ScenarioResult) {
+    let loaded = s.get("module_version").unwrap_or("none");
+    if loaded != "none" {
+        r.metric("module_version", json!(loaded));
+    }
+    if let Some(t) = s.get("module_taint").filter(|t| !t.is_empty()) {
+        r.metric("module_taint", json!(t));
+    }
+    if let Some(want) = &target.module_version {
+        if loaded != want {
+            r.add_failure(format!(
+                "{} version is {loaded:?}, not the harness's build {want:?}: the stock module ran",
+                target.driver
+            ));
+        }
     }
 }
 
@@ -205,7 +233,26 @@ mod tests {
             peer_mac: None,
             host_actions: false,
             unsupported: Vec::new(),
+            module_version: None,
         }
+    }
+
+    #[test]
+    fn a_built_driver_must_be_the_one_that_ran() {
+        let mut t = target("igb");
+        t.module_version = Some("nicemu-0123456789ab".into());
+        let sec = |v: &str| Section {
+            kv: vec![("module_version".into(), v.into())],
+            ..Section::default()
+        };
+        let mut r = ScenarioResult::pass("probe");
+        check_built_module(&sec("nicemu-0123456789ab"), &t, &mut r);
+        assert_eq!(r.status, crate::scenario::Status::Pass);
+        assert_eq!(r.metrics["module_version"], "nicemu-0123456789ab");
+        let mut r = ScenarioResult::pass("probe");
+        check_built_module(&sec("none"), &t, &mut r);
+        assert_eq!(r.status, crate::scenario::Status::Fail);
+        assert!(r.reason.unwrap().contains("the stock module ran"));
     }
 
     #[test]

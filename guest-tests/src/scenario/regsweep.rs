@@ -97,6 +97,7 @@ mod tests {
             peer_mac: None,
             host_actions: true,
             unsupported: Vec::new(),
+            module_version: None,
         };
         let r = Regsweep.parse(&c.sections["regsweep"], &t);
         assert_eq!(r.status, crate::scenario::Status::Pass, "{r:?}");

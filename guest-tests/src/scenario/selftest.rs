@@ -102,6 +102,7 @@ mod tests {
 
     fn igb() -> Target {
         Target {
+            module_version: None,
             mac: "52:54:00:12:34:56".into(),
             driver: "igb".into(),
             peer_mac: None,

@@ -1,0 +1,166 @@
+//! Running long build steps inside the sid root: the full output goes to a log file, the
+//! terminal gets the phase and the elapsed time every so often, and a failure reports the
+//! compiler's first error lines and the log's path. Also the build packages (headers,
+//! kbuild, the compiler a build tree names, ccache) installed into the sid root once.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::cmd::stdout_ok;
+use crate::error::{Error, Result};
+
+/// How often a running step prints its progress line.
+const PROGRESS_EVERY: Duration = Duration::from_secs(30);
+/// ccache's directory inside the sid root.
+pub const CCACHE_DIR: &str = "/var/cache/nicemu-ccache";
+
+/// Runs `sh -c script` chrooted into `sid_root`, appending its output to `log`; prints
+/// `build: PHASE: N s` while it runs. Returns the elapsed time.
+pub fn run_in_root(sid_root: &Path, script: &str, log: &Path, phase: &str) -> Result<Duration> {
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .map_err(|e| Error::io(log, e))?;
+    let _ = writeln!(file, "### {phase}\n### {script}");
+    let err = file.try_clone().map_err(|e| Error::io(log, e))?;
+    let mut cmd = Command::new("chroot");
+    cmd.arg(sid_root)
+        .args(["sh", "-c", script])
+        .env("CCACHE_DIR", CCACHE_DIR)
+        .env("CCACHE_MAXSIZE", "8G")
+        .env("LC_ALL", "C")
+        .stdin(Stdio::null())
+        .stdout(file)
+        .stderr(err);
+    let started = Instant::now();
+    println!("build: {phase} (log {})", log.display());
+    let mut child = cmd.spawn().map_err(|e| Error::Command {
+        cmd: crate::cmd::display(&cmd),
+        detail: e.to_string(),
+    })?;
+    let mut next = PROGRESS_EVERY;
+    let status = loop {
+        if let Some(st) = child.try_wait().map_err(|e| Error::io(log, e))? {
+            break st;
+        }
+        if crate::vm::signals::interrupted() {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(Error::Interrupted);
+        }
+        if started.elapsed() >= next {
+            println!("build: {phase}: {} s", started.elapsed().as_secs());
+            next += PROGRESS_EVERY;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let took = started.elapsed();
+    if status.success() {
+        println!("build: {phase}: done in {:.0} s", took.as_secs_f64());
+        return Ok(took);
+    }
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    Err(Error::Build(format!(
+        "build failed ({phase}, {status}):\n{}\nfull log: {}",
+        first_errors(&text, 6).join("\n"),
+        log.display()
+    )))
+}
+
+/// The first `n` compiler/linker error lines of a build log (with the "In function" line
+/// before the first one); the log's last lines if none matches.
+pub fn first_errors(log: &str, n: usize) -> Vec<String> {
+    let lines: Vec<&str> = log.lines().collect();
+    let is_err = |l: &str| {
+        l.contains(": error:")
+            || l.contains(": fatal error:")
+            || l.contains("undefined reference")
+            || (l.starts_with("ERROR:") && l.contains("modpost"))
+    };
+    let Some(first) = lines.iter().position(|l| is_err(l)) else {
+        return lines
+            .iter()
+            .rev()
+            .take(n)
+            .rev()
+            .map(|l| format!("  {l}"))
+            .collect();
+    };
+    let mut out = Vec::new();
+    if first > 0 && lines[first - 1].contains("In function") {
+        out.push(format!("  {}", lines[first - 1]));
+    }
+    out.extend(
+        lines[first..]
+            .iter()
+            .filter(|l| is_err(l))
+            .take(n)
+            .map(|l| format!("  {l}")),
+    );
+    out
+}
+
+/// Installs `packages` into the sid root unless dpkg already has them all.
+pub fn ensure_packages(sid_root: &Path, packages: &[String]) -> Result<()> {
+    let missing: Vec<&str> = packages
+        .iter()
+        .map(String::as_str)
+        .filter(|p| !installed(sid_root, p))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    crate::provision::sid_root::install_packages(sid_root, &missing)
+}
+
+fn installed(sid_root: &Path, pkg: &str) -> bool {
+    stdout_ok(
+        Command::new("chroot")
+            .arg(sid_root)
+            .args(["dpkg-query", "-W", "-f=${Status}", pkg]),
+    )
+    .is_ok_and(|s| s.contains("install ok installed"))
+}
+
+/// The compiler package a Debian kernel config names (`CONFIG_CC_VERSION_TEXT=
+/// "x86_64-linux-gnu-gcc-16 (Debian 16.2.0-4) 16.2.0"` → `gcc-16`).
+pub fn compiler_package(config: &str) -> Option<String> {
+    let text = config
+        .lines()
+        .find_map(|l| l.strip_prefix("CONFIG_CC_VERSION_TEXT="))?
+        .trim_matches('"');
+    let prog = text.split_whitespace().next()?;
+    let name = prog.rsplit('/').next()?;
+    let gcc = name.find("gcc-").map(|i| &name[i..])?;
+    Some(gcc.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compiler_from_config() {
+        let c = "CONFIG_X=y\nCONFIG_CC_VERSION_TEXT=\"x86_64-linux-gnu-gcc-16 (Debian 16.2.0-4) 16.2.0\"\n";
+        assert_eq!(compiler_package(c).as_deref(), Some("gcc-16"));
+        assert_eq!(
+            compiler_package("CONFIG_CC_VERSION_TEXT=\"clang 19\"\n"),
+            None
+        );
+    }
+
+    #[test]
+    fn first_errors_skip_warnings() {
+        let log = "  CC [M]  igb_main.o\nigb_main.c: In function 'igb_down':\n\
+                   igb_main.c:12:2: error: 'x' undeclared\nigb_main.c:13:1: warning: y\n\
+                   igb_main.c:20:2: error: expected ';'\nmake[2]: *** Error 1\n";
+        let e = first_errors(log, 6);
+        assert_eq!(e.len(), 3);
+        assert!(e[0].contains("In function") && e[1].contains("'x' undeclared"));
+        assert!(e[2].contains("expected ';'"));
+        assert_eq!(first_errors("a\nb\n", 1), ["  b"]);
+    }
+}
