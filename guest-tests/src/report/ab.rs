@@ -36,20 +36,22 @@ pub struct RunEnv {
 }
 
 impl RunEnv {
-    /// One line: "host 2 cores (load 3.1), nicemu 0.1.0, QEMU 11.1.3, pinned 0-1".
+    /// One line: "host 2 cores (load 3.1), nicemu 0.1.0, QEMU emulator version 11.1.3,
+    /// pinned vCPU0→0 vCPU1→1 nicemu→0".
     pub fn line(&self) -> String {
         let mut s = format!("host {} cores", self.host_cores);
         if let Some(l) = self.load_avg {
             s.push_str(&format!(" (load {l:.1})"));
         }
-        for (k, v) in [
-            ("nicemu", &self.nicemu_version),
-            ("QEMU", &self.qemu_version),
-            ("pinned", &self.pinning),
-        ] {
-            if let Some(v) = v {
-                s.push_str(&format!(", {k} {v}"));
-            }
+        // The versions name themselves ("nicemu 0.1.0", "QEMU emulator version 11.1.3 …").
+        for v in [&self.nicemu_version, &self.qemu_version]
+            .into_iter()
+            .flatten()
+        {
+            s.push_str(&format!(", {v}"));
+        }
+        if let Some(p) = &self.pinning {
+            s.push_str(&format!(", pinned {p}"));
         }
         s
     }
@@ -403,6 +405,21 @@ mod tests {
         let md = crate::report::markdown::render(&r);
         assert!(md.contains("| A1 sid 1.0 | nicemu-igb |"), "{md}");
         assert!(md.contains("| B3 sid 1.0 | nicemu-igb |"));
+    }
+
+    #[test]
+    fn env_line_names_each_version_once() {
+        let e = RunEnv {
+            host_cores: 2,
+            nicemu_version: Some("nicemu 0.1.0".into()),
+            qemu_version: Some("QEMU emulator version 11.1.3".into()),
+            pinning: Some("vCPU0→0 nicemu→0".into()),
+            load_avg: Some(10.04),
+        };
+        assert_eq!(
+            e.line(),
+            "host 2 cores (load 10.0), nicemu 0.1.0, QEMU emulator version 11.1.3, pinned vCPU0→0 nicemu→0"
+        );
     }
 
     #[test]
