@@ -445,3 +445,19 @@ fn nicemu_virtio_link_and_four_queue_pairs() {
     let why = m.reason.unwrap();
     assert!(why.contains("guest rx queues [2] moved nothing"), "{why}");
 }
+
+#[test]
+fn every_scenario_script_is_valid_sh() {
+    for name in NAMES {
+        let script = by_name(name).unwrap().script(&crate::params::Params::default());
+        let out = std::process::Command::new("sh")
+            .args(["-n", "-c", &script])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

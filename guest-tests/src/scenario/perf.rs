@@ -67,14 +67,17 @@ impl Scenario for Perf {
         let pattern = symbols(p).join("|");
         format!(
             "{NEED_IFACE}{NEED_PEER}[ -x /usr/bin/perf ] || {{ nicemu_kv perf none; exit 0; }}\n\
-             nicemu_kv test {}\n\
+             nicemu_kv test {}\nnicemu_kv symbols {}\n\
              nicemu_out rec timeout {} env HOME=/tmp /usr/bin/perf record -q -a -g -e cpu-clock -F 499 -o /tmp/perf.data -- \
              {pin}/usr/bin/netperf -H $PEER_IP -t {} -l {d} -P 0 -- {m}-k ELAPSED_TIME,LOCAL_SEND_CALLS,REMOTE_RECV_CALLS\n\
              nicemu_out rep sh -c \"HOME=/tmp /usr/bin/perf report -i /tmp/perf.data --stdio --children --sort symbol \
              --percent-limit 0.01 -g none 2>/dev/null | grep -E ' ({pattern})\\$'\"\n\
+             nicemu_out top sh -c \"HOME=/tmp /usr/bin/perf report -i /tmp/perf.data --stdio --children --sort symbol \
+             -g none 2>&1 | grep -v '^#' | grep -v '^ *\\$' | head -12\"\n\
              nicemu_kv samples \"$(HOME=/tmp /usr/bin/perf report -i /tmp/perf.data --stdio 2>/dev/null | sed -n 's/^# Samples: *\\([0-9.KM]*\\).*/\\1/p' | head -1)\"\n\
              rm -f /tmp/perf.data\ntrue",
             test.label(),
+            symbols(p).join(","),
             d + 120,
             test.test,
         )
@@ -100,9 +103,32 @@ impl Scenario for Perf {
             return r;
         }
         r.metric("msgs_per_s_sent", json!(round(sent / secs, 1)));
+        let top: Vec<&str> = s.lines("top").collect();
+        if !top.iter().any(|l| parse_report_line(l).is_some()) {
+            r.add_failure(format!(
+                "perf report listed no samples: {}",
+                top.join(" | ")
+            ));
+            return r;
+        }
+        r.metric(
+            "top",
+            json!(top.iter().map(|l| l.trim()).collect::<Vec<_>>()),
+        );
         let mut share = serde_json::Map::new();
         for (children, selfp, sym) in s.lines("rep").filter_map(parse_report_line) {
             share.insert(sym, json!({"children_pct": children, "self_pct": selfp}));
+        }
+        // A listed symbol perf did not report (under 0.01 %) had no share worth a line.
+        for sym in s
+            .get("symbols")
+            .unwrap_or("")
+            .split(',')
+            .filter(|x| !x.is_empty())
+        {
+            share
+                .entry(sym.to_owned())
+                .or_insert(json!({"children_pct": 0.0, "self_pct": 0.0}));
         }
         let head = share
             .iter()
@@ -130,7 +156,9 @@ mod tests {
         let c = Console::parse(
             "@@NICEMU-BEGIN perf\n@@NICEMU perf test=UDP_STREAM:1\n\
              @@NICEMU-OUT perf rec ELAPSED_TIME=10.00\n@@NICEMU-OUT perf rec LOCAL_SEND_CALLS=120000\n\
+             @@NICEMU perf symbols=__netdev_pick_tx,__skb_get_hash,skb_tx_hash\n\
              @@NICEMU-OUT perf rep      6.92%     0.31%  [k] __netdev_pick_tx\n\
+             @@NICEMU-OUT perf top     40.10%     0.00%  [k] cpu_idle\n\
              @@NICEMU-OUT perf rep      5.94%     1.02%  [k] __skb_get_hash\n@@NICEMU-DONE perf rc=0\n",
         );
         let t = Target {
@@ -148,6 +176,17 @@ mod tests {
             json!(6.92)
         );
         assert_eq!(r.metrics["msgs_per_s_sent"], json!(12000.0));
+        assert_eq!(
+            r.metrics["share"]["skb_tx_hash"]["children_pct"],
+            json!(0.0)
+        );
+        let empty = Console::parse(
+            "@@NICEMU-BEGIN perf\n@@NICEMU-OUT perf rec ELAPSED_TIME=10.00\n\
+             @@NICEMU-OUT perf top Error: no samples\n@@NICEMU-DONE perf rc=0\n",
+        );
+        let r = Perf.parse(&empty.sections["perf"], &t);
+        assert_eq!(r.status, Status::Fail);
+        assert!(r.reason.unwrap().contains("Error: no samples"));
     }
 
     #[test]
