@@ -408,6 +408,57 @@ mod tests {
     }
 
     #[test]
+    fn captured_aa_run_finds_no_difference_and_keeps_the_table_shape() {
+        // `experiment hwstamp-lock --aa --rounds 5` on nicemu-igb, TCG, host load ~10.
+        let text = include_str!("../../tests/fixtures/aa-hwstamp-lock.results.json");
+        let r: RunReport = serde_json::from_str(text).unwrap();
+        let main: Vec<String> = [
+            "hwstamp.rx_pps",
+            "hwstamp.stamped_per_s",
+            "hwstamp.rx_per_cpu_s",
+            "regsweep.read_us",
+        ]
+        .map(String::from)
+        .to_vec();
+        // Recomputed from the rounds, not read back: the statistics of this build.
+        let ab = summarise(&r, 5, &main);
+        let md = render_markdown(&ab, &r);
+        let rows: Vec<&str> = md
+            .lines()
+            .filter(|l| l.starts_with("| nicemu-igb |"))
+            .collect();
+        assert_eq!(rows.len(), 4, "{md}");
+        for row in &rows {
+            let cols: Vec<&str> = row.trim_matches('|').split(" | ").collect();
+            assert_eq!(cols.len(), 8, "{row}");
+            assert_eq!(cols[5], "no significant difference (n=5+5)", "{row}");
+            assert!(cols[6].starts_with("Mann–Whitney U="), "{row}");
+            assert!(
+                cols[7].starts_with("spread CV ") && cols[7].contains(", detects ≥ "),
+                "{row}"
+            );
+        }
+        assert!(
+            md.contains("- accel tcg, 2 vCPU, host 2 cores (load "),
+            "{md}"
+        );
+        // The verdicts recorded by the run are the ones this build computes.
+        let recorded = r.ab.as_ref().unwrap();
+        for m in ab.metrics.iter().filter(|m| m.main) {
+            let old = recorded
+                .metrics
+                .iter()
+                .find(|o| o.metric == m.metric && o.scenario == m.scenario)
+                .unwrap();
+            assert_eq!(old.a, m.a);
+            assert_eq!(
+                old.verdict.as_ref().unwrap().headline(),
+                m.verdict.as_ref().unwrap().headline()
+            );
+        }
+    }
+
+    #[test]
     fn env_line_names_each_version_once() {
         let e = RunEnv {
             host_cores: 2,

@@ -449,7 +449,9 @@ fn nicemu_virtio_link_and_four_queue_pairs() {
 #[test]
 fn every_scenario_script_is_valid_sh() {
     for name in NAMES {
-        let script = by_name(name).unwrap().script(&crate::params::Params::default());
+        let script = by_name(name)
+            .unwrap()
+            .script(&crate::params::Params::default());
         let out = std::process::Command::new("sh")
             .args(["-n", "-c", &script])
             .output()
