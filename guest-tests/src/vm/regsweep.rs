@@ -11,8 +11,11 @@ use std::path::Path;
 
 use crate::stats::describe::median;
 
-/// A gap longer than this (µs) ends a sweep.
-pub const SPLIT_US: f64 = 2000.0;
+/// A gap longer than this (µs) ends a sweep. Long: on a loaded host the vCPU can be
+/// descheduled for milliseconds in the middle of a sweep.
+pub const SPLIT_US: f64 = 100_000.0;
+/// igb_update_stats() reads CRCERRS (0x4000) first: a read of it starts a sweep.
+pub const SWEEP_START: u64 = 0x4000;
 /// Runs with fewer reads are not sweeps (single reads by other paths).
 pub const MIN_READS: usize = 20;
 /// Trace lines read at most (the guest decides how long the trace runs).
@@ -33,26 +36,43 @@ pub struct Sweeps {
     pub read_gap_us: f64,
 }
 
-/// Time (µs) of a trace line that is a BAR0 read, else `None`.
-pub fn read_time_us(line: &str) -> Option<f64> {
+/// (time µs, BAR0 offset) of a trace line that is a BAR0 read, else `None`.
+pub fn read_at(line: &str) -> Option<(f64, u64)> {
     let mut w = line.split_whitespace();
     let t: f64 = w.next()?.parse().ok()?;
     let _dev = w.next()?;
-    (w.next()? == "R" && w.next()?.starts_with("BAR0+")).then_some(t * 1e6)
+    if w.next()? != "R" {
+        return None;
+    }
+    let off = w.next()?.strip_prefix("BAR0+0x")?;
+    Some((t * 1e6, u64::from_str_radix(off, 16).ok()?))
 }
 
-/// Finds the sweeps among read times (µs, ascending).
-pub fn sweeps(times: &[f64]) -> Option<Sweeps> {
+/// Time (µs) of a trace line that is a BAR0 read, else `None`.
+pub fn read_time_us(line: &str) -> Option<f64> {
+    read_at(line).map(|(t, _)| t)
+}
+
+/// Finds the sweeps among reads (µs ascending, offset): a sweep starts at a read of
+/// [`SWEEP_START`] or after a gap over [`SPLIT_US`].
+pub fn sweeps_at(reads: &[(f64, u64)]) -> Option<Sweeps> {
+    let times: Vec<f64> = reads.iter().map(|r| r.0).collect();
     let mut runs: Vec<&[f64]> = Vec::new();
     let mut start = 0;
     for i in 1..=times.len() {
-        if i == times.len() || times[i] - times[i - 1] > SPLIT_US {
+        let split =
+            i == times.len() || reads[i].1 == SWEEP_START || times[i] - times[i - 1] > SPLIT_US;
+        if split {
             if i - start >= MIN_READS {
                 runs.push(&times[start..i]);
             }
             start = i;
         }
     }
+    summarise(&runs)
+}
+
+fn summarise(runs: &[&[f64]]) -> Option<Sweeps> {
     if runs.is_empty() {
         return None;
     }
@@ -75,16 +95,16 @@ pub fn sweeps(times: &[f64]) -> Option<Sweeps> {
 /// `key=value` lines for the console.
 pub fn report(path: &Path) -> Result<String, String> {
     let f = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let times: Vec<f64> = BufReader::new(f)
+    let reads: Vec<(f64, u64)> = BufReader::new(f)
         .lines()
         .take(MAX_LINES)
         .map_while(|l| l.ok())
-        .filter_map(|l| read_time_us(&l))
+        .filter_map(|l| read_at(&l))
         .collect();
-    let s = sweeps(&times).ok_or_else(|| {
+    let s = sweeps_at(&reads).ok_or_else(|| {
         format!(
             "no statistics sweep (≥ {MIN_READS} reads) among {} reads",
-            times.len()
+            reads.len()
         )
     })?;
     Ok(format!(
@@ -114,9 +134,16 @@ pub fn count_report(path: &Path) -> Result<String, String> {
 mod tests {
     use super::*;
 
+    /// Sweeps of reads without a CRCERRS read (split by gaps only).
+    fn sweeps(times: &[f64]) -> Option<Sweeps> {
+        let reads: Vec<(f64, u64)> = times.iter().map(|t| (*t, 0x4004)).collect();
+        sweeps_at(&reads)
+    }
+
     #[test]
     fn two_sweeps_split_by_a_long_gap() {
-        // 30 reads 50 µs apart, a 0.5 s pause, 30 reads 60 µs apart, then a lone read.
+        // 30 reads 50 µs apart, a 0.5 s pause, 30 reads 60 µs apart, then a lone read
+        // (no offsets: split by the gap).
         let mut t: Vec<f64> = (0..30).map(|i| 1000.0 + 50.0 * f64::from(i)).collect();
         t.extend((0..30).map(|i| 501_000.0 + 60.0 * f64::from(i)));
         t.push(900_000.0);
@@ -127,6 +154,27 @@ mod tests {
         assert_eq!(s.median_us, (29.0 * 50.0 + 29.0 * 60.0) / 2.0);
         assert_eq!(s.read_gap_us, 55.0); // 29 gaps of 50 and 29 of 60
         assert!(sweeps(&t[..10]).is_none());
+    }
+
+    #[test]
+    fn a_descheduled_vcpu_does_not_split_a_sweep_but_crcerrs_starts_one() {
+        // Two sweeps of 30 reads back to back 40 µs apart, the first with a 20 ms hole.
+        let mut reads = Vec::new();
+        let mut t = 0.0;
+        for sweep in 0..2 {
+            for i in 0..30u64 {
+                t += if sweep == 0 && i == 10 {
+                    20_000.0
+                } else {
+                    40.0
+                };
+                reads.push((t, 0x4000 + 4 * i));
+            }
+        }
+        let s = sweeps_at(&reads).unwrap();
+        assert_eq!((s.count, s.reads), (2, 30.0));
+        assert_eq!(s.read_gap_us, 40.0);
+        assert_eq!(s.max_us, 28.0 * 40.0 + 20_000.0);
     }
 
     #[test]
