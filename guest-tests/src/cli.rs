@@ -35,9 +35,49 @@ pub enum Command {
     Experiment(Box<ExperimentArgs>),
     /// List devices, kernels, scenarios and scenario parameters.
     List,
+    /// Print the nicemu command and the QEMU arguments for a device set, for any launcher
+    /// (vng --qemu-opts, libvirt's <qemu:commandline>, a shell script).
+    QemuArgs(QemuArgsArgs),
     /// Fetch the exact Debian source of a guest kernel and extract parts of it (to write a
     /// patch against); prints the tree root.
     Source(SourceArgs),
+}
+
+/// Options of `qemu-args`.
+#[derive(Debug, Args)]
+pub struct QemuArgsArgs {
+    /// Device under test: nicemu-igb, nicemu-ixgbe, nicemu-virtio (or a qemu-* model).
+    #[arg(long)]
+    pub device: String,
+    /// Peer placement (netns: a second port; single: one port; mixed: igb0 + ixgbe1).
+    #[arg(long, value_enum, default_value = "single")]
+    pub topology: Topology,
+    /// Directory for the sockets, as both nicemu and QEMU see it.
+    #[arg(long, default_value = "/tmp/nicemu")]
+    pub dir: PathBuf,
+    /// Guest RAM in MiB (the shared memory backend vfio-user and vhost-user need).
+    #[arg(long, default_value_t = 1024)]
+    pub mem: u32,
+    /// nicemu binary to name in the printed command (default: next to nicemu-guest).
+    #[arg(long)]
+    pub nicemu: Option<PathBuf>,
+    /// Output: shell (two commented lines), nicemu (its argv, one per line), qemu (QEMU's
+    /// argv, one per line), vng (a `vng --qemu-opts` value).
+    #[arg(long, value_enum, default_value = "shell")]
+    pub format: QemuArgsFormat,
+}
+
+/// Output forms of `qemu-args`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum QemuArgsFormat {
+    /// Comments plus a nicemu command line and a QEMU argument line, shell-quoted.
+    Shell,
+    /// nicemu's arguments, one per line.
+    Nicemu,
+    /// QEMU's arguments, one per line.
+    Qemu,
+    /// One shell-quoted string for `vng --qemu-opts`.
+    Vng,
 }
 
 /// Options of `source`.

@@ -9,6 +9,7 @@ mod image;
 mod matrix;
 mod params;
 mod provision;
+mod qemu_args;
 mod report;
 mod run;
 mod scenario;
@@ -56,7 +57,7 @@ fn dispatch(cmd: cli::Command) -> Result<i32> {
                 .collect();
             println!("devices:   {}", devs.join(", "));
             println!(
-                "kernels:   {} (or --kernel BZIMAGE --modules DIR)",
+                "kernels:   {} (or tree:DIR, or --kernel BZIMAGE --modules DIR)",
                 image::kernel::NAMES.join(", ")
             );
             println!("scenarios: {}", scenario::NAMES.join(", "));
@@ -72,6 +73,13 @@ fn dispatch(cmd: cli::Command) -> Result<i32> {
             for (k, d, m) in params::KNOWN {
                 println!("  {k:<26} {:<34} {m}", format!("[{d}]"));
             }
+            Ok(0)
+        }
+        cli::Command::QemuArgs(args) => {
+            let nicemu = vm::nicemu_proc::find_binary(args.nicemu.as_deref())
+                .unwrap_or_else(|_| std::path::PathBuf::from("nicemu"));
+            let (n, q) = qemu_args::vectors(&args, &nicemu)?;
+            print!("{}", qemu_args::render(args.format, &nicemu, &n, &q));
             Ok(0)
         }
         cli::Command::Source(args) => {

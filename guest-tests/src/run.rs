@@ -507,14 +507,14 @@ fn target(topology: Topology, dev: DeviceKind) -> Target {
 
 /// The nicemu command line, the sockets to wait for, the QEMU device arguments and the
 /// host actions of one cell served by nicemu (`kind` igb or ixgbe).
-struct NicemuCell {
-    args: Vec<String>,
+pub(crate) struct NicemuCell {
+    pub(crate) args: Vec<String>,
     sockets: Vec<PathBuf>,
-    qemu: Vec<String>,
+    pub(crate) qemu: Vec<String>,
     host: HostActions,
 }
 
-fn nicemu_cell(
+pub(crate) fn nicemu_cell(
     bin: &Path,
     kind: &str,
     topo: Topology,

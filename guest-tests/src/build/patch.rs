@@ -32,11 +32,9 @@ impl Patch {
                 path.display()
             )));
         }
-        Ok(Patch {
-            path: path.to_path_buf(),
-            text,
-            files,
-        })
+        // `patch -d TREE` resolves a relative -i against TREE: keep the absolute path.
+        let path = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+        Ok(Patch { path, text, files })
     }
 
     /// The file name, for messages and labels.
