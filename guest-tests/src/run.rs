@@ -234,12 +234,17 @@ pub fn run(args: &RunArgs) -> Result<RunReport> {
                     (Some(sd), false) => format!("{sd}-"),
                     _ => String::new(),
                 };
-                let cdir = dir.sub(&format!(
-                    "{}-{sd}{}-{}",
-                    c.index + 1,
-                    sanitize(&kern.name),
-                    c.device.name()
-                ))?;
+                // A/B cells are named by side and round, not by the (patched) kernel's long
+                // name: the sockets inside must stay under the unix socket path limit.
+                let cdir = dir.sub(&match side {
+                    Some(_) => format!("{}-{sd}{}", c.index + 1, c.device.name()),
+                    None => format!(
+                        "{}-{}-{}",
+                        c.index + 1,
+                        sanitize(&kern.name),
+                        c.device.name()
+                    ),
+                })?;
                 println!(
                     "[{done}/{total}] {}{} / {}: booting ({}, timeout {timeout} s)",
                     kern.name,
