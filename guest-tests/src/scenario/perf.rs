@@ -71,7 +71,7 @@ impl Scenario for Perf {
              nicemu_out rec timeout {} env HOME=/tmp /usr/bin/perf record -q -a -g -e cpu-clock -F 499 -o /tmp/perf.data -- \
              {pin}/usr/bin/netperf -H $PEER_IP -t {} -l {d} -P 0 -- {m}-k ELAPSED_TIME,LOCAL_SEND_CALLS,REMOTE_RECV_CALLS\n\
              nicemu_out rep sh -c \"HOME=/tmp /usr/bin/perf report -i /tmp/perf.data --stdio --children --sort symbol \
-             --percent-limit 0.01 -g none 2>/dev/null | grep -E ' ({pattern})\\$'\"\n\
+             --percent-limit 0.01 -g none 2>/dev/null | grep -E ' ({pattern})( |\\$)'\"\n\
              nicemu_out top sh -c \"HOME=/tmp /usr/bin/perf report -i /tmp/perf.data --stdio --children --sort symbol \
              -g none 2>&1 | grep -v '^#' | grep -v '^ *\\$' | head -12\"\n\
              nicemu_kv samples \"$(HOME=/tmp /usr/bin/perf report -i /tmp/perf.data --stdio 2>/dev/null | sed -n 's/^# Samples: *\\([0-9.KM]*\\).*/\\1/p' | head -1)\"\n\
@@ -157,7 +157,7 @@ mod tests {
             "@@NICEMU-BEGIN perf\n@@NICEMU perf test=UDP_STREAM:1\n\
              @@NICEMU-OUT perf rec ELAPSED_TIME=10.00\n@@NICEMU-OUT perf rec LOCAL_SEND_CALLS=120000\n\
              @@NICEMU perf symbols=__netdev_pick_tx,__skb_get_hash,skb_tx_hash\n\
-             @@NICEMU-OUT perf rep      6.92%     0.31%  [k] __netdev_pick_tx\n\
+             @@NICEMU-OUT perf rep      6.92%     0.31%  [k] __netdev_pick_tx                -      -\n\
              @@NICEMU-OUT perf top     40.10%     0.00%  [k] cpu_idle\n\
              @@NICEMU-OUT perf rep      5.94%     1.02%  [k] __skb_get_hash\n@@NICEMU-DONE perf rc=0\n",
         );
@@ -187,6 +187,28 @@ mod tests {
         let r = Perf.parse(&empty.sections["perf"], &t);
         assert_eq!(r.status, Status::Fail);
         assert!(r.reason.unwrap().contains("Error: no samples"));
+    }
+
+    #[test]
+    fn the_report_grep_matches_lines_with_trailing_columns() {
+        // perf 7.2's `--children -g none` lines end in "-      -" columns.
+        let script = Perf.script(&Params::default());
+        let line = script.lines().find(|l| l.contains("grep -E ' (")).unwrap();
+        let pat = &line[line.find("grep -E '").unwrap() + 9..];
+        let pat = pat[..pat.find('\'').unwrap()].replace("\\$", "$");
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "printf '  6.92%%  0.31%%  [k] __netdev_pick_tx   -   -\\n  1%%  1%%  [k] __netdev_pick_tx_x\\n' | grep -E '{pat}'"
+            ))
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(text.lines().count(), 1, "{pat}: {text}");
+        assert_eq!(
+            parse_report_line(text.lines().next().unwrap()).unwrap().2,
+            "__netdev_pick_tx"
+        );
     }
 
     #[test]
