@@ -30,6 +30,9 @@ pub enum Command {
     Compare(CompareArgs),
     /// Re-render a results JSON as Markdown, HTML and/or JUnit.
     Report(ReportArgs),
+    /// Run a shipped seed experiment: stock (A) against patched (B) over interleaved
+    /// rounds, with verdicts (see `list` and guest-tests/experiments/).
+    Experiment(Box<ExperimentArgs>),
     /// List devices, kernels, scenarios and scenario parameters.
     List,
     /// Print the nicemu command and the QEMU arguments for a device set, for any launcher
@@ -172,6 +175,14 @@ pub struct RunArgs {
     /// Scenario parameter KEY=VALUE (repeatable; see `list`).
     #[arg(long = "param")]
     pub params: Vec<String>,
+    /// A/B rounds: boot A, B, A, B … N times each (each a fresh boot) and print per
+    /// metric median, min–max, B vs A and a Mann–Whitney verdict with a bootstrap CI.
+    #[arg(long, default_value_t = 1)]
+    pub rounds: u32,
+    /// Headline metrics of the A/B table as SCENARIO.KEY patterns (`*` = one segment,
+    /// e.g. `cyclictest.threads.*.p99`); default: every metric.
+    #[arg(long = "main-metric", value_delimiter = ',')]
+    pub main_metrics: Vec<String>,
     /// Peer placement: netns (a second port of the same kind in a network namespace),
     /// single (no peer), interop-igb / interop-e1000e (nicemu device under test, QEMU's
     /// igb / e1000e as the peer, joined through nicemu's stream wire), mixed (nicemu-igb
@@ -187,6 +198,9 @@ pub struct RunArgs {
     /// Guest vCPUs.
     #[arg(long, default_value_t = 2)]
     pub smp: u32,
+    /// Pin vCPU i to host core i (mod cores) and nicemu's threads to the next core.
+    #[arg(long)]
+    pub pin: bool,
     /// Guest RAM in MiB.
     #[arg(long, default_value_t = 1024)]
     pub mem: u32,
@@ -199,6 +213,55 @@ pub struct RunArgs {
     /// Keep the kernel and initramfs copies in the run directory.
     #[arg(long)]
     pub keep_images: bool,
+    /// nicemu binary (default: next to nicemu-guest, else on PATH).
+    #[arg(long)]
+    pub nicemu: Option<PathBuf>,
+}
+
+/// Options of `experiment`.
+#[derive(Debug, Args)]
+pub struct ExperimentArgs {
+    /// Experiment name (see `list`).
+    pub name: String,
+    /// Rounds per side (default: the experiment's; at least 4 to reach 5 %).
+    #[arg(long)]
+    pub rounds: Option<u32>,
+    /// Device under test instead of the experiment's.
+    #[arg(long)]
+    pub device: Option<String>,
+    /// Base kernel of both sides instead of the experiment's (sid, sid-built, …).
+    #[arg(long)]
+    pub kernel: Option<String>,
+    /// A/A: both sides unpatched (checks that the statistics do not cry wolf).
+    #[arg(long, conflicts_with = "patch")]
+    pub aa: bool,
+    /// The B side's patch instead of the shipped one.
+    #[arg(long)]
+    pub patch: Option<PathBuf>,
+    /// Scenario parameter KEY=VALUE on top of the experiment's (repeatable).
+    #[arg(long = "param")]
+    pub params: Vec<String>,
+    /// Print the experiment's README and exit.
+    #[arg(long)]
+    pub readme: bool,
+    /// Acceleration: auto tries a short KVM boot and falls back to TCG.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub accel: Accel,
+    /// Guest vCPUs.
+    #[arg(long, default_value_t = 2)]
+    pub smp: u32,
+    /// Pin vCPU i to host core i (mod cores) and nicemu's threads to the next core.
+    #[arg(long)]
+    pub pin: bool,
+    /// Guest RAM in MiB.
+    #[arg(long, default_value_t = 1024)]
+    pub mem: u32,
+    /// Per-guest timeout in seconds.
+    #[arg(long)]
+    pub timeout: Option<u64>,
+    /// Renderings to write besides the run directory's.
+    #[command(flatten)]
+    pub out: Outputs,
     /// nicemu binary (default: next to nicemu-guest, else on PATH).
     #[arg(long)]
     pub nicemu: Option<PathBuf>,

@@ -6,6 +6,7 @@ mod cmd;
 #[cfg(test)]
 mod docs_tests;
 mod error;
+mod experiment;
 mod image;
 mod matrix;
 mod params;
@@ -14,6 +15,7 @@ mod qemu_args;
 mod report;
 mod run;
 mod scenario;
+mod stats;
 mod vm;
 
 use clap::Parser;
@@ -63,6 +65,12 @@ fn dispatch(cmd: cli::Command) -> Result<i32> {
             println!("scenarios: {}", scenario::NAMES.join(", "));
             let topos: Vec<&str> = vm::device::Topology::ALL.iter().map(|t| t.name()).collect();
             println!("topology:  {} (netns is the default)", topos.join(", "));
+            println!("experiments (nicemu-guest experiment NAME [--rounds N] [--aa]):");
+            for n in experiment::names() {
+                if let Ok(e) = experiment::by_name(n) {
+                    println!("  {n:<16} seed {}: {}", e.seed, e.summary);
+                }
+            }
             println!("parameters (--param KEY=VALUE or [params] in a matrix file):");
             for (k, d, m) in params::KNOWN {
                 println!("  {k:<26} {:<34} {m}", format!("[{d}]"));
@@ -121,6 +129,7 @@ fn dispatch(cmd: cli::Command) -> Result<i32> {
             println!("{}", report::compare::render(&a, &b));
             Ok(0)
         }
+        cli::Command::Experiment(x) => run_experiment(&x),
         cli::Command::Report(args) => {
             let r = report::json::read(&args.file)?;
             run::write_outputs(&r, None, &args.out)?;
@@ -128,6 +137,33 @@ fn dispatch(cmd: cli::Command) -> Result<i32> {
             Ok(0)
         }
     }
+}
+
+/// `experiment NAME`: prints the README with `--readme`, else runs A against B.
+fn run_experiment(x: &cli::ExperimentArgs) -> Result<i32> {
+    let e = experiment::by_name(&x.name)?;
+    if x.readme {
+        println!("{}", experiment::readme(&e.name).unwrap_or_default());
+        return Ok(0);
+    }
+    let (args, patch) = e.run_args(x)?;
+    println!(
+        "experiment {} (seed {}): {}; {}, {} round(s) per side",
+        e.name,
+        e.seed,
+        e.summary,
+        match &patch {
+            Some(p) => format!(
+                "B = {} + {}",
+                args.kernel_b.as_deref().unwrap_or(""),
+                p.display()
+            ),
+            None => "A/A (both sides unpatched)".into(),
+        },
+        args.rounds
+    );
+    let r = run::run(&args)?;
+    Ok(if r.passed() { 0 } else { 1 })
 }
 
 fn fail(e: &Error) -> i32 {

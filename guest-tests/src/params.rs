@@ -30,6 +30,11 @@ pub const KNOWN: &[(&str, &str, &str)] = &[
     ),
     ("netperf.duration", "5", "seconds per test (netperf -l)"),
     (
+        "netperf.warmup",
+        "0",
+        "seconds of the first test run unmeasured before the tests (0 = none)",
+    ),
+    (
         "netperf.cpumask",
         "",
         "taskset mask for netperf (e.g. 2 = CPU 1); empty = no pinning",
@@ -49,6 +54,11 @@ pub const KNOWN: &[(&str, &str, &str)] = &[
     ("cyclictest.priority", "90", "cyclictest -p"),
     ("cyclictest.histogram", "4000", "cyclictest -h (µs buckets)"),
     (
+        "cyclictest.threshold",
+        "100",
+        "latency (µs) whose exceedance share is reported per CPU (above_pct)",
+    ),
+    (
         "cyclictest.stats_reader",
         "1",
         "1 = run `ethtool -S` / `ip -s link` in a loop meanwhile",
@@ -60,6 +70,24 @@ pub const KNOWN: &[(&str, &str, &str)] = &[
         "channels.require_xps",
         "0",
         "1 = fail when a tx queue has an empty XPS map (the driver sets none)",
+    ),
+    ("regsweep.reads", "10", "ethtool -S runs traced (one statistics sweep each)"),
+    (
+        "regsweep.hw_read_us",
+        "1.0",
+        "µs per register read on hardware for hw_sweep_us (82576: ~1 µs)",
+    ),
+    (
+        "preemptoff.secs",
+        "10",
+        "seconds of each preemptirqsoff phase (idle, then with an ethtool -S reader)",
+    ),
+    ("hwstamp.duration", "10", "seconds of the PTP event frame flood"),
+    ("perf.test", "UDP_STREAM:1", "the netperf test perf record profiles"),
+    (
+        "perf.symbols",
+        "__netdev_pick_tx,__skb_tx_hash,__skb_get_hash",
+        "symbols whose share of all samples is reported",
     ),
     ("qdisc.duration", "5", "seconds of UDP load"),
     ("qdisc.size", "64", "UDP message size"),

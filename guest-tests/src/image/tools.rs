@@ -20,7 +20,13 @@ pub const REQUIRED: &[&str] = &[
 ];
 
 /// Tools copied when present.
-pub const OPTIONAL: &[&str] = &["/usr/sbin/ptp4l", "/usr/sbin/phc2sys", "/usr/sbin/phc_ctl"];
+pub const OPTIONAL: &[&str] = &[
+    "/usr/sbin/ptp4l",
+    "/usr/sbin/phc2sys",
+    "/usr/sbin/phc_ctl",
+    "/usr/sbin/hwstamp_ctl",
+    "/usr/bin/perf",
+];
 
 /// Where busybox lives inside the sid root.
 pub const BUSYBOX: &str = "/usr/bin/busybox";

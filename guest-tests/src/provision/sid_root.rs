@@ -24,6 +24,7 @@ pub const PACKAGES: &[&str] = &[
     "util-linux",
     "procps",
     "iputils-ping",
+    "linux-perf",
 ];
 
 /// Name of the root directory inside the cache.

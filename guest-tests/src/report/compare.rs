@@ -46,7 +46,7 @@ fn join(a: &str, b: &str) -> String {
 }
 
 /// Metrics left out of comparisons (histograms, bookkeeping).
-fn interesting(key: &str) -> bool {
+pub fn interesting(key: &str) -> bool {
     !(key.starts_with("histogram")
         || key.ends_with(".cycles")
         || key == "carrier_wait_ms"

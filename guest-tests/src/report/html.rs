@@ -74,6 +74,9 @@ pub fn render(report: &RunReport) -> String {
     ));
     s.push_str(&cyclictest_plots(report));
     s.push_str("</div>\n");
+    if let Some(ab) = &report.ab {
+        s.push_str(&ab_section(ab, report));
+    }
     let problems = problems(report);
     if !problems.is_empty() {
         s.push_str(&format!(
@@ -82,6 +85,45 @@ pub fn render(report: &RunReport) -> String {
         ));
     }
     s.push_str("</body></html>\n");
+    s
+}
+
+/// The A/B verdicts: a table of the main metrics and per-round dots for each.
+fn ab_section(ab: &super::ab::AbSummary, report: &RunReport) -> String {
+    let mut s = format!(
+        "<h2>A/B verdict ({} round(s) per side)</h2>\n<p>A: {} · B: {} · accel {} · {} vCPU{}</p>\n<p>{}</p>\n\
+         <table><tr><th>device</th><th>metric</th><th>A median (min–max)</th><th>B median (min–max)</th><th>verdict</th><th>test</th><th>noise</th></tr>\n",
+        ab.rounds,
+        esc(&ab.a_label),
+        esc(&ab.b_label),
+        esc(&report.accel),
+        report.smp,
+        report.env.as_ref().map(|e| format!(" · {}", esc(&e.line()))).unwrap_or_default(),
+        esc(&ab.method)
+    );
+    let mut plots = String::new();
+    for m in ab.metrics.iter().filter(|m| m.main) {
+        let Some(v) = &m.verdict else { continue };
+        let class = if v.significant { "FAIL" } else { "PASS" };
+        s.push_str(&format!(
+            "<tr><td>{}</td><td>{}.{}</td><td>{}</td><td>{}</td><td class=\"{class}\">{}</td><td>{}</td><td>{}</td></tr>\n",
+            esc(&m.device),
+            esc(&m.scenario),
+            esc(&m.metric),
+            esc(&super::ab::spread(v, true)),
+            esc(&super::ab::spread(v, false)),
+            esc(&v.headline()),
+            esc(&v.test_note()),
+            esc(&v.noise_note())
+        ));
+        plots.push_str(&svg::dots(
+            &format!("{} {}.{}", m.device, m.scenario, m.metric),
+            &[("A".into(), m.a.clone()), ("B".into(), m.b.clone())],
+        ));
+    }
+    s.push_str("</table>\n<div class=\"plots\">\n");
+    s.push_str(&plots);
+    s.push_str("</div>\n");
     s
 }
 

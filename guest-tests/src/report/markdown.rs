@@ -45,7 +45,7 @@ pub fn render(report: &RunReport) -> String {
     }
     s.push_str("---|---|\n");
     for d in &report.runs {
-        s.push_str(&format!("| {} | {} |", d.kernel_label, d.device));
+        s.push_str(&format!("| {} | {} |", row_label(d), d.device));
         for sc in &report.scenarios {
             s.push_str(&format!(" {} |", cell(d.result(sc))));
         }
@@ -99,7 +99,20 @@ pub fn render(report: &RunReport) -> String {
         s.push_str("\n### Problems\n\n");
         s.push_str(&details);
     }
+    if let Some(ab) = &report.ab {
+        s.push('\n');
+        s.push_str(&super::ab::render_markdown(ab, report));
+    }
     s
+}
+
+/// The kernel column: its label, prefixed with the side and round in A/B runs ("A2 sid …").
+pub fn row_label(d: &super::CellRun) -> String {
+    match (&d.side, d.round) {
+        (Some(side), Some(r)) => format!("{side}{r} {}", d.kernel_label),
+        (Some(side), None) => format!("{side} {}", d.kernel_label),
+        _ => d.kernel_label.clone(),
+    }
 }
 
 fn secs(v: Option<f64>) -> String {

@@ -1,6 +1,7 @@
 //! Run results and their renderings: JSON (the record), Markdown table, self-contained
 //! HTML with SVG plots, JUnit XML; merging shard results and comparing two runs.
 
+pub mod ab;
 pub mod cases;
 pub mod compare;
 pub mod html;
@@ -44,8 +45,14 @@ pub struct RunReport {
     pub shard: Option<String>,
     /// Host wall time of the whole run (s).
     pub wall_secs: f64,
-    /// One entry per (kernel, device) cell booted.
+    /// One entry per (kernel, device) cell booted (per round with `--rounds`).
     pub runs: Vec<CellRun>,
+    /// What the numbers depend on: host cores, nicemu and QEMU versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env: Option<ab::RunEnv>,
+    /// A/B runs: per metric the samples of both sides and the verdict.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ab: Option<ab::AbSummary>,
 }
 
 /// Results of booting one guest: one kernel, one device under test (plus its peer).
@@ -82,6 +89,12 @@ pub struct CellRun {
     pub console_tail: Vec<String>,
     /// Host path of this cell's run directory (serial.log, qemu.log, nicemu.log).
     pub dir: String,
+    /// A/B runs: which side this cell belongs to ("A" or "B").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub side: Option<String>,
+    /// Repeated runs (`--rounds`): the round this boot belongs to (1-based).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub round: Option<u32>,
 }
 
 impl CellRun {
@@ -148,6 +161,8 @@ pub fn empty_report() -> RunReport {
         shard: None,
         wall_secs: 0.0,
         runs: Vec::new(),
+        env: None,
+        ab: None,
     }
 }
 
@@ -196,6 +211,8 @@ pub mod testdata {
             scenarios: vec![ping, np, cyc],
             console_tail: Vec::new(),
             dir: "/tmp/x".into(),
+            side: None,
+            round: None,
         }
     }
 
@@ -214,6 +231,8 @@ pub mod testdata {
             shard: None,
             wall_secs: 100.0,
             runs,
+            env: None,
+            ab: None,
         }
     }
 }

@@ -117,6 +117,61 @@ pub fn log_lines(title: &str, x_label: &str, series: &[(String, Vec<(f64, f64)>)
     s
 }
 
+/// Per-round dots: one row per series (A, B), one dot per value on a shared linear axis,
+/// a vertical bar at each row's median.
+pub fn dots(title: &str, series: &[(String, Vec<f64>)]) -> String {
+    let (w, left, right, row) = (640.0, 60.0, 20.0, 28.0);
+    let h = 50.0 + row * series.len() as f64;
+    let all = series.iter().flat_map(|(_, v)| v.iter().copied());
+    let lo = all.clone().fold(f64::INFINITY, f64::min);
+    let hi = all.fold(f64::NEG_INFINITY, f64::max);
+    let (lo, hi) = if lo.is_finite() { (lo, hi) } else { (0.0, 1.0) };
+    let pad = ((hi - lo) * 0.05).max(hi.abs() * 1e-3).max(1e-9);
+    let (lo, hi) = (lo - pad, hi + pad);
+    let sx = |x: f64| left + (w - left - right) * (x - lo) / (hi - lo);
+    let mut s = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" font-family=\"sans-serif\" font-size=\"12\">\n\
+         <text x=\"4\" y=\"18\" font-size=\"14\" font-weight=\"bold\">{}</text>\n",
+        esc(title)
+    );
+    for (i, (name, vals)) in series.iter().enumerate() {
+        let y = 40.0 + row * i as f64;
+        s.push_str(&format!(
+            "<text x=\"{:.0}\" y=\"{:.0}\" text-anchor=\"end\">{}</text>\n<line x1=\"{left}\" y1=\"{y}\" x2=\"{}\" y2=\"{y}\" stroke=\"#ddd\"/>\n",
+            left - 6.0,
+            y + 4.0,
+            esc(name),
+            w - right
+        ));
+        for v in vals {
+            s.push_str(&format!(
+                "<circle cx=\"{:.1}\" cy=\"{y}\" r=\"4\" fill=\"{}\" fill-opacity=\"0.7\"><title>{}</title></circle>\n",
+                sx(*v),
+                colour(i),
+                super::compare::fmt_num(*v)
+            ));
+        }
+        if let Some(m) = crate::stats::describe::median(vals) {
+            s.push_str(&format!(
+                "<line x1=\"{x:.1}\" y1=\"{:.0}\" x2=\"{x:.1}\" y2=\"{:.0}\" stroke=\"#000\" stroke-width=\"2\"/>\n",
+                y - 9.0,
+                y + 9.0,
+                x = sx(m)
+            ));
+        }
+    }
+    let yb = h - 8.0;
+    for (x, anchor) in [(lo + pad, "start"), (hi - pad, "end")] {
+        s.push_str(&format!(
+            "<text x=\"{:.0}\" y=\"{yb}\" text-anchor=\"{anchor}\">{}</text>\n",
+            sx(x),
+            super::compare::fmt_num(x)
+        ));
+    }
+    s.push_str("</svg>\n");
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -137,5 +192,19 @@ mod tests {
             &[("CPU0".into(), vec![(5.0, 10.0), (20.0, 1000.0)])],
         );
         assert!(l.contains("<polyline") && l.contains("1e3"));
+    }
+
+    #[test]
+    fn dots_one_circle_per_round_and_a_median_bar_per_side() {
+        let d = dots(
+            "UDP <msg/s>",
+            &[
+                ("A".into(), vec![1.0, 2.0, 3.0]),
+                ("B".into(), vec![4.0, 5.0]),
+            ],
+        );
+        assert!(d.starts_with("<svg") && d.contains("UDP &lt;msg/s&gt;"));
+        assert_eq!(d.matches("<circle").count(), 5);
+        assert_eq!(d.matches("stroke-width=\"2\"").count(), 2);
     }
 }

@@ -14,7 +14,7 @@ use crate::params::Params;
 pub struct Cyclictest;
 
 /// One measurement thread's summary.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Thread {
     /// Thread index (T:N; with -S one per CPU).
     pub thread: u32,
@@ -30,6 +30,117 @@ pub struct Thread {
     /// Samples beyond the histogram (with -h).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub overflows: Option<u64>,
+    /// Median latency from the histogram (µs, bucket upper edge).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub p50: Option<u64>,
+    /// 99th percentile (µs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub p99: Option<u64>,
+    /// 99.9th percentile (µs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub p99_9: Option<u64>,
+    /// Share of samples above the threshold (`cyclictest.threshold`), in percent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub above_pct: Option<f64>,
+}
+
+/// Percentiles of one thread's histogram.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Percentiles {
+    /// p50, p99, p99.9 (µs, upper edge of the bucket holding them); `None` when the
+    /// percentile lies among the overflows (beyond the histogram's range).
+    pub p: [Option<u64>; 3],
+    /// Percent of all samples (overflows included) in buckets at or above `threshold`.
+    pub above_pct: f64,
+}
+
+/// The quantiles [`Percentiles::p`] holds.
+pub const QUANTILES: [f64; 3] = [0.5, 0.99, 0.999];
+
+/// Percentiles from histogram buckets (start µs, count) of width `bin` µs, plus
+/// `overflows` samples beyond the histogram: the q-quantile is the first bucket where the
+/// cumulative count reaches q · total. The threshold share counts buckets whose start is at
+/// or above `threshold` µs, and every overflow.
+pub fn percentiles(
+    hist: &[(u64, u64)],
+    overflows: u64,
+    bin: u64,
+    threshold: u64,
+) -> Option<Percentiles> {
+    let mut buckets = hist.to_vec();
+    buckets.sort_unstable();
+    let total = buckets.iter().map(|b| b.1).sum::<u64>() + overflows;
+    if total == 0 {
+        return None;
+    }
+    let mut p = [None; 3];
+    for (i, q) in QUANTILES.iter().enumerate() {
+        let need = (q * total as f64).ceil().max(1.0) as u64;
+        let mut cum = 0;
+        for (us, c) in &buckets {
+            cum += c;
+            if cum >= need {
+                p[i] = Some(us + bin.max(1) - 1);
+                break;
+            }
+        }
+    }
+    let above: u64 = buckets
+        .iter()
+        .filter(|b| b.0 >= threshold)
+        .map(|b| b.1)
+        .sum::<u64>()
+        + overflows;
+    Some(Percentiles {
+        p,
+        above_pct: above as f64 * 100.0 / total as f64,
+    })
+}
+
+/// Adds histogram percentiles and the threshold share to each thread of `out`.
+pub fn add_percentiles(out: &mut Output, bin: u64, threshold: u64) {
+    for t in &mut out.threads {
+        let Some(h) = out.histogram.get(&t.thread) else {
+            continue;
+        };
+        // `-q -h` prints no T: lines: the cycles are the histogram's samples.
+        if t.cycles.is_none() {
+            t.cycles = Some(h.iter().map(|b| b.1).sum::<u64>() + t.overflows.unwrap_or(0));
+        }
+        if let Some(p) = percentiles(h, t.overflows.unwrap_or(0), bin, threshold) {
+            [t.p50, t.p99, t.p99_9] = p.p;
+            t.above_pct = Some((p.above_pct * 1000.0).round() / 1000.0);
+        }
+    }
+}
+
+/// The seed's table (`T: N … Min Avg Max` per CPU) plus p99 / p99.9 and the threshold share,
+/// one line per thread: "T: 0 P:90 I:200 C:  30000 Min:   5 Avg:  231 Max: 11871 p99:   531 p99.9:  3900 >100µs: 1.2 %".
+pub fn seed_lines(
+    threads: &[Thread],
+    priority: &str,
+    interval: u64,
+    threshold: u64,
+) -> Vec<String> {
+    let opt = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_else(|| "ovf".into());
+    threads
+        .iter()
+        .map(|t| {
+            format!(
+                "T:{:>2} P:{priority} I:{} C:{:>8} Min:{:>6} Avg:{:>6} Max:{:>6} p99:{:>6} p99.9:{:>6} >{threshold}µs: {}",
+                t.thread,
+                // cyclictest -i I with -S: thread N's interval is I + 500·N µs.
+                interval + 500 * u64::from(t.thread),
+                t.cycles.map(|c| c.to_string()).unwrap_or_else(|| "-".into()),
+                t.min,
+                t.avg,
+                t.max,
+                opt(t.p99),
+                opt(t.p99_9),
+                t.above_pct.map(|a| format!("{a:.2} %")).unwrap_or_else(|| "-".into())
+            )
+        })
+        .collect()
 }
 
 /// Parsed cyclictest output.
@@ -62,7 +173,7 @@ pub fn parse_output(lines: &[&str]) -> Output {
                 min: field("Min:").unwrap_or(0.0) as u64,
                 avg: field("Avg:").unwrap_or(0.0) as u64,
                 max: field("Max:").unwrap_or(0.0) as u64,
-                overflows: None,
+                ..Thread::default()
             });
         } else if let Some(rest) = l.strip_prefix('#') {
             let rest = rest.trim();
@@ -104,7 +215,7 @@ pub fn parse_output(lines: &[&str]) -> Output {
                 min: hist_min.get(i).copied().unwrap_or(0),
                 avg: hist_avg.get(i).copied().unwrap_or(0),
                 max: *max,
-                overflows: None,
+                ..Thread::default()
             });
         }
     }
@@ -145,8 +256,11 @@ impl Scenario for Cyclictest {
         let reader = p.get("cyclictest.stats_reader") == "1";
         let mut s = String::from(NEED_IFACE);
         s.push_str(&format!(
-            "nicemu_kv stats_reader {}\nrm -f /tmp/cyc.stop; echo 0 > /tmp/cyc.reads\n",
-            u8::from(reader)
+            "nicemu_kv stats_reader {}\nnicemu_kv hist_bin {}\nnicemu_kv threshold {}\n\
+             rm -f /tmp/cyc.stop; echo 0 > /tmp/cyc.reads\n",
+            u8::from(reader),
+            bin_width(p.num("cyclictest.histogram") as u64),
+            p.num("cyclictest.threshold") as u64
         ));
         if reader {
             s.push_str(
@@ -174,7 +288,10 @@ impl Scenario for Cyclictest {
     fn parse(&self, s: &Section, _t: &Target) -> ScenarioResult {
         let mut r = ScenarioResult::pass(self.name());
         let lines: Vec<&str> = s.lines("cyc").collect();
-        let out = parse_output(&lines);
+        let mut out = parse_output(&lines);
+        let bin = s.get("hist_bin").and_then(num).unwrap_or(1.0) as u64;
+        let threshold = s.get("threshold").and_then(num).unwrap_or(100.0) as u64;
+        add_percentiles(&mut out, bin, threshold);
         if out.threads.is_empty() {
             r.add_failure(format!(
                 "cyclictest printed no results (rc {}): {}",
@@ -193,6 +310,7 @@ impl Scenario for Cyclictest {
         let max = out.threads.iter().map(|t| t.max).max().unwrap_or(0);
         r.metric("threads", json!(out.threads));
         r.metric("max_us", json!(max));
+        r.metric("threshold_us", json!(threshold));
         r.metric(
             "avg_us",
             json!(out.threads.iter().map(|t| t.avg).sum::<u64>() / out.threads.len() as u64),
@@ -215,7 +333,17 @@ impl Scenario for Cyclictest {
             r.metric("secs", json!(secs));
         }
         let per: Vec<String> = out.threads.iter().map(|t| t.max.to_string()).collect();
-        r.summary = Some(format!("max {} µs ({})", max, per.join("/")));
+        let p99: Vec<String> = out
+            .threads
+            .iter()
+            .map(|t| t.p99.map(|v| v.to_string()).unwrap_or_else(|| "ovf".into()))
+            .collect();
+        r.summary = Some(format!(
+            "max {} µs ({}), p99 {} µs",
+            max,
+            per.join("/"),
+            p99.join("/")
+        ));
         r
     }
 }
@@ -237,6 +365,37 @@ mod tests {
         );
         assert_eq!(o.threads[1].overflows, Some(30));
         assert!(o.histogram[&0].iter().any(|&(us, c)| us == 8 && c == 93));
+    }
+
+    #[test]
+    fn percentiles_from_buckets_and_overflows() {
+        let h = [(3, 40), (2, 50), (10, 9), (500, 1)];
+        let p = percentiles(&h, 0, 1, 100).unwrap();
+        assert_eq!(p.p, [Some(2), Some(10), Some(500)]);
+        assert!((p.above_pct - 1.0).abs() < 1e-12);
+        // 40 µs buckets report their upper edge; one overflow pushes p99.9 out of range.
+        let p = percentiles(&[(0, 51), (40, 48), (400, 1)], 1, 40, 100).unwrap();
+        assert_eq!(p.p, [Some(39), Some(439), None]);
+        assert!((p.above_pct - 200.0 / 101.0).abs() < 1e-12);
+        assert_eq!(percentiles(&[], 0, 1, 100), None);
+    }
+
+    #[test]
+    fn captured_histogram_percentiles_are_ordered_and_within_range() {
+        let lines: Vec<&str> = CAPTURE.lines().collect();
+        let mut o = parse_output(&lines);
+        add_percentiles(&mut o, 1, 100);
+        for t in &o.threads {
+            let (p50, p99) = (t.p50.unwrap(), t.p99.unwrap());
+            assert!(t.min <= p50 && p50 <= p99 && p99 <= t.max, "{t:?}");
+            assert!(t.above_pct.unwrap() > 0.0 && t.above_pct.unwrap() < 100.0);
+        }
+        let table = seed_lines(&o.threads, "90", 200, 100);
+        assert_eq!(table.len(), 2);
+        assert!(table[0].starts_with("T: 0 P:90 I:200 C:"), "{}", table[0]);
+        assert!(table[1].starts_with("T: 1 P:90 I:700 C:"), "{}", table[1]);
+        assert!(table[0].contains("Max: 11871 p99:"), "{}", table[0]);
+        assert!(table[1].contains(" >100µs: "), "{}", table[1]);
     }
 
     #[test]

@@ -14,20 +14,25 @@
 
 pub mod channels;
 pub mod console;
+pub mod cpu;
 pub mod cyclictest;
 pub mod expect;
 pub mod faults;
 #[cfg(test)]
 mod fixture_tests;
 pub mod hostile;
+pub mod hwstamp;
 pub mod kselftest;
 pub mod ktap;
 pub mod mq;
 pub mod netperf;
+pub mod perf;
 pub mod ping;
+pub mod preemptoff;
 pub mod probe;
 pub mod ptp;
 pub mod qdisc;
+pub mod regsweep;
 pub mod result;
 pub mod rss;
 pub mod selftest;
@@ -113,6 +118,10 @@ pub const NAMES: &[&str] = &[
     "faults",
     "rss",
     "mq",
+    "regsweep",
+    "preemptoff",
+    "hwstamp",
+    "perf",
     "kselftest",
     // Last: it leaves the device unbound from its driver.
     "hostile",
@@ -135,6 +144,10 @@ pub fn by_name(name: &str) -> Option<Box<dyn Scenario>> {
         "mq" => Box::new(mq::Mq),
         "hostile" => Box::new(hostile::Hostile),
         "kselftest" => Box::new(kselftest::Kselftest),
+        "regsweep" => Box::new(regsweep::Regsweep),
+        "preemptoff" => Box::new(preemptoff::Preemptoff),
+        "hwstamp" => Box::new(hwstamp::Hwstamp),
+        "perf" => Box::new(perf::Perf),
         _ => return None,
     })
 }

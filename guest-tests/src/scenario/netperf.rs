@@ -126,7 +126,7 @@ impl Scenario for Netperf {
 
     fn budget_secs(&self, p: &Params) -> u64 {
         let n = parse_tests(&p.get("netperf.tests")).len() as u64;
-        n * (p.num("netperf.duration") as u64 + 5) + 5
+        n * (p.num("netperf.duration") as u64 + 5) + 5 + p.num("netperf.warmup").max(0.0) as u64
     }
 
     fn script(&self, p: &Params) -> String {
@@ -154,18 +154,30 @@ impl Scenario for Netperf {
             ""
         };
         let tests = parse_tests(&p.get("netperf.tests"));
+        // Warm-up: the first test's traffic, not measured (caches, ARP, NAPI settle).
+        let warm = p.num("netperf.warmup").max(0.0) as u64;
+        if let (Some(t), true) = (tests.first(), warm > 0) {
+            let m = t.size.map(|m| format!("-m {m} ")).unwrap_or_default();
+            s.push_str(&format!(
+                "timeout {} {pin}/usr/bin/netperf -H $PEER_IP {bind}-t {} -l {warm} -P 0 -- {m}>/dev/null 2>&1\nnicemu_kv warmup_secs {warm}\n",
+                warm + 30,
+                t.test
+            ));
+        }
         // Labels first, so tests cut short by an abort are still reported.
         for (i, t) in tests.iter().enumerate() {
             s.push_str(&format!("nicemu_kv test{i} {}\n", t.label()));
         }
         for (i, t) in tests.iter().enumerate() {
             let m = t.size.map(|m| format!("-m {m} ")).unwrap_or_default();
+            s.push_str(&super::cpu::snapshot(&format!("c{i}a")));
             s.push_str(&format!(
                 "nicemu_out np{i} timeout {} {pin}/usr/bin/netperf -H $PEER_IP {bind}-t {} -l {d} -P 0 -- {m}-k {SELECTORS} \
                  || [ $? != 143 ] || {{ nicemu_kv aborted {i}; exit 0; }}\n",
                 d + 40,
                 t.test
             ));
+            s.push_str(&super::cpu::snapshot(&format!("c{i}b")));
         }
         s.push_str("true");
         s
@@ -218,6 +230,11 @@ impl Scenario for Netperf {
                     .unwrap_or(0.0);
                 m.insert("msgs_per_s_sent".into(), json!(round(sent / secs, 1)));
                 m.insert("msgs_per_s_received".into(), json!(round(recv / secs, 1)));
+                let cpu = super::cpu::deltas(s, &format!("c{i}a"), &format!("c{i}b"), secs);
+                if let Some((busy, _)) = cpu.filter(|(b, _)| *b > 0.0) {
+                    m.insert("busy_cpu_s".into(), json!(busy));
+                    m.insert("msgs_sent_per_cpu_s".into(), json!(round(sent / busy, 1)));
+                }
                 format!("{label} {:.1}k msg/s", recv / secs / 1000.0)
             } else if units.contains("bits") {
                 format!("{label} {tp:.0} Mbit/s")

@@ -4,7 +4,7 @@
 use serde_json::json;
 
 use super::{
-    netperf, num, round, Scenario, ScenarioResult, Section, Target, NEED_IFACE, NEED_PEER,
+    cpu, netperf, num, round, Scenario, ScenarioResult, Section, Target, NEED_IFACE, NEED_PEER,
 };
 use crate::params::Params;
 
@@ -73,14 +73,16 @@ impl Scenario for Qdisc {
              nicemu_out setup sh -c \"$TC qdisc replace dev $IFACE root handle 1: prio && \
              $TC qdisc add dev $IFACE parent 1:2 handle 10: tbf rate {} burst 64kb latency 100ms && \
              $TC qdisc add dev $IFACE parent 10:1 handle 100: fq_codel\"\n\
-             nicemu_out before $TC -s qdisc show dev \"$IFACE\"\n\
+             nicemu_out before $TC -s qdisc show dev \"$IFACE\"\n{}\
              nicemu_out np timeout {} /usr/bin/netperf -H $PEER_IP -t UDP_STREAM -l {d} -P 0 -- -m {} \
-             -k THROUGHPUT,THROUGHPUT_UNITS,ELAPSED_TIME,LOCAL_SEND_CALLS,REMOTE_RECV_CALLS\n\
+             -k THROUGHPUT,THROUGHPUT_UNITS,ELAPSED_TIME,LOCAL_SEND_CALLS,REMOTE_RECV_CALLS\n{}\
              nicemu_out after $TC -s qdisc show dev \"$IFACE\"\n\
              $TC qdisc del dev \"$IFACE\" root\ntrue",
             p.get("qdisc.rate"),
+            cpu::snapshot("c0"),
             d + 40,
-            p.num("qdisc.size") as u64
+            p.num("qdisc.size") as u64,
+            cpu::snapshot("c1"),
         )
     }
 
@@ -130,6 +132,13 @@ impl Scenario for Qdisc {
         r.metric("pps", json!(pps));
         if let (Some(recv), true) = (np.get("REMOTE_RECV_CALLS").and_then(|v| num(v)), secs > 0.0) {
             r.metric("received_per_s", json!(round(recv / secs, 1)));
+        }
+        if let Some((busy, sirq)) = cpu::deltas(s, "c0", "c1", secs) {
+            r.metric("busy_cpu_s", json!(busy));
+            if busy > 0.0 {
+                r.metric("pps_per_cpu_s", json!(round(pps * secs / busy, 1)));
+            }
+            r.metric("softirq", sirq);
         }
         r.summary = Some(format!("{:.1}k pps", pps / 1000.0));
         r

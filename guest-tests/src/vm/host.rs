@@ -15,6 +15,8 @@
 //!   the device under test and the peer port (their nicemu `id=`); a capture or trace file
 //!   must be a bare file name and lands in the cell directory.
 //! - `pcap FILE`: `tcpdump -nn -e -r CELLDIR/FILE` (FILE a bare name).
+//! - `regsweep FILE`: the statistics sweeps of register trace CELLDIR/FILE (see
+//!   [`super::regsweep`]), computed here; `regcount FILE`: its reads counted.
 //!
 //! The guest is the harness's own generated script, but its requests are still checked:
 //! only plain words (letters, digits, `._:=,-`), no paths.
@@ -54,6 +56,10 @@ pub enum Verb {
     Ctl(Vec<String>),
     /// Decode a capture file of the cell directory with tcpdump.
     Pcap(String),
+    /// Summarise the statistics sweeps of a register trace file of the cell directory.
+    Regsweep(String),
+    /// Count the reads of a register trace file of the cell directory.
+    Regcount(String),
 }
 
 /// Why a request was refused.
@@ -65,8 +71,8 @@ pub enum RequestError {
     /// A word holds characters outside the allowed set.
     #[error("word {0:?} holds characters other than letters, digits and ._:=,-")]
     BadWord(String),
-    /// The verb is not `ctl` or `pcap`.
-    #[error("unknown verb {0:?} (known: ctl, pcap)")]
+    /// The verb is not `ctl`, `pcap`, `regsweep` or `regcount`.
+    #[error("unknown verb {0:?} (known: ctl, pcap, regsweep, regcount)")]
     UnknownVerb(String),
     /// A file name that is not a plain name in the cell directory.
     #[error("file {0:?} must be a plain name (no leading dot)")]
@@ -102,6 +108,16 @@ pub fn parse_request(line: &str) -> Result<Request, RequestError> {
         "pcap" => Verb::Pcap(
             args.first()
                 .ok_or(RequestError::MissingFile("pcap"))?
+                .to_string(),
+        ),
+        "regsweep" => Verb::Regsweep(
+            args.first()
+                .ok_or(RequestError::MissingFile("regsweep"))?
+                .to_string(),
+        ),
+        "regcount" => Verb::Regcount(
+            args.first()
+                .ok_or(RequestError::MissingFile("regcount"))?
                 .to_string(),
         ),
         other => return Err(RequestError::UnknownVerb(other.to_owned())),
@@ -239,6 +255,10 @@ impl HostActions {
         };
         let (cmdline, rc, text) = match req {
             Err(e) => (String::new(), -2, format!("refused: {e}")),
+            Ok(Request {
+                verb: v @ (Verb::Regsweep(_) | Verb::Regcount(_)),
+                ..
+            }) => self.trace_report(&v),
             Ok(r) => match self.command(&r.verb) {
                 Err(e) => (String::new(), -2, format!("refused: {e}")),
                 Ok(mut cmd) => {
@@ -272,6 +292,9 @@ impl HostActions {
                 c.args(self.ctl_args(args)?);
                 Ok(c)
             }
+            Verb::Regsweep(_) | Verb::Regcount(_) => Err(RequestError::UnknownVerb(
+                "regsweep/regcount run in-process".into(),
+            )),
             Verb::Pcap(file) => {
                 if file.starts_with('.') {
                     return Err(RequestError::BadFile(file.clone()));
@@ -280,6 +303,27 @@ impl HostActions {
                 c.args(["-nn", "-e", "-r"]).arg(self.dir.join(file));
                 Ok(c)
             }
+        }
+    }
+
+    /// `regsweep` / `regcount` of a trace file in the cell directory: (what ran, rc, text).
+    fn trace_report(&self, verb: &Verb) -> (String, i32, String) {
+        type Report = fn(&Path) -> Result<String, String>;
+        let (name, f, report): (&str, &String, Report) = match verb {
+            Verb::Regsweep(f) => ("regsweep", f, super::regsweep::report),
+            Verb::Regcount(f) => ("regcount", f, super::regsweep::count_report),
+            _ => return (String::new(), -2, "refused: not a trace report".into()),
+        };
+        if f.starts_with('.') {
+            return (
+                String::new(),
+                -2,
+                format!("refused: {}", RequestError::BadFile(f.clone())),
+            );
+        }
+        match report(&self.dir.join(f)) {
+            Ok(text) => (format!("{name} {f}"), 0, text),
+            Err(e) => (format!("{name} {f}"), 1, e),
         }
     }
 

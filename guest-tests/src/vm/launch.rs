@@ -40,6 +40,8 @@ pub struct BootSpec {
     pub qemu_log: PathBuf,
     /// Console marker after which the guest is done.
     pub done_marker: &'static str,
+    /// Pin the vCPU threads (and nicemu's, by pid) to host cores (`--pin`).
+    pub pin: Option<(super::pin::PinPlan, Option<u32>)>,
 }
 
 /// How the QEMU process ended.
@@ -167,7 +169,13 @@ pub fn boot(spec: &BootSpec, mut host: Option<&mut HostActions>) -> Result<BootO
     let mut kill_sent = false;
     let mut last_log_check = Instant::now();
     let mut interrupted = false;
+    let mut pinned = spec.pin.is_none();
     loop {
+        if !pinned {
+            if let Some((plan, nicemu)) = &spec.pin {
+                pinned = super::pin::apply(plan, child.id(), *nicemu);
+            }
+        }
         match rx.recv_timeout(Duration::from_millis(100)) {
             Ok(line) => {
                 let _ = serial.write_all(line.as_bytes());

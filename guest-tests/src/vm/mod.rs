@@ -6,5 +6,7 @@ pub mod device;
 pub mod host;
 pub mod launch;
 pub mod nicemu_proc;
+pub mod pin;
+pub mod regsweep;
 pub mod run_dir;
 pub mod signals;

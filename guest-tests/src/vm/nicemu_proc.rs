@@ -47,6 +47,11 @@ pub struct NicemuProcess {
 }
 
 impl NicemuProcess {
+    /// The nicemu process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Starts `binary ARGS…` (`--device SPEC`, `--wire SPEC`, `--control PATH`: one
     /// process, all ports on one switch) with stderr/stdout to `log`, then waits until
     /// every socket in `sockets` exists (failing early if nicemu exits).
