@@ -105,6 +105,21 @@ pub enum Request {
     },
 }
 
+impl Request {
+    /// The device (or port, or wire) the request is about; `None` for `list`.
+    pub fn dev(&self) -> Option<&str> {
+        match self {
+            Request::Stats { dev }
+            | Request::Link { dev, .. }
+            | Request::Trace { dev, .. }
+            | Request::Capture { dev, .. }
+            | Request::CaptureStop { dev }
+            | Request::Fault { dev, .. } => Some(dev),
+            Request::List => None,
+        }
+    }
+}
+
 /// A response.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Response {

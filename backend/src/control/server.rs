@@ -151,15 +151,7 @@ pub fn handle(reg: &Registry, out: &OutputDir, req: Request) -> Response {
 
 /// Requests about a virtio-net port; `None` when `dev` is not one.
 fn run_virtio(reg: &Registry, req: &Request) -> Option<Result<Response, Response>> {
-    let dev = match req {
-        Request::Stats { dev }
-        | Request::Link { dev, .. }
-        | Request::Trace { dev, .. }
-        | Request::Capture { dev, .. }
-        | Request::CaptureStop { dev }
-        | Request::Fault { dev, .. } => dev,
-        Request::List => return None,
-    };
+    let dev = req.dev()?;
     let (_, _, p) = reg.virtio.iter().find(|(id, _, _)| id == dev)?;
     Some(match req {
         Request::Stats { .. } => Ok(Response::ok(json!({
@@ -203,15 +195,7 @@ fn switch_stats(c: &crate::switch::PortCounters) -> serde_json::Value {
 
 /// Requests about a wire; `None` when `dev` is not one.
 fn run_wire(reg: &Registry, req: &Request) -> Option<Result<Response, Response>> {
-    let dev = match req {
-        Request::Stats { dev }
-        | Request::Link { dev, .. }
-        | Request::Trace { dev, .. }
-        | Request::Capture { dev, .. }
-        | Request::CaptureStop { dev }
-        | Request::Fault { dev, .. } => dev,
-        Request::List => return None,
-    };
+    let dev = req.dev()?;
     let w = reg.wires.iter().find(|w| &w.id == dev)?;
     Some(match req {
         Request::Stats { .. } => Ok(Response::ok(json!({
