@@ -196,7 +196,7 @@ fn switch_stats(c: &crate::switch::PortCounters) -> serde_json::Value {
 /// Requests about a wire; `None` when `dev` is not one.
 fn run_wire(reg: &Registry, req: &Request) -> Option<Result<Response, Response>> {
     let dev = req.dev()?;
-    let w = reg.wires.iter().find(|w| &w.id == dev)?;
+    let w = reg.wires.iter().find(|w| w.id == dev)?;
     Some(match req {
         Request::Stats { .. } => Ok(Response::ok(json!({
             "dev": dev,
