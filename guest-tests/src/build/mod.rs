@@ -15,6 +15,7 @@
 //! by source version, config and the patches' contents; an entry is used only once its
 //! `READY` file exists.
 
+pub mod kbuild;
 pub mod kernel;
 pub mod make;
 pub mod module;
@@ -81,9 +82,9 @@ pub enum Plan {
     WholeKernel,
 }
 
-/// Classifies the files `patches` change. `is_module_dir(dir)` says whether the stock kernel
-/// has modules built from `dir`.
-pub fn plan(patches: &[Patch], is_module_dir: impl Fn(&str) -> bool) -> Plan {
+/// Classifies the files `patches` change. `is_module_file(path)` says whether the stock kernel
+/// compiles that file only into loadable modules ([`module_source`]).
+pub fn plan(patches: &[Patch], is_module_file: impl Fn(&str) -> bool) -> Plan {
     let files: Vec<&str> = patches
         .iter()
         .flat_map(|p| p.files.iter().map(String::as_str))
@@ -95,7 +96,7 @@ pub fn plan(patches: &[Patch], is_module_dir: impl Fn(&str) -> bool) -> Plan {
     for f in files.iter().filter(|f| !f.starts_with("Documentation/")) {
         let (dir, name) = f.rsplit_once('/').unwrap_or(("", f));
         // Kconfig changes what gets built: only a whole build sees them.
-        if name == "Kconfig" || dir.is_empty() || !is_module_dir(dir) {
+        if name == "Kconfig" || dir.is_empty() || !is_module_file(f) {
             return Plan::WholeKernel;
         }
         if !dirs.iter().any(|d| d == dir) {
@@ -103,6 +104,49 @@ pub fn plan(patches: &[Patch], is_module_dir: impl Fn(&str) -> bool) -> Plan {
         }
     }
     Plan::Modules(dirs)
+}
+
+/// The test [`plan`] uses for the stock kernel `stock`: a changed file is module source when
+/// the stock modules tree has modules from its directory and the directory's Makefile, under
+/// the kernel's own config (`boot/config-KVER`), puts the file only into modules
+/// ([`kbuild::only_in_modules`]). The Makefiles come from the kernel's source.
+fn module_source(
+    sid_root: &Path,
+    stock: &GuestKernel,
+    patches: &[Patch],
+) -> Result<impl Fn(&str) -> bool> {
+    let mut dirs: Vec<String> = patches
+        .iter()
+        .flat_map(|p| p.files.iter())
+        .filter_map(|f| f.rsplit_once('/').map(|(d, _)| d.to_owned()))
+        .filter(|d| !d.starts_with("Documentation") && stock_has_modules_in(&stock.modules_dir, d))
+        .collect();
+    dirs.sort();
+    dirs.dedup();
+    let config_path = stock
+        .image
+        .with_file_name(format!("config-{}", stock.release));
+    let config = std::fs::read_to_string(&config_path)
+        .map(|t| kbuild::parse_config(&t))
+        .unwrap_or_default();
+    let mut makefiles = std::collections::HashMap::new();
+    if !dirs.is_empty() && !config.is_empty() {
+        let src = crate::provision::linux_source::ensure(sid_root, &stock.release)?;
+        let wanted: Vec<String> = dirs.iter().map(|d| format!("{d}/Makefile")).collect();
+        let refs: Vec<&str> = wanted.iter().map(String::as_str).collect();
+        let root = src.extract(&refs)?;
+        for d in dirs {
+            let mk = root.join(&d).join("Makefile");
+            let text = std::fs::read_to_string(&mk).map_err(|e| Error::io(&mk, e))?;
+            makefiles.insert(d, text);
+        }
+    }
+    Ok(move |f: &str| {
+        let (dir, name) = f.rsplit_once('/').unwrap_or(("", f));
+        makefiles
+            .get(dir)
+            .is_some_and(|mk| kbuild::only_in_modules(mk, &config, name))
+    })
 }
 
 /// True if the stock modules tree has a module built from `dir` (`kernel/DIR/*.ko*`).
@@ -162,9 +206,8 @@ fn with_changes(
                 .into(),
         ));
     }
-    match plan(&req.patches, |d| {
-        stock_has_modules_in(&stock.modules_dir, d)
-    }) {
+    let is_module_file = module_source(sid_root, &stock, &req.patches)?;
+    match plan(&req.patches, is_module_file) {
         Plan::DocsOnly => {
             println!(
                 "build: the patches change only Documentation/: booting the stock {} kernel",
@@ -225,7 +268,7 @@ mod tests {
 
     #[test]
     fn plans_follow_the_changed_files() {
-        let modules = |d: &str| d.ends_with("intel/igb") || d.ends_with("intel/ixgbe");
+        let modules = |f: &str| f.contains("intel/igb/") || f.contains("intel/ixgbe/");
         let igb = "drivers/net/ethernet/intel/igb";
         assert_eq!(
             plan(
