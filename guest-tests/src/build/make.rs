@@ -4,6 +4,7 @@
 //! kbuild, the compiler a build tree names, ccache) installed into the sid root once.
 
 use std::io::Write;
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -34,7 +35,10 @@ pub fn run_in_root(sid_root: &Path, script: &str, log: &Path, phase: &str) -> Re
         .env("LC_ALL", "C")
         .stdin(Stdio::null())
         .stdout(file)
-        .stderr(err);
+        .stderr(err)
+        // Its own process group, so an interrupted run stops make and every compiler it
+        // started, not only the shell.
+        .process_group(0);
     // objtool and kbuild read /proc: hold the shared bind mounts for the whole step.
     let _mounts = crate::provision::mounts::BindMounts::new(sid_root)?;
     let started = Instant::now();
@@ -49,8 +53,7 @@ pub fn run_in_root(sid_root: &Path, script: &str, log: &Path, phase: &str) -> Re
             break st;
         }
         if crate::vm::signals::interrupted() {
-            let _ = child.kill();
-            let _ = child.wait();
+            kill_group(&mut child);
             return Err(Error::Interrupted);
         }
         if started.elapsed() >= next {
@@ -70,6 +73,19 @@ pub fn run_in_root(sid_root: &Path, script: &str, log: &Path, phase: &str) -> Re
         first_errors(&text, 6).join("\n"),
         log.display()
     )))
+}
+
+/// Ends the build's whole process group (make's children too) and reaps its leader.
+fn kill_group(child: &mut std::process::Child) {
+    if let Ok(pgid) = i32::try_from(child.id()) {
+        // SAFETY: kill(2) with a negative pid signals that process group; no memory is
+        // involved, and the group is the one this child leads (process_group(0)).
+        unsafe {
+            libc::kill(-pgid, libc::SIGKILL);
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
 }
 
 /// The first `n` compiler/linker error lines of a build log (with the "In function" line
