@@ -1,7 +1,7 @@
 //! `rss`: receive-side scaling as the guest driver sees it (issues 4 and 5). For every
 //! `ethtool -L IFACE combined N` (N = 1 … the driver's maximum, or `rss.max_combined`):
-//! netperf TCP_CRR to the peer (a new connection, so a new TCP 4-tuple, per transaction:
-//! many flows) must put received packets on every active RX queue (`rx_queue_Q_packets`
+//! netperf TCP_CRR to the peer, to three data ports (a new connection, so a new TCP 4-tuple,
+//! per transaction: many flows) must put received packets on every active RX queue (`rx_queue_Q_packets`
 //! in `ethtool -S`) and none on inactive ones; then one TCP_RR connection (one flow) must
 //! land on one queue (the netperf control connection may add a handful elsewhere). Drivers
 //! without `ethtool -L` (one queue) are skipped.
@@ -58,7 +58,12 @@ for c in $(seq 1 $max); do
     while [ $n -lt 30 ]; do /usr/bin/ping -c 1 -W 1 $PEER_IP >/dev/null 2>&1 && break; n=$((n+1)); done
     nicemu_kv reach$c $n
     nicemu_out a$c nicemu_rxq
-    nicemu_out many$c timeout $((D * 3 + 20)) /usr/bin/netperf -H $PEER_IP -t TCP_CRR -l $D -- -k THROUGHPUT,THROUGHPUT_UNITS
+    # Toeplitz is linear in the input bits: consecutive ephemeral ports alone vary only a few
+    # of them, and with some (random) keys their hashes reach only a coset of the queues.
+    # Three data ports that differ in many bits give the flows the entropy of real traffic.
+    for dport in 20011 38446 53709; do
+        nicemu_out many$c timeout $((D * 3 + 20)) /usr/bin/netperf -H $PEER_IP -t TCP_CRR -l $D -- -P ,$dport -k THROUGHPUT,THROUGHPUT_UNITS
+    done
     nicemu_out b$c nicemu_rxq
     nicemu_out one$c timeout $((D * 3 + 20)) /usr/bin/netperf -H $PEER_IP -t TCP_RR -l $D -- -k THROUGHPUT,THROUGHPUT_UNITS
     nicemu_out c$c nicemu_rxq
@@ -80,7 +85,7 @@ impl Scenario for Rss {
         let d = p.num("rss.duration").max(1.0) as u64;
         let limit = p.num("rss.max_combined") as u64;
         let counts = if limit == 0 { 8 } else { limit.min(8) };
-        counts * (2 * d + 8) + 10
+        counts * (4 * d + 10) + 10
     }
 
     fn script(&self, p: &Params) -> String {
