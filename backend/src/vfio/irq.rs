@@ -191,7 +191,9 @@ impl EventIrq {
     }
 
     fn fire(&self, f: &File) {
-        match signal(f) {
+        // The description is the client's too: it may have cleared O_NONBLOCK since
+        // SET_IRQS, so the flag is checked at every signal (one F_GETFL).
+        match signal_unprepared(f) {
             Signalled::Sent => {}
             Signalled::Coalesced => {
                 self.counters.coalesced.fetch_add(1, Ordering::Relaxed);
@@ -426,6 +428,38 @@ mod tests {
             irq.set_irqs(VFIO_PCI_MSIX_IRQ_INDEX, trig, 2, 1, vec![file]),
             Err(IrqError::NotSignallable(_))
         ));
+    }
+
+    /// The file description of an interrupt fd is the client's too: one that
+    /// clears `O_NONBLOCK` after SET_IRQS and keeps its eventfd full must not
+    /// make the next interrupt wait.
+    #[test]
+    fn a_client_clearing_o_nonblock_later_blocks_nothing() {
+        let irq = std::sync::Arc::new(EventIrq::new(10));
+        let trig = VFIO_IRQ_SET_ACTION_TRIGGER | VFIO_IRQ_SET_DATA_EVENTFD;
+        let full = EventFd::new(0).unwrap();
+        full.write(u64::MAX - 1).unwrap();
+        use std::os::fd::BorrowedFd;
+        // SAFETY: the fd belongs to `full`, alive for this borrow.
+        let f0 = File::from(
+            unsafe { BorrowedFd::borrow_raw(full.as_raw_fd()) }
+                .try_clone_to_owned()
+                .unwrap(),
+        );
+        irq.set_irqs(VFIO_PCI_MSIX_IRQ_INDEX, trig, 0, 1, vec![f0])
+            .unwrap();
+        // SAFETY: clears the status flags of the description `full` shares.
+        let cleared = unsafe { libc::fcntl(full.as_raw_fd(), libc::F_SETFL, 0) };
+        assert_eq!(cleared, 0);
+        let (tx, done) = std::sync::mpsc::channel();
+        let i2 = irq.clone();
+        std::thread::spawn(move || {
+            i2.msix(0);
+            let _ = tx.send(());
+        });
+        done.recv_timeout(std::time::Duration::from_secs(5))
+            .expect("signalling blocked");
+        assert_eq!(irq.counters().coalesced.load(Ordering::Relaxed), 1);
     }
 
     #[test]
