@@ -384,20 +384,25 @@ mod tests {
             .is_err());
     }
 
+    /// A blocking eventfd one below its maximum, and a second descriptor of the
+    /// same file description (what a client hands over in SET_IRQS).
+    fn full_eventfd() -> (EventFd, File) {
+        let full = EventFd::new(0).unwrap();
+        full.write(u64::MAX - 1).unwrap();
+        // SAFETY: the fd belongs to `full`, alive for this borrow.
+        let dup = unsafe { std::os::fd::BorrowedFd::borrow_raw(full.as_raw_fd()) }
+            .try_clone_to_owned()
+            .unwrap();
+        (full, File::from(dup))
+    }
+
     #[test]
     fn blocking_fds_never_block_a_signal() {
         let irq = EventIrq::new(10);
         let trig = VFIO_IRQ_SET_ACTION_TRIGGER | VFIO_IRQ_SET_DATA_EVENTFD;
         // A blocking eventfd one below its maximum, and a full blocking pipe.
-        let full = EventFd::new(0).unwrap();
-        full.write(u64::MAX - 1).unwrap();
-        use std::os::fd::{BorrowedFd, FromRawFd};
-        // SAFETY: the fd belongs to `full`, alive for this borrow.
-        let f0 = File::from(
-            unsafe { BorrowedFd::borrow_raw(full.as_raw_fd()) }
-                .try_clone_to_owned()
-                .unwrap(),
-        );
+        let (_full, f0) = full_eventfd();
+        use std::os::fd::FromRawFd;
         let mut p = [0i32; 2];
         // SAFETY: pipe2 writes two new fds into `p`, which we then own.
         assert_eq!(unsafe { libc::pipe2(p.as_mut_ptr(), libc::O_NONBLOCK) }, 0);
@@ -437,15 +442,7 @@ mod tests {
     fn a_client_clearing_o_nonblock_later_blocks_nothing() {
         let irq = std::sync::Arc::new(EventIrq::new(10));
         let trig = VFIO_IRQ_SET_ACTION_TRIGGER | VFIO_IRQ_SET_DATA_EVENTFD;
-        let full = EventFd::new(0).unwrap();
-        full.write(u64::MAX - 1).unwrap();
-        use std::os::fd::BorrowedFd;
-        // SAFETY: the fd belongs to `full`, alive for this borrow.
-        let f0 = File::from(
-            unsafe { BorrowedFd::borrow_raw(full.as_raw_fd()) }
-                .try_clone_to_owned()
-                .unwrap(),
-        );
+        let (full, f0) = full_eventfd();
         irq.set_irqs(VFIO_PCI_MSIX_IRQ_INDEX, trig, 0, 1, vec![f0])
             .unwrap();
         // SAFETY: clears the status flags of the description `full` shares.
