@@ -134,15 +134,7 @@ mod tests {
     use crate::scenario::{Console, Status};
 
     fn target() -> Target {
-        Target {
-            mac: "x".into(),
-            driver: "igb".into(),
-            peer_mac: Some("y".into()),
-            host_actions: true,
-            unsupported: Vec::new(),
-            module_version: None,
-            device: String::new(),
-        }
+        Target::for_test("igb", Some("y"))
     }
 
     #[test]

@@ -70,6 +70,22 @@ pub struct Target {
     pub device: String,
 }
 
+#[cfg(test)]
+impl Target {
+    /// A parser-test target: `driver` with host actions, MAC "x", the peer's "y" if any.
+    pub fn for_test(driver: &str, peer_mac: Option<&str>) -> Target {
+        Target {
+            mac: "x".into(),
+            driver: driver.into(),
+            peer_mac: peer_mac.map(str::to_owned),
+            host_actions: true,
+            unsupported: Vec::new(),
+            module_version: None,
+            device: String::new(),
+        }
+    }
+}
+
 impl Target {
     /// Why `scenario` does not apply to this device, if so.
     pub fn unsupported(&self, scenario: &str) -> Option<&str> {

@@ -161,15 +161,7 @@ mod tests {
              @@NICEMU-OUT perf top     40.10%     0.00%  [k] cpu_idle\n\
              @@NICEMU-OUT perf rep      5.94%     1.02%  [k] __skb_get_hash\n@@NICEMU-DONE perf rc=0\n",
         );
-        let t = Target {
-            mac: "x".into(),
-            driver: "ixgbe".into(),
-            peer_mac: Some("y".into()),
-            host_actions: true,
-            unsupported: Vec::new(),
-            module_version: None,
-            device: String::new(),
-        };
+        let t = Target::for_test("ixgbe", Some("y"));
         let r = Perf.parse(&c.sections["perf"], &t);
         assert_eq!(r.status, Status::Pass, "{r:?}");
         assert_eq!(

@@ -95,15 +95,7 @@ mod tests {
     use crate::scenario::{Console, Status};
 
     fn target() -> Target {
-        Target {
-            mac: "x".into(),
-            driver: "igb".into(),
-            peer_mac: None,
-            host_actions: true,
-            unsupported: Vec::new(),
-            module_version: None,
-            device: String::new(),
-        }
+        Target::for_test("igb", None)
     }
 
     #[test]

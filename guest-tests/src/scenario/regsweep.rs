@@ -91,15 +91,7 @@ mod tests {
             @@NICEMU regsweep host_sw_rc=0\n\
             @@NICEMU-DONE regsweep rc=0\n";
         let c = Console::parse(text);
-        let t = Target {
-            mac: "x".into(),
-            driver: "igb".into(),
-            peer_mac: None,
-            host_actions: true,
-            unsupported: Vec::new(),
-            module_version: None,
-            device: String::new(),
-        };
+        let t = Target::for_test("igb", None);
         let r = Regsweep.parse(&c.sections["regsweep"], &t);
         assert_eq!(r.status, crate::scenario::Status::Pass, "{r:?}");
         assert_eq!(r.metrics["read_us"], json!(61.2));
