@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use super::patch::{self, Patch};
-use super::{builds_dir, key, make};
+use super::{builds_dir, key, make, BUILDS_IN_ROOT};
 use crate::cmd::output_ok;
 use crate::error::{Error, Result};
 use crate::image::kernel::GuestKernel;
@@ -27,7 +27,13 @@ pub fn from_debian_source(
     log_dir: &Path,
 ) -> Result<GuestKernel> {
     let src = linux_source::ensure(sid_root, &stock.release)?;
-    let mut parts: Vec<&[u8]> = vec![b"kernel-v1", src.version.as_bytes(), FRAGMENT.as_bytes()];
+    let cc = ensure_tools(sid_root)?;
+    let mut parts: Vec<&[u8]> = vec![
+        b"kernel-v2",
+        src.version.as_bytes(),
+        FRAGMENT.as_bytes(),
+        cc.version.as_bytes(),
+    ];
     parts.extend(patches.iter().map(|p| p.text.as_bytes()));
     let id = key(&parts, 16);
     let (host, chroot) = builds_dir(sid_root);
@@ -38,7 +44,6 @@ pub fn from_debian_source(
         println!("build: kernel {} cached ({})", k.release, b.display());
         return Ok(k);
     }
-    ensure_tools(sid_root)?;
     if !b.join("src").is_dir() {
         let tree = src.extract(&[])?;
         let tmp = b.join("src.tmp");
@@ -54,7 +59,7 @@ pub fn from_debian_source(
     }
     let inside = format!("{chroot}/kernel-{id}");
     let log = log_dir.join("build.log");
-    build(sid_root, &format!("{inside}/src"), &inside, &id, &log)?;
+    build(sid_root, &cc, &format!("{inside}/src"), &inside, &id, &log)?;
     finish(&b, &log)?;
     ready(&b, stock, patches, log_dir)
         .ok_or_else(|| Error::Build(format!("the build in {} left no kernel", b.display())))
@@ -80,7 +85,7 @@ pub fn from_tree(
     let b = host.join(format!("tree-{id}"));
     let _lock = crate::provision::lock::FileLock::exclusive(&host.join(format!("tree-{id}.lock")))?;
     std::fs::create_dir_all(b.join("src")).map_err(|e| Error::io(&b, e))?;
-    ensure_tools(sid_root)?;
+    let cc = ensure_tools(sid_root)?;
     let _mount;
     if patches.is_empty() {
         _mount = Some(ReadOnlyBind::new(&dir, &b.join("src"))?);
@@ -95,7 +100,7 @@ pub fn from_tree(
     }
     let inside = format!("{chroot}/tree-{id}");
     let log = log_dir.join("build.log");
-    build(sid_root, &format!("{inside}/src"), &inside, &id, &log)?;
+    build(sid_root, &cc, &format!("{inside}/src"), &inside, &id, &log)?;
     finish(&b, &log)?;
     let name = dir
         .file_name()
@@ -109,9 +114,22 @@ pub fn from_tree(
         release: String::new(),
         built_modules: Vec::new(),
         build_log: None,
+        build_dir: None,
     };
     ready(&b, &stock, patches, log_dir)
         .ok_or_else(|| Error::Build(format!("the build in {} left no kernel", b.display())))
+}
+
+/// The source tree a harness-built kernel came from (`DIR/src` beside its `O=DIR/out`).
+pub fn source_dir(k: &GuestKernel) -> Result<PathBuf> {
+    let src = k
+        .build_dir
+        .as_deref()
+        .and_then(Path::parent)
+        .map(|b| b.join("src"))
+        .filter(|s| s.join("Makefile").is_file())
+        .ok_or_else(|| Error::Kernel(format!("{} has no build source tree", k.name)))?;
+    Ok(src)
 }
 
 /// A Linux tree: a top Makefile with VERSION/PATCHLEVEL, Kconfig and arch/x86; built in place
@@ -139,18 +157,29 @@ fn check_tree(dir: &Path) -> Result<PathBuf> {
     Ok(d)
 }
 
+/// The compiler a build uses: the package name (`gcc-16`) and its `--version` line, which is
+/// part of every build's cache key (a compiler upgrade in the sid root is a new build).
+#[derive(Debug, Clone)]
+pub struct Compiler {
+    /// Program name inside the sid root.
+    pub name: String,
+    /// First line of `NAME --version`.
+    pub version: String,
+}
+
 /// The build script: defconfig + fragment, then bzImage and modules, then modules_install.
-fn build(sid_root: &Path, src: &str, b: &str, id: &str, log: &Path) -> Result<()> {
-    let cc = compiler(sid_root);
-    let make = format!(
-        "make -C {src} O={b}/out -j{} CC='ccache {cc}' HOSTCC={cc} LOCALVERSION={LOCALVERSION} \
-         KBUILD_BUILD_USER=nicemu KBUILD_BUILD_HOST=build-{}",
-        super::module::jobs(),
-        &id[..12]
-    );
+/// `b` is the build directory inside the chroot; `O=b/out` persists, so a build that was
+/// interrupted, or a tree that changed, makes only what is missing or out of date.
+fn build(sid_root: &Path, cc: &Compiler, src: &str, b: &str, id: &str, log: &Path) -> Result<()> {
+    let make = make_command(cc, src, b, id);
     let fragment = format!("{b}/nicemu.config");
-    let host_fragment = sid_root.join(&fragment[1..]);
+    let host_b = sid_root.join(&b[1..]);
+    let host_fragment = host_b.join("nicemu.config");
     std::fs::write(&host_fragment, FRAGMENT).map_err(|e| Error::io(&host_fragment, e))?;
+    let removed = super::resume::begin(&host_b, &host_b.join("out"))?;
+    if removed > 0 {
+        println!("build: resuming an interrupted build; {removed} half-written targets removed");
+    }
     let config = format!(
         "set -e; mkdir -p {b}/out; {make} x86_64_defconfig; \
          {src}/scripts/kconfig/merge_config.sh -m -O {b}/out {b}/out/.config {fragment}; \
@@ -162,6 +191,7 @@ fn build(sid_root: &Path, src: &str, b: &str, id: &str, log: &Path) -> Result<()
         log,
         "configuring (x86_64_defconfig + nicemu.config)",
     )?;
+    report_unmet(&host_b.join("out/.config"));
     make::run_in_root(
         sid_root,
         &format!("{make} bzImage modules"),
@@ -171,11 +201,56 @@ fn build(sid_root: &Path, src: &str, b: &str, id: &str, log: &Path) -> Result<()
     let install = format!(
         "set -e; rm -rf {b}/mods; {make} INSTALL_MOD_PATH={b}/mods INSTALL_MOD_STRIP=1 modules_install; ccache -s | head -8"
     );
-    make::run_in_root(sid_root, &install, log, "installing modules").map(|_| ())
+    make::run_in_root(sid_root, &install, log, "installing modules")?;
+    super::resume::end(&host_b)
+}
+
+/// The make command line of a build in `b` (inside the chroot). ccache's base directory is
+/// the builds directory, so absolute paths under it hash as relative ones and builds of the
+/// same source in different cache entries (A and B of an experiment) share ccache's results.
+fn make_command(cc: &Compiler, src: &str, b: &str, id: &str) -> String {
+    format!(
+        "CCACHE_BASEDIR={BUILDS_IN_ROOT} make -C {src} O={b}/out -j{} CC='ccache {cc}' HOSTCC={cc} \
+         LOCALVERSION={LOCALVERSION} KBUILD_BUILD_USER=nicemu KBUILD_BUILD_HOST=build-{}",
+        super::module::jobs(),
+        &id[..12],
+        cc = cc.name,
+    )
+}
+
+/// Prints the fragment's options that the kernel's Kconfig did not keep (a dependency
+/// missing in this version), so a user sees why, e.g., a tracer is absent.
+fn report_unmet(config_path: &Path) {
+    let Ok(config) = std::fs::read_to_string(config_path) else {
+        return;
+    };
+    let unmet = unmet_options(FRAGMENT, &config);
+    if !unmet.is_empty() {
+        println!(
+            "build: config: {} option(s) of nicemu.config did not stick: {}",
+            unmet.len(),
+            unmet.join(", ")
+        );
+    }
+}
+
+/// `CONFIG_X=v` lines of `fragment` whose value the final `.config` does not have ("=n"
+/// is met by an absent option or `# CONFIG_X is not set`), as `CONFIG_X=v (got w)`.
+pub fn unmet_options(fragment: &str, config: &str) -> Vec<String> {
+    let have = super::kbuild::parse_config(config);
+    fragment
+        .lines()
+        .filter_map(|l| l.split_once('='))
+        .filter(|(k, _)| k.starts_with("CONFIG_"))
+        .filter_map(|(k, want)| {
+            let got = have.get(k).map(String::as_str).unwrap_or("n");
+            (got != want.trim()).then(|| format!("{k}={want} (got {got})"))
+        })
+        .collect()
 }
 
 /// The compiler the sid root's own kernel was built with (`gcc-16`), else `gcc`.
-fn compiler(sid_root: &Path) -> String {
+fn compiler_name(sid_root: &Path) -> String {
     crate::provision::sid_root::find_vmlinuz(sid_root)
         .last()
         .and_then(|v| {
@@ -189,7 +264,8 @@ fn compiler(sid_root: &Path) -> String {
         .unwrap_or_else(|| "gcc".into())
 }
 
-fn ensure_tools(sid_root: &Path) -> Result<()> {
+/// Installs the build tools and the compiler into the sid root; returns the compiler.
+fn ensure_tools(sid_root: &Path) -> Result<Compiler> {
     let mut pkgs: Vec<String> = [
         "make",
         "bc",
@@ -205,11 +281,18 @@ fn ensure_tools(sid_root: &Path) -> Result<()> {
     .iter()
     .map(|s| s.to_string())
     .collect();
-    let cc = compiler(sid_root);
-    if cc != "gcc" {
-        pkgs.push(cc);
+    let name = compiler_name(sid_root);
+    if name != "gcc" {
+        pkgs.push(name.clone());
     }
-    make::ensure_packages(sid_root, &pkgs)
+    make::ensure_packages(sid_root, &pkgs)?;
+    let out = crate::cmd::stdout_ok(
+        Command::new("chroot")
+            .arg(sid_root)
+            .args([name.as_str(), "--version"]),
+    )?;
+    let version = out.lines().next().unwrap_or_default().trim().to_owned();
+    Ok(Compiler { name, version })
 }
 
 /// Writes READY (the kernel release) once bzImage and the modules are in place; keeps the log.
@@ -249,6 +332,7 @@ fn ready(b: &Path, stock: &GuestKernel, patches: &[Patch], log_dir: &Path) -> Op
         release,
         built_modules: Vec::new(),
         build_log: Some(run_log),
+        build_dir: Some(b.join("out")),
     })
 }
 
@@ -335,6 +419,17 @@ mod tests {
         ] {
             assert!(FRAGMENT.lines().any(|l| l == opt), "{opt} missing");
         }
+    }
+
+    #[test]
+    fn options_the_kconfig_dropped_are_named() {
+        let frag = "# c\nCONFIG_IGB=m\nCONFIG_PREEMPT_TRACER=y\nCONFIG_DRM=n\nCONFIG_SOUND=n\n";
+        let config = "CONFIG_IGB=m\n# CONFIG_PREEMPT_TRACER is not set\nCONFIG_SOUND=y\n";
+        assert_eq!(
+            unmet_options(frag, config),
+            ["CONFIG_PREEMPT_TRACER=y (got n)", "CONFIG_SOUND=n (got y)"]
+        );
+        assert!(unmet_options(FRAGMENT, FRAGMENT).is_empty());
     }
 
     #[test]

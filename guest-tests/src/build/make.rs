@@ -75,17 +75,42 @@ pub fn run_in_root(sid_root: &Path, script: &str, log: &Path, phase: &str) -> Re
     )))
 }
 
+/// How long an interrupted build's processes get after SIGTERM before SIGKILL.
+const TERM_GRACE: Duration = Duration::from_secs(5);
+
 /// Ends the build's whole process group (make's children too) and reaps its leader.
+/// SIGTERM first: make then deletes the target it was writing ("Deleting file") and gcc
+/// its output, so no half-written object stays behind with a fresh mtime; SIGKILL follows
+/// for whatever still runs after [`TERM_GRACE`].
 fn kill_group(child: &mut std::process::Child) {
-    if let Ok(pgid) = i32::try_from(child.id()) {
-        // SAFETY: kill(2) with a negative pid signals that process group; no memory is
-        // involved, and the group is the one this child leads (process_group(0)).
-        unsafe {
-            libc::kill(-pgid, libc::SIGKILL);
-        }
+    let Ok(pgid) = i32::try_from(child.id()) else {
+        let _ = child.kill();
+        let _ = child.wait();
+        return;
+    };
+    signal_group(pgid, libc::SIGTERM);
+    let deadline = Instant::now() + TERM_GRACE;
+    while Instant::now() < deadline && group_alive(pgid) {
+        let _ = child.try_wait();
+        std::thread::sleep(Duration::from_millis(100));
     }
+    signal_group(pgid, libc::SIGKILL);
     let _ = child.kill();
     let _ = child.wait();
+}
+
+fn signal_group(pgid: i32, sig: i32) {
+    // SAFETY: kill(2) with a negative pid signals that process group; no memory is
+    // involved, and the group is the one this child leads (process_group(0)).
+    unsafe {
+        libc::kill(-pgid, sig);
+    }
+}
+
+/// True while any process of group `pgid` exists (kill with signal 0 only checks).
+fn group_alive(pgid: i32) -> bool {
+    // SAFETY: as in signal_group; signal 0 delivers nothing.
+    unsafe { libc::kill(-pgid, 0) == 0 }
 }
 
 /// The first `n` compiler/linker error lines of a build log (with the "In function" line

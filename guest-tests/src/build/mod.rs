@@ -20,6 +20,8 @@ pub mod kernel;
 pub mod make;
 pub mod module;
 pub mod patch;
+pub mod resume;
+pub mod tree;
 
 use std::path::{Path, PathBuf};
 
@@ -27,7 +29,9 @@ use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
 use crate::image::kernel::{self as guest_kernel, GuestKernel, KernelSpec};
+use crate::provision::linux_source::KernelSource;
 use patch::Patch;
+use tree::ModuleTree;
 
 /// A guest kernel and the changes to make to it before it boots.
 #[derive(Debug, Clone)]
@@ -106,32 +110,27 @@ pub fn plan(patches: &[Patch], is_module_file: impl Fn(&str) -> bool) -> Plan {
     Plan::Modules(dirs)
 }
 
-/// The test [`plan`] uses for the stock kernel `stock`: a changed file is module source when
-/// the stock modules tree has modules from its directory and the directory's Makefile, under
-/// the kernel's own config (`boot/config-KVER`), puts the file only into modules
-/// ([`kbuild::only_in_modules`]). The Makefiles come from the kernel's source.
+/// The test [`plan`] uses for `kernel` (a stock Debian kernel or one the harness built): a
+/// changed file is module source when the kernel's modules tree has modules from its
+/// directory and the directory's Makefile, under the kernel's own config
+/// ([`kernel_config`]), puts the file only into modules ([`kbuild::only_in_modules`]). The
+/// Makefiles come from `src`, the kernel's source.
 fn module_source(
-    sid_root: &Path,
-    stock: &GuestKernel,
+    src: &KernelSource,
+    kernel: &GuestKernel,
     patches: &[Patch],
 ) -> Result<impl Fn(&str) -> bool> {
     let mut dirs: Vec<String> = patches
         .iter()
         .flat_map(|p| p.files.iter())
         .filter_map(|f| f.rsplit_once('/').map(|(d, _)| d.to_owned()))
-        .filter(|d| !d.starts_with("Documentation") && stock_has_modules_in(&stock.modules_dir, d))
+        .filter(|d| !d.starts_with("Documentation") && stock_has_modules_in(&kernel.modules_dir, d))
         .collect();
     dirs.sort();
     dirs.dedup();
-    let config_path = stock
-        .image
-        .with_file_name(format!("config-{}", stock.release));
-    let config = std::fs::read_to_string(&config_path)
-        .map(|t| kbuild::parse_config(&t))
-        .unwrap_or_default();
+    let config = kbuild::parse_config(&kernel_config(kernel));
     let mut makefiles = std::collections::HashMap::new();
     if !dirs.is_empty() && !config.is_empty() {
-        let src = crate::provision::linux_source::ensure(sid_root, &stock.release)?;
         let wanted: Vec<String> = dirs.iter().map(|d| format!("{d}/Makefile")).collect();
         let refs: Vec<&str> = wanted.iter().map(String::as_str).collect();
         let root = src.extract(&refs)?;
@@ -149,6 +148,18 @@ fn module_source(
     })
 }
 
+/// The `.config` `kernel` was built with: a harness build's `O=DIR/.config`, else the
+/// `config-KVER` Debian installs beside the image; empty if there is none.
+fn kernel_config(kernel: &GuestKernel) -> String {
+    let path = match &kernel.build_dir {
+        Some(out) => out.join(".config"),
+        None => kernel
+            .image
+            .with_file_name(format!("config-{}", kernel.release)),
+    };
+    std::fs::read_to_string(path).unwrap_or_default()
+}
+
 /// True if the stock modules tree has a module built from `dir` (`kernel/DIR/*.ko*`).
 pub fn stock_has_modules_in(modules_dir: &Path, dir: &str) -> bool {
     std::fs::read_dir(modules_dir.join("kernel").join(dir))
@@ -162,10 +173,19 @@ pub fn stock_has_modules_in(modules_dir: &Path, dir: &str) -> bool {
 /// `log_dir` (the run directory). This is the function A/B rounds go through.
 pub fn resolve(req: &KernelRequest, sid_root: &Path, log_dir: &Path) -> Result<GuestKernel> {
     let mut k = match &req.spec {
-        KernelSpec::Tree(dir) => kernel::from_tree(sid_root, dir, &req.patches, log_dir)?,
+        KernelSpec::Tree(dir) => {
+            if !req.driver_dirs.is_empty() {
+                return Err(Error::Usage(format!(
+                    "--driver-dir with the kernel tree {}: edit the driver in the tree instead \
+                     (the next run rebuilds only what changed)",
+                    dir.display()
+                )));
+            }
+            kernel::from_tree(sid_root, dir, &req.patches, log_dir)?
+        }
         KernelSpec::Built(base) => {
             let stock = guest_kernel::resolve(&base_spec(base)?, sid_root)?;
-            kernel::from_debian_source(sid_root, &stock, &req.patches, log_dir)?
+            built_with_changes(req, &stock, sid_root, log_dir)?
         }
         spec => {
             let stock = guest_kernel::resolve(spec, sid_root)?;
@@ -180,6 +200,84 @@ fn base_spec(name: &str) -> Result<KernelSpec> {
     KernelSpec::from_args(name, None)
 }
 
+/// `--driver-dir`s of `req` built against the harness-built `kernel` (none: `kernel`).
+fn with_driver_dirs(
+    req: &KernelRequest,
+    kernel: GuestKernel,
+    sid_root: &Path,
+    log_dir: &Path,
+) -> Result<GuestKernel> {
+    if req.driver_dirs.is_empty() {
+        return Ok(kernel);
+    }
+    let tree = built_tree(sid_root, &kernel)?;
+    module::from_driver_dirs(&tree, kernel, &req.driver_dirs, log_dir)
+}
+
+/// The module build tree of a kernel the harness built.
+fn built_tree(sid_root: &Path, kernel: &GuestKernel) -> Result<ModuleTree> {
+    let out = kernel
+        .build_dir
+        .as_deref()
+        .ok_or_else(|| Error::Kernel(format!("{} was not built by the harness", kernel.name)))?;
+    ModuleTree::built(sid_root, out, &kernel.release)
+}
+
+/// A whole kernel built from `stock`'s Debian source (`NAME-built`) with `req`'s changes:
+/// patches confined to module source are built as modules against the unpatched build (so
+/// A and B of an experiment share one kernel); anything else is a whole build with them.
+fn built_with_changes(
+    req: &KernelRequest,
+    stock: &GuestKernel,
+    sid_root: &Path,
+    log_dir: &Path,
+) -> Result<GuestKernel> {
+    if req.patches.is_empty() {
+        let base = kernel::from_debian_source(sid_root, stock, &[], log_dir)?;
+        return with_driver_dirs(req, base, sid_root, log_dir);
+    }
+    if !req.driver_dirs.is_empty() {
+        return Err(both_driver_dir_and_patch());
+    }
+    let src = crate::provision::linux_source::ensure(sid_root, &stock.release)?;
+    // The stock kernel's config is known before any build: a patch it would rebuild whole
+    // is built whole at once.
+    if let Plan::Modules(_) = plan(&req.patches, module_source(&src, stock, &req.patches)?) {
+        let base = kernel::from_debian_source(sid_root, stock, &[], log_dir)?;
+        // The built kernel's own config decides (a driver could be built in there).
+        if let Plan::Modules(dirs) = plan(&req.patches, module_source(&src, &base, &req.patches)?) {
+            let tree = built_tree(sid_root, &base)?;
+            let source = module::Source {
+                root: kernel::source_dir(&base)?,
+                name: format!(
+                    "Linux {} (the {} build's source)",
+                    src.version, base.release
+                ),
+            };
+            return module::from_patches(&tree, &source, base, &req.patches, &dirs, log_dir);
+        }
+    }
+    println!(
+        "build: the patches change files outside module directories: building the whole kernel"
+    );
+    kernel::from_debian_source(sid_root, stock, &req.patches, log_dir)
+}
+
+fn both_driver_dir_and_patch() -> Error {
+    Error::Usage(
+        "--driver-dir and --patch on one kernel: apply the patch to the directory instead".into(),
+    )
+}
+
+/// The Debian root a stock kernel's modules are built in: the sid root for sid kernels,
+/// the trixie build root for trixie's (its build tree needs trixie's compiler and kbuild).
+fn build_root_for(sid_root: &Path, release: &str) -> Result<PathBuf> {
+    match crate::provision::linux_source::parse_release(release).and_then(|p| p.debian) {
+        Some(13) => crate::provision::build_root::ensure("trixie"),
+        _ => Ok(sid_root.to_path_buf()),
+    }
+}
+
 /// A provisioned kernel plus `--patch` / `--driver-dir` changes.
 fn with_changes(
     req: &KernelRequest,
@@ -189,12 +287,11 @@ fn with_changes(
 ) -> Result<GuestKernel> {
     if !req.driver_dirs.is_empty() {
         if !req.patches.is_empty() {
-            return Err(Error::Usage(
-                "--driver-dir and --patch on one kernel: apply the patch to the directory instead"
-                    .into(),
-            ));
+            return Err(both_driver_dir_and_patch());
         }
-        return module::from_driver_dirs(sid_root, stock, &req.driver_dirs, log_dir);
+        let root = build_root_for(sid_root, &stock.release)?;
+        let tree = ModuleTree::debian(&root, &stock.release, &kernel_config(&stock))?;
+        return module::from_driver_dirs(&tree, stock, &req.driver_dirs, log_dir);
     }
     if req.patches.is_empty() {
         return Ok(stock);
@@ -206,7 +303,8 @@ fn with_changes(
                 .into(),
         ));
     }
-    let is_module_file = module_source(sid_root, &stock, &req.patches)?;
+    let src = crate::provision::linux_source::ensure(sid_root, &stock.release)?;
+    let is_module_file = module_source(&src, &stock, &req.patches)?;
     match plan(&req.patches, is_module_file) {
         Plan::DocsOnly => {
             println!(
@@ -217,7 +315,16 @@ fn with_changes(
             k.label.push_str(" (patches change only Documentation/)");
             Ok(k)
         }
-        Plan::Modules(dirs) => module::from_patches(sid_root, stock, &req.patches, &dirs, log_dir),
+        Plan::Modules(dirs) => {
+            let root = build_root_for(sid_root, &stock.release)?;
+            let tree = ModuleTree::debian(&root, &stock.release, &kernel_config(&stock))?;
+            let refs: Vec<&str> = dirs.iter().map(String::as_str).collect();
+            let source = module::Source {
+                root: src.extract(&refs)?,
+                name: format!("Linux {} (the {} kernel's source)", src.version, stock.name),
+            };
+            module::from_patches(&tree, &source, stock, &req.patches, &dirs, log_dir)
+        }
         Plan::WholeKernel => {
             println!("build: the patches change files outside module directories: building the whole kernel");
             kernel::from_debian_source(sid_root, &stock, &req.patches, log_dir)
@@ -236,12 +343,12 @@ pub fn key(parts: &[&[u8]], len: usize) -> String {
     hex[..len.min(hex.len())].to_owned()
 }
 
+/// Where builds live, as the chroot sees it.
+pub const BUILDS_IN_ROOT: &str = "/var/lib/nicemu-builds";
+
 /// `SIDROOT/var/lib/nicemu-builds` and its path inside the chroot.
 pub fn builds_dir(sid_root: &Path) -> (PathBuf, &'static str) {
-    (
-        sid_root.join("var/lib/nicemu-builds"),
-        "/var/lib/nicemu-builds",
-    )
+    (sid_root.join(&BUILDS_IN_ROOT[1..]), BUILDS_IN_ROOT)
 }
 
 /// Copies `log` into `log_dir` as `name` (best effort: the build's own copy stays).

@@ -7,29 +7,45 @@
 use std::path::{Path, PathBuf};
 
 use super::patch::{self, Patch};
-use super::{builds_dir, keep_log, key, make};
+use super::tree::ModuleTree;
+use super::{keep_log, key, make};
 use crate::error::{Error, Result};
 use crate::image::kernel::{BuiltModule, GuestKernel};
-use crate::provision::linux_source;
 
 /// The marker of a finished module build: one `NAME\tRELPATH\tSTAMP` line per module.
 const READY: &str = "READY";
 
-/// Builds the modules of `dirs` from the kernel's source with `patches` applied.
+/// The source the modules come from: a kernel tree on the host holding (at least) the
+/// module directories, and its name for messages.
+#[derive(Debug, Clone)]
+pub struct Source {
+    /// Host path of the tree's root.
+    pub root: PathBuf,
+    /// "Linux 7.2.13 (the sid kernel's source)".
+    pub name: String,
+}
+
+/// Builds the modules of `dirs` from `source` with `patches` applied, against `tree`.
 pub fn from_patches(
-    sid_root: &Path,
+    tree: &ModuleTree,
+    source: &Source,
     stock: GuestKernel,
     patches: &[Patch],
     dirs: &[String],
     log_dir: &Path,
 ) -> Result<GuestKernel> {
-    let headers = ensure_build_tree(sid_root, &stock.release)?;
-    let config = read_config(sid_root, &headers)?;
-    let mut parts: Vec<&[u8]> = vec![b"modules-v1", stock.release.as_bytes(), config.as_bytes()];
+    let config = tree.config()?;
+    let identity = tree.identity();
+    let mut parts: Vec<&[u8]> = vec![
+        b"modules-v2",
+        tree.release.as_bytes(),
+        identity.as_bytes(),
+        config.as_bytes(),
+    ];
     parts.extend(dirs.iter().map(|d| d.as_bytes()));
     parts.extend(patches.iter().map(|p| p.text.as_bytes()));
     let id = key(&parts, 16);
-    let (host_builds, _) = builds_dir(sid_root);
+    let (host_builds, _) = tree.builds_dir();
     let done = host_builds.join(format!("mod-{id}"));
     // A concurrent run building the same modules: wait, then use its result.
     let _lock =
@@ -42,15 +58,16 @@ pub fn from_patches(
         );
         return Ok(with_modules(stock, mods, &done, log_dir, patches));
     }
-    let src = linux_source::ensure(sid_root, &stock.release)?;
-    let dir_refs: Vec<&str> = dirs.iter().map(String::as_str).collect();
-    let tree = src.extract(&dir_refs)?;
     let tmp = host_builds.join(format!("mod-{id}.tmp"));
     remove_dir(&tmp)?;
-    let built = build_patched(
-        sid_root, &src, &tree, &tmp, &id, patches, dirs, &stock, &headers, log_dir,
-    );
-    let mods = match built {
+    let job = Job {
+        tree,
+        source,
+        tmp: &tmp,
+        id: &id,
+        log: log_dir.join("build.log"),
+    };
+    let mods = match job.build(patches, dirs) {
         Ok(m) => m,
         Err(e) => {
             // Nothing half-applied or half-built stays behind.
@@ -58,71 +75,65 @@ pub fn from_patches(
             return Err(e);
         }
     };
-    let log = log_dir.join("build.log");
-    let _ = std::fs::copy(&log, tmp.join("build.log"));
+    let _ = std::fs::copy(&job.log, tmp.join("build.log"));
     write_ready(&tmp, &mods)?;
     remove_dir(&done)?;
     std::fs::rename(&tmp, &done).map_err(|e| Error::io(&done, e))?;
     Ok(with_modules(stock, mods, &done, log_dir, patches))
 }
 
-/// Copies `dirs` of the extracted `tree` into `tmp/src`, applies the patches, stamps and
-/// builds each directory; the log goes to `log_dir/build.log`.
-#[allow(clippy::too_many_arguments)]
-fn build_patched(
-    sid_root: &Path,
-    src: &linux_source::KernelSource,
-    tree: &Path,
-    tmp: &Path,
-    id: &str,
-    patches: &[Patch],
-    dirs: &[String],
-    stock: &GuestKernel,
-    headers: &str,
-    log_dir: &Path,
-) -> Result<Vec<BuiltModule>> {
-    let (_, chroot_builds) = builds_dir(sid_root);
-    for d in dirs {
-        copy_dir(&tree.join(d), &tmp.join("src").join(d))?;
-    }
-    let tree_name = format!("Linux {} (the {} kernel's source)", src.version, stock.name);
-    patch::apply_all(&tmp.join("src"), patches, &tree_name)?;
-    let stamp = format!("nicemu-{}", &id[..12]);
-    let log = log_dir.join("build.log");
-    let _ = std::fs::remove_file(&log);
-    let mut mods = Vec::new();
-    for d in dirs {
-        let stamped = stamp_dir(&tmp.join("src").join(d), &stamp)?;
-        let m = format!("{chroot_builds}/mod-{id}.tmp/src/{d}");
-        build_dir(
-            sid_root,
-            headers,
-            &m,
-            &log,
-            &format!("building {d} against {headers}"),
-        )?;
-        mods.extend(collect_kos(
-            tmp,
-            &format!("src/{d}"),
-            &stock.release,
-            stamped.as_deref(),
-        )?);
-    }
-    Ok(mods)
+/// One patched module build in `tmp` (`mod-ID.tmp` in the tree's builds directory).
+struct Job<'a> {
+    tree: &'a ModuleTree,
+    source: &'a Source,
+    tmp: &'a Path,
+    id: &'a str,
+    log: PathBuf,
 }
 
-/// Builds the driver sources in `dirs` (e.g. a copy of igb/ edited in place) against the
-/// kernel's build tree. Each directory is synced into a build directory of its own (only
-/// changed files are copied), so `make` rebuilds only what changed; `dirs` are never
-/// written to.
+impl Job<'_> {
+    /// Copies `dirs` of the source into `tmp/src`, applies the patches, stamps and builds
+    /// each directory; the log goes to `log`.
+    fn build(&self, patches: &[Patch], dirs: &[String]) -> Result<Vec<BuiltModule>> {
+        let (_, chroot_builds) = self.tree.builds_dir();
+        for d in dirs {
+            copy_dir(&self.source.root.join(d), &self.tmp.join("src").join(d))?;
+        }
+        patch::apply_all(&self.tmp.join("src"), patches, &self.source.name)?;
+        let stamp = format!("nicemu-{}", &self.id[..12]);
+        let _ = std::fs::remove_file(&self.log);
+        let mut mods = Vec::new();
+        for d in dirs {
+            let stamped = stamp_dir(&self.tmp.join("src").join(d), &stamp)?;
+            let m = format!("{chroot_builds}/mod-{}.tmp/src/{d}", self.id);
+            build_dir(
+                self.tree,
+                &m,
+                &self.log,
+                &format!("building {d} against {}", self.tree.dir),
+            )?;
+            mods.extend(collect_kos(
+                self.tmp,
+                &format!("src/{d}"),
+                &self.tree.release,
+                stamped.as_deref(),
+            )?);
+        }
+        Ok(mods)
+    }
+}
+
+/// Builds the driver sources in `dirs` (e.g. a copy of igb/ edited in place) against
+/// `tree`. Each directory is synced into a build directory of its own (only changed files
+/// are copied), so `make` rebuilds only what changed; `dirs` are never written to.
 pub fn from_driver_dirs(
-    sid_root: &Path,
+    tree: &ModuleTree,
     stock: GuestKernel,
     dirs: &[PathBuf],
     log_dir: &Path,
 ) -> Result<GuestKernel> {
-    let headers = ensure_build_tree(sid_root, &stock.release)?;
-    let (host_builds, chroot_builds) = builds_dir(sid_root);
+    let (host_builds, chroot_builds) = tree.builds_dir();
+    let identity = tree.identity();
     let mut all = Vec::new();
     let mut last_log = None;
     for dir in dirs {
@@ -137,13 +148,17 @@ pub fn from_driver_dirs(
         }
         let id = key(
             &[
-                b"dir-v1",
-                stock.release.as_bytes(),
+                b"dir-v2",
+                tree.release.as_bytes(),
+                identity.as_bytes(),
                 dir.as_os_str().as_encoded_bytes(),
             ],
             16,
         );
         let b = host_builds.join(format!("dir-{id}"));
+        let _lock = crate::provision::lock::FileLock::exclusive(
+            &host_builds.join(format!("dir-{id}.lock")),
+        )?;
         let content = sync_sources(&dir, &b.join("src"))?;
         let stamp = format!("nicemu-{}", &content[..12]);
         let stamped = stamp_dir(&b.join("src"), &stamp)?;
@@ -151,13 +166,12 @@ pub fn from_driver_dirs(
         let _ = std::fs::remove_file(&log);
         let m = format!("{chroot_builds}/dir-{id}/src");
         build_dir(
-            sid_root,
-            &headers,
+            tree,
             &m,
             &log,
-            &format!("building {} against {headers}", dir.display()),
+            &format!("building {} against {}", dir.display(), tree.dir),
         )?;
-        let mods = collect_kos(&b, "src", &stock.release, stamped.as_deref())?;
+        let mods = collect_kos(&b, "src", &tree.release, stamped.as_deref())?;
         all.extend(mods.into_iter().map(|mut m| {
             m.ko = b.join(&m.ko);
             m
@@ -175,45 +189,8 @@ pub fn from_driver_dirs(
     Ok(k)
 }
 
-/// Installs the kernel's build tree and compiler into the sid root; returns the tree's path
-/// inside the chroot (`/usr/src/linux-headers-KVER`).
-fn ensure_build_tree(sid_root: &Path, release: &str) -> Result<String> {
-    let parts = linux_source::parse_release(release);
-    if parts.as_ref().and_then(|p| p.debian) == Some(13) {
-        return Err(Error::Usage(format!(
-            "module builds need the kernel's build tree in the sid root; {release} is trixie's \
-             (build the whole kernel instead: --kernel trixie-built --patch …)"
-        )));
-    }
-    let headers = format!("/usr/src/linux-headers-{release}");
-    let config = std::fs::read_to_string(sid_root.join(format!("boot/config-{release}")))
-        .unwrap_or_default();
-    let mut pkgs = vec![
-        format!("linux-headers-{release}"),
-        "make".to_owned(),
-        "ccache".to_owned(),
-    ];
-    pkgs.extend(make::compiler_package(&config));
-    make::ensure_packages(sid_root, &pkgs)?;
-    if !sid_root.join(&headers[1..]).join("Makefile").is_file() {
-        return Err(Error::Kernel(format!(
-            "{headers} has no Makefile after installing it"
-        )));
-    }
-    Ok(headers)
-}
-
-fn read_config(sid_root: &Path, headers: &str) -> Result<String> {
-    let p = sid_root.join(&headers[1..]).join(".config");
-    std::fs::read_to_string(&p).map_err(|e| Error::io(&p, e))
-}
-
-fn build_dir(sid_root: &Path, headers: &str, m: &str, log: &Path, phase: &str) -> Result<()> {
-    let script = format!(
-        "make -C {headers} M={m} -j{} CCACHE=ccache DEBIAN_KERNEL_USE_CCACHE=1 modules",
-        jobs()
-    );
-    make::run_in_root(sid_root, &script, log, phase).map(|_| ())
+fn build_dir(tree: &ModuleTree, m: &str, log: &Path, phase: &str) -> Result<()> {
+    make::run_in_root(&tree.root, &tree.make_modules(m), log, phase).map(|_| ())
 }
 
 /// Parallel jobs for make: the host's CPUs.

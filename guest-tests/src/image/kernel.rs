@@ -103,6 +103,9 @@ pub struct GuestKernel {
     pub built_modules: Vec<BuiltModule>,
     /// The log of the build that made this kernel or its modules, if one ran.
     pub build_log: Option<PathBuf>,
+    /// Host path of the `O=` directory of a kernel the harness built (its modules are
+    /// built against it); `None` for a kernel as provisioned.
+    pub build_dir: Option<PathBuf>,
 }
 
 /// A module the harness built (from `--patch` or `--driver-dir`).
@@ -141,6 +144,7 @@ pub fn resolve(spec: &KernelSpec, sid_root: &Path) -> Result<GuestKernel> {
                 release,
                 built_modules: Vec::new(),
                 build_log: None,
+                build_dir: None,
             })
         }
         KernelSpec::Debian(name) => {
@@ -156,6 +160,7 @@ pub fn resolve(spec: &KernelSpec, sid_root: &Path) -> Result<GuestKernel> {
                 release: u.release,
                 built_modules: Vec::new(),
                 build_log: None,
+                build_dir: None,
             })
         }
         KernelSpec::Custom { kernel, modules } => {
@@ -175,6 +180,7 @@ pub fn resolve(spec: &KernelSpec, sid_root: &Path) -> Result<GuestKernel> {
                 release,
                 built_modules: Vec::new(),
                 build_log: None,
+                build_dir: None,
             })
         }
         KernelSpec::Built(_) | KernelSpec::Tree(_) => Err(Error::Kernel(format!(

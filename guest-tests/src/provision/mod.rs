@@ -1,6 +1,7 @@
 //! Provisioning: the cache directory, a QEMU new enough for vfio-user, and the Debian sid
 //! root that supplies the guest kernel, its modules and the guest tools.
 
+pub mod build_root;
 pub mod cache;
 pub mod debian_kernel;
 pub mod host_qemu;

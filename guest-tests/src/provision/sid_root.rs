@@ -120,20 +120,47 @@ fn build(cache: &Path, root: &Path, packages: &[&str]) -> Result<()> {
         println!("provision: removing unfinished {}", tmp.display());
         std::fs::remove_dir_all(&tmp).map_err(|e| Error::io(&tmp, e))?;
     }
-    let debootstrap = ensure_debootstrap()?;
     let log_path = cache.join("debootstrap.log");
-    let log_file = std::fs::File::create(&log_path).map_err(|e| Error::io(&log_path, e))?;
-    let log_err = log_file.try_clone().map_err(|e| Error::io(&log_path, e))?;
+    let start = Instant::now();
+    debootstrap("sid", packages, &tmp, &log_path)?;
+    if !is_complete(&tmp) {
+        return Err(Error::Prerequisite(format!(
+            "debootstrap finished but {} lacks QEMU or a kernel (see {})",
+            tmp.display(),
+            log_path.display()
+        )));
+    }
+    write_stamp(&tmp, packages)?;
+    std::fs::rename(&tmp, root).map_err(|e| Error::io(root, e))?;
     println!(
-        "provision: debootstrap Debian sid into {} (a few minutes; log {})",
-        tmp.display(),
+        "provision: sid root ready in {} s: {}",
+        start.elapsed().as_secs(),
+        root.display()
+    );
+    Ok(())
+}
+
+/// Runs `debootstrap --variant=minbase --include=PACKAGES SUITE DIR` (default mirror), its
+/// output in `log_path`, printing its last line every 15 s; Ctrl-C stops it.
+pub(crate) fn debootstrap(
+    suite: &str,
+    packages: &[&str],
+    dir: &Path,
+    log_path: &Path,
+) -> Result<()> {
+    let debootstrap = ensure_debootstrap()?;
+    let log_file = std::fs::File::create(log_path).map_err(|e| Error::io(log_path, e))?;
+    let log_err = log_file.try_clone().map_err(|e| Error::io(log_path, e))?;
+    println!(
+        "provision: debootstrap Debian {suite} into {} (a few minutes; log {})",
+        dir.display(),
         log_path.display()
     );
     let mut cmd = Command::new(&debootstrap);
     cmd.arg("--variant=minbase")
         .arg(format!("--include={}", packages.join(",")))
-        .arg("sid")
-        .arg(&tmp)
+        .arg(suite)
+        .arg(dir)
         .stdin(Stdio::null())
         .stdout(log_file)
         .stderr(log_err);
@@ -157,36 +184,22 @@ fn build(cache: &Path, root: &Path, packages: &[&str]) -> Result<()> {
             println!(
                 "provision: [{:>4}s] {}",
                 start.elapsed().as_secs(),
-                last_line(&log_path).unwrap_or_default()
+                last_line(log_path).unwrap_or_default()
             );
         }
         std::thread::sleep(Duration::from_millis(250));
     };
-    if !status.success() {
-        return Err(Error::Command {
-            cmd: crate::cmd::display(&cmd),
-            detail: format!(
-                "{status}; last log line: {} (see {})",
-                last_line(&log_path).unwrap_or_default(),
-                log_path.display()
-            ),
-        });
+    if status.success() {
+        return Ok(());
     }
-    if !is_complete(&tmp) {
-        return Err(Error::Prerequisite(format!(
-            "debootstrap finished but {} lacks QEMU or a kernel (see {})",
-            tmp.display(),
+    Err(Error::Command {
+        cmd: crate::cmd::display(&cmd),
+        detail: format!(
+            "{status}; last log line: {} (see {})",
+            last_line(log_path).unwrap_or_default(),
             log_path.display()
-        )));
-    }
-    write_stamp(&tmp, packages)?;
-    std::fs::rename(&tmp, root).map_err(|e| Error::io(root, e))?;
-    println!(
-        "provision: sid root ready in {} s: {}",
-        start.elapsed().as_secs(),
-        root.display()
-    );
-    Ok(())
+        ),
+    })
 }
 
 fn ensure_debootstrap() -> Result<PathBuf> {
