@@ -26,6 +26,7 @@ pub fn run_in_root(sid_root: &Path, script: &str, log: &Path, phase: &str) -> Re
         .open(log)
         .map_err(|e| Error::io(log, e))?;
     let _ = writeln!(file, "### {phase}\n### {script}");
+    let log_start = file.metadata().map_or(0, |m| m.len());
     let err = file.try_clone().map_err(|e| Error::io(log, e))?;
     let mut cmd = Command::new("chroot");
     cmd.arg(sid_root)
@@ -57,7 +58,11 @@ pub fn run_in_root(sid_root: &Path, script: &str, log: &Path, phase: &str) -> Re
             return Err(Error::Interrupted);
         }
         if started.elapsed() >= next {
-            println!("build: {phase}: {} s", started.elapsed().as_secs());
+            println!(
+                "build: {phase}: {} s{}",
+                started.elapsed().as_secs(),
+                progress_note(log, log_start)
+            );
             next += PROGRESS_EVERY;
         }
         std::thread::sleep(Duration::from_millis(200));
@@ -73,6 +78,31 @@ pub fn run_in_root(sid_root: &Path, script: &str, log: &Path, phase: &str) -> Re
         first_errors(&text, 6).join("\n"),
         log.display()
     )))
+}
+
+/// ", N files compiled" for the kbuild `CC`/`AS` lines the step has logged since `from`.
+fn progress_note(log: &Path, from: u64) -> String {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut text = String::new();
+    let read = std::fs::File::open(log).and_then(|mut f| {
+        f.seek(SeekFrom::Start(from))?;
+        f.read_to_string(&mut text)
+    });
+    match read.map(|_| compiled_count(&text)) {
+        Ok(n) if n > 0 => format!(", {n} files compiled"),
+        _ => String::new(),
+    }
+}
+
+/// The number of kbuild quiet-mode compile lines (`  CC      net/core/dev.o`, `  CC [M]
+/// …`, `  AS      …`) in `text`.
+pub fn compiled_count(text: &str) -> usize {
+    text.lines()
+        .filter(|l| {
+            let t = l.trim_start();
+            l.len() > t.len() && (t.starts_with("CC ") || t.starts_with("AS "))
+        })
+        .count()
 }
 
 /// How long an interrupted build's processes get after SIGTERM before SIGKILL.
@@ -193,6 +223,13 @@ mod tests {
             compiler_package("CONFIG_CC_VERSION_TEXT=\"clang 19\"\n"),
             None
         );
+    }
+
+    #[test]
+    fn compile_lines_are_counted() {
+        let log = "### compiling\n  CC      init/main.o\n  CC [M]  drivers/net/ethernet/intel/igb/igb_main.o\n\
+                   \x20 AS      arch/x86/entry/entry_64.o\n  LD      vmlinux.o\nCC not indented\n";
+        assert_eq!(compiled_count(log), 3);
     }
 
     #[test]
