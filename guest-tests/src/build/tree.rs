@@ -98,11 +98,15 @@ impl ModuleTree {
     }
 
     /// The shell command that builds the module sources in `m` (a path inside the root).
+    /// ccache's base directory is the builds directory, so the same file in another build
+    /// directory (another patch's module build, a driver directory) is a cache hit.
     pub fn make_modules(&self, m: &str) -> String {
         let jobs = super::module::jobs();
         match &self.kind {
             Kind::Headers => format!(
-                "make -C {} M={m} -j{jobs} CCACHE=ccache DEBIAN_KERNEL_USE_CCACHE=1 modules",
+                "CCACHE_BASEDIR={} make -C {} M={m} -j{jobs} CCACHE=ccache \
+                 DEBIAN_KERNEL_USE_CCACHE=1 modules",
+                super::BUILDS_IN_ROOT,
                 self.dir
             ),
             Kind::Built { cc } => format!(
