@@ -89,7 +89,8 @@ fn progress_note(log: &Path, from: u64) -> String {
         f.read_to_string(&mut text)
     });
     match read.map(|_| compiled_count(&text)) {
-        Ok(n) if n > 0 => format!(", {n} files compiled"),
+        Ok(1) => ", 1 file compiled".to_owned(),
+        Ok(n) if n > 1 => format!(", {n} files compiled"),
         _ => String::new(),
     }
 }
