@@ -403,7 +403,7 @@ impl NetBackend {
     /// `Busy` instead of waiting for a receive queue lock.
     pub fn deliver(&self, frame: &[u8], try_only: bool) -> Delivery {
         if !self.link_up.load(Ordering::Acquire) {
-            inc(&self.port_counters.link_drops);
+            inc(&self.port_counters.rx_link_drops);
             return Delivery::Done;
         }
         let (mem, neg) = {
@@ -645,7 +645,7 @@ impl NetBackend {
     /// switch, applying the offloads its header asks for.
     fn send(&self, c: &QueueCounters, side: &mut TxSide, hdr_len: usize) {
         if !self.link_up.load(Ordering::Acquire) {
-            inc(&self.port_counters.link_drops);
+            inc(&self.port_counters.tx_link_drops);
             return;
         }
         let Some(hdr) = NetHdr::parse(&side.buf) else {
