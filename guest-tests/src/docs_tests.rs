@@ -1,6 +1,7 @@
 //! Checks of what the repository ships for other tools: the CI templates' nicemu-guest
 //! commands parse with the harness's real flags (and name files that exist), and the libvirt
-//! domain example is well-formed XML whose `<qemu:commandline>` is what `qemu-args` prints.
+//! domain example is well-formed XML whose `<qemu:commandline>` is what `qemu-args` prints, and
+//! the `nicemu-guest` commands of guest-tests/README.md parse (and name patches that exist).
 
 use std::path::Path;
 
@@ -12,6 +13,26 @@ use crate::vm::device::Topology;
 const GITHUB: &str = include_str!("../../ci/templates/github-actions.yml");
 const GITLAB: &str = include_str!("../../ci/templates/gitlab-ci.yml");
 const LIBVIRT: &str = include_str!("../examples/libvirt-nicemu-igb.xml");
+const GUEST_README: &str = include_str!("../README.md");
+
+/// The `nicemu-guest …` lines of a Markdown file's `sh` code blocks, trailing `# comments`
+/// dropped, split into words (the README's examples use no quoting).
+fn readme_commands(md: &str) -> Vec<Vec<String>> {
+    let mut in_sh = false;
+    let mut out = Vec::new();
+    for l in md.lines() {
+        let t = l.trim_start();
+        if t.starts_with("```") {
+            in_sh = !in_sh && t == "```sh";
+            continue;
+        }
+        if in_sh && t.starts_with("nicemu-guest ") {
+            let code = t.split(" #").next().unwrap_or(t);
+            out.push(code.split_whitespace().map(str::to_owned).collect());
+        }
+    }
+    out
+}
 
 /// Every nicemu-guest command of a YAML file, folded `>-` blocks joined into one line, with
 /// the CI engines' shard variables given sample values.
@@ -93,6 +114,28 @@ fn check_template(name: &str, yaml: &str) {
 fn ci_templates_use_the_harness_s_real_flags() {
     check_template("github-actions.yml", GITHUB);
     check_template("gitlab-ci.yml", GITLAB);
+}
+
+#[test]
+fn the_readme_s_build_examples_are_real_commands() {
+    let cmds = readme_commands(GUEST_README);
+    assert!(cmds.len() >= 8, "{cmds:?}");
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    for c in &cmds {
+        if let Err(e) = Cli::try_parse_from(c) {
+            panic!(
+                "guest-tests/README.md: `{}` is not a valid command: {e}",
+                c.join(" ")
+            );
+        }
+        for w in c.windows(2) {
+            if w[0].starts_with("--patch") {
+                assert!(repo.join(&w[1]).is_file(), "README: {} {}", w[0], w[1]);
+            }
+        }
+    }
+    let bad = "```sh\nnicemu-guest run --kernel-trees /x   # typo\n```\n";
+    assert!(Cli::try_parse_from(&readme_commands(bad)[0]).is_err());
 }
 
 #[test]
