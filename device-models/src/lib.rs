@@ -15,6 +15,12 @@
 //! and the small shared pieces (interrupt causes, time stamp latches, control
 //! state such as the PHY and NVM) have short locks of their own. A frame for
 //! receive queue 1 never waits for queue 0's work, nor for a transmit queue.
+//!
+//! The crate has no `unsafe` code: guest memory is reached only through
+//! `vm-memory`'s bounds-checked accessors. Test doubles (`testutil`) are
+//! built for this crate's tests and behind the `test-utils` feature.
+
+#![forbid(unsafe_code)]
 
 pub mod bar;
 pub mod desc;
@@ -32,7 +38,7 @@ pub mod ring;
 pub mod rss;
 pub mod stats;
 pub mod sync;
-#[doc(hidden)]
+#[cfg(any(test, feature = "test-utils"))]
 pub mod testutil;
 pub mod txframe;
 
