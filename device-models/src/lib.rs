@@ -29,7 +29,6 @@ pub mod igb;
 pub mod ixgbe;
 pub mod moderation;
 pub mod nvm;
-pub mod offload;
 pub mod pci;
 pub mod phy;
 pub mod ptp;

@@ -7,8 +7,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, RwLock};
 use std::time::Duration;
 
-use device_models::offload::{segment_tcp, OffloadError};
-use device_models::{rss, FrameSink};
+use device_models::FrameSink;
+use net_util::tso::segment_tcp;
+use net_util::OffloadError;
 use vhost::vhost_user::message::VhostUserProtocolFeatures;
 use vhost_user_backend::{VhostUserBackend, VringRwLock, VringState, VringT};
 use virtio_queue::QueueT;
@@ -244,7 +245,9 @@ fn rx_ready(v: &Vring) -> bool {
 /// Chooses a queue pair for a frame by its addresses and ports, so one flow
 /// stays on one queue.
 pub(crate) fn flow_hash(f: &[u8]) -> u32 {
-    let Some(p) = rss::parse(f) else { return 0 };
+    let Some(p) = net_util::parse(f) else {
+        return 0;
+    };
     let mut h: u32 = 0x811c_9dc5;
     let mut mix = |b: &[u8]| {
         for &x in b {
@@ -487,7 +490,7 @@ impl NetBackend {
                 // The driver stopped accepting GSO since the sender looked:
                 // segment here. Frames that find no buffer are dropped.
                 let r = voff::tso_request(&h, frame).and_then(|t| {
-                    segment_tcp(frame, &t.ctx, &mut side.seg, |s| {
+                    segment_tcp(frame, &t.tso, &mut side.seg, |s| {
                         let hh = voff::rx_hdr_plain(s, neg.guest_csum);
                         hh.write(&mut hdr_buf[..hdr_len], 0);
                         let o = rx::write_frame(
@@ -670,7 +673,7 @@ impl NetBackend {
             return;
         }
         let r: Result<usize, OffloadError> =
-            segment_tcp(&side.buf[hdr_len..], &tso.ctx, &mut side.seg, |s| {
+            segment_tcp(&side.buf[hdr_len..], &tso.tso, &mut side.seg, |s| {
                 self.sink.transmit(s);
                 add(&c.tx_bytes, s.len() as u64);
             });

@@ -11,7 +11,7 @@
 //!
 //! Offloads: the guest may hand over partially checksummed frames and TCP
 //! segments up to 64 KiB (`CSUM`, `HOST_TSO4/6`). The transmitting port
-//! segments and checksums them (`device_models::offload::segment_tcp`), so
+//! segments and checksums them (`net_util::tso::segment_tcp`), so
 //! every destination — igb/ixgbe functions, wires, floods — receives
 //! MTU-sized frames with valid checksums, and received plain frames whose
 //! checksums verify are marked `DATA_VALID` (the guest skips checksumming).

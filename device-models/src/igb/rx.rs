@@ -10,11 +10,12 @@ use crate::desc::{
     RXD_STAT_UDPCS, RXD_STAT_VP,
 };
 use crate::fault::RxFault;
-use crate::offload;
 use crate::ptp::{self, RxFilter};
 use crate::ring::{self, Ring};
-use crate::rss::{self, RssType};
+use crate::rss;
 use crate::sync::lock_or_try;
+use net_util::csum::verify_rx;
+use net_util::rss::HashType;
 
 /// ETQF: filter enable.
 const ETQF_FILTER_ENABLE: u32 = 1 << 26;
@@ -47,7 +48,7 @@ impl Igb {
         let (rss, rss_type) = if frame.len() >= 14 {
             self.rss_hash(frame)
         } else {
-            (0, RssType::None)
+            (0, HashType::None)
         };
         let qi = self.rx_queue_for(rss, rss_type) % NUM_QUEUES;
         let Some(_queue) = lock_or_try(&self.rxq[qi], wait) else {
@@ -115,16 +116,16 @@ impl Igb {
     }
 
     /// RSS hash of a frame when MRQC enables RSS (§7.1.2.8).
-    pub(super) fn rss_hash(&self, frame: &[u8]) -> (u32, RssType) {
+    pub(super) fn rss_hash(&self, frame: &[u8]) -> (u32, HashType) {
         let mrqc = self.regs.peek(MRQC);
         if !matches!(mrqc & 7, 1 | 2 | 5) {
-            return (0, RssType::None);
+            return (0, HashType::None);
         }
         rss::hash_with_regs(|i| self.regs.peek(RSSRK + 4 * i), mrqc, frame)
     }
 
     /// Queue for a frame: RETA entry `hash[6:0]` when RSS hashed it, else queue 0.
-    pub(super) fn rx_queue_for(&self, hash: u32, ty: RssType) -> usize {
+    pub(super) fn rx_queue_for(&self, hash: u32, ty: HashType) -> usize {
         rss::reta_queue(|i| self.regs.peek(RETA + 4 * i), hash, ty)
     }
 
@@ -137,7 +138,7 @@ impl Igb {
         if rxcsum & (RXCSUM_IPOFL | RXCSUM_TUOFL) == 0 || ptype == 0 {
             return (st, ptype);
         }
-        let c = offload::verify_rx(frame);
+        let c = verify_rx(frame);
         if rxcsum & RXCSUM_IPOFL != 0 && c.ip_checked {
             st |= RXD_STAT_IPCS;
             if !c.ip_ok {
@@ -211,7 +212,7 @@ impl Igb {
 
     /// Places a frame into receive queue `qi` (its lock held), spanning
     /// descriptors if needed.
-    fn rx_to_queue(&self, qi: usize, frame: &[u8], rss: u32, rss_type: RssType, ts: bool) {
+    fn rx_to_queue(&self, qi: usize, frame: &[u8], rss: u32, rss_type: HashType, ts: bool) {
         let base = RXQ_BASE + qi as u32 * QUEUE_STRIDE;
         let miss = |d: &Igb| {
             d.stat_add(stat::MPC, 1);
@@ -252,7 +253,7 @@ impl Igb {
         } else {
             0
         };
-        let pkt_info = ptype | rss_type as u16;
+        let pkt_info = ptype | rss::descriptor_type(rss_type);
         let srrctl = self.regs.peek(base + q::SRRCTL);
         let bufsize = match (srrctl & 0x7f) as usize * 1024 {
             0 => 2048,

@@ -466,7 +466,7 @@ fn tcp_frame(sport: u16) -> Vec<u8> {
         tucmd: 0x6,
         ..Default::default()
     };
-    crate::offload::apply_checksums(&mut f, &ctx, true, true).unwrap();
+    crate::txframe::apply_checksums(&mut f, &ctx, true, true).unwrap();
     f
 }
 

@@ -8,11 +8,12 @@ use super::intr::Dir;
 use super::regs::*;
 use super::{fctrl, hlreg0, Ixgbe};
 use crate::desc::{rx_status, rx_writeback, RXD_STAT_IPCS, RXD_STAT_VP};
-use crate::offload;
 use crate::ptp::{self, RxFilter};
 use crate::ring::{self, Ring};
-use crate::rss::{self, RssType};
+use crate::rss;
 use crate::sync::lock_or_try;
+use net_util::csum::verify_rx;
+use net_util::rss::HashType;
 
 /// ETQF: filter enable.
 const ETQF_FILTER_EN: u32 = 1 << 31;
@@ -50,7 +51,7 @@ impl Ixgbe {
         let (hash, ty) = if frame.len() >= 14 {
             self.rss_hash(frame)
         } else {
-            (0, RssType::None)
+            (0, HashType::None)
         };
         let qi = self.rx_queue_for(hash, ty) % NUM_QUEUES;
         let Some(_queue) = lock_or_try(&self.rxq[qi], wait) else {
@@ -121,17 +122,17 @@ impl Ixgbe {
     }
 
     /// RSS hash when MRQC.MRQE selects RSS (§7.1.2.8).
-    fn rss_hash(&self, frame: &[u8]) -> (u32, RssType) {
+    fn rss_hash(&self, frame: &[u8]) -> (u32, HashType) {
         let mrqc = self.regs.peek(MRQC);
         if !matches!(mrqc & 0xf, 1..=5) {
-            return (0, RssType::None);
+            return (0, HashType::None);
         }
         rss::hash_with_regs(|i| self.regs.peek(RSSRK + 4 * i), mrqc, frame)
     }
 
     /// Queue for a frame: RETA entry `hash[6:0]` (4-bit queue index) when RSS
     /// hashed it, else queue 0.
-    fn rx_queue_for(&self, hash: u32, ty: RssType) -> usize {
+    fn rx_queue_for(&self, hash: u32, ty: HashType) -> usize {
         rss::reta_queue(|i| self.regs.peek(RETA + 4 * i), hash, ty)
     }
 
@@ -193,7 +194,7 @@ impl Ixgbe {
         if ptype == 0 {
             return (0, 0);
         }
-        let c = offload::verify_rx(frame);
+        let c = verify_rx(frame);
         if c.ip_checked {
             st |= RXD_STAT_IPCS;
             if !c.ip_ok {
@@ -211,7 +212,15 @@ impl Ixgbe {
 
     /// Places a frame into receive queue `qi` (its lock held), spanning
     /// descriptors if needed.
-    fn rx_to_queue(&self, qi: usize, frame: &[u8], hash: u32, ty: RssType, tagged: bool, ts: bool) {
+    fn rx_to_queue(
+        &self,
+        qi: usize,
+        frame: &[u8],
+        hash: u32,
+        ty: HashType,
+        tagged: bool,
+        ts: bool,
+    ) {
         let base = rxq_base(qi as u32);
         if self.regs.peek(base + q::DCTL) & QUEUE_ENABLE == 0 {
             self.count_rx_drop(qi);
@@ -249,7 +258,7 @@ impl Ixgbe {
             return;
         }
         let (csum_st, ptype) = self.rx_csum_bits(frame);
-        let pkt_info = (ptype & 0xfff0) | ty as u16;
+        let pkt_info = (ptype & 0xfff0) | rss::descriptor_type(ty);
         let Some(mem) = self.mem.get() else {
             // Bus mastering off (PCI COMMAND.BME): the frame cannot be placed.
             self.errors.dma_blocked();

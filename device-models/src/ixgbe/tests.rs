@@ -578,8 +578,8 @@ fn filters_rss_and_checksum_status() {
     u[34..36].copy_from_slice(&1000u16.to_be_bytes());
     u[36..38].copy_from_slice(&2000u16.to_be_bytes());
     u[38..40].copy_from_slice(&12u16.to_be_bytes());
-    crate::offload::ipv4_header_csum(&mut u, 14).unwrap();
-    crate::offload::l4_csum(&mut u, 14, 34, true, 17).unwrap();
+    net_util::csum::ipv4_header_csum(&mut u, 14).unwrap();
+    net_util::csum::l4_csum(&mut u, 14, 34, true, 17).unwrap();
     wr(&d, MRQC, 1 | (1 << 17) | (1 << 22));
     for i in 0..10 {
         wr(&d, RSSRK + 4 * i, 0x6d5a_56da ^ i);
