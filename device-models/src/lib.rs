@@ -25,6 +25,7 @@
 pub mod bar;
 pub mod desc;
 pub mod fault;
+pub mod function;
 pub mod igb;
 pub mod ixgbe;
 pub mod moderation;

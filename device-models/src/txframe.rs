@@ -11,7 +11,6 @@ use crate::ring::{self, Ring};
 use net_util::csum::{csum_add, csum_fold, ipv4_header_csum, l4_csum};
 use net_util::tso::segment_tcp;
 use net_util::OffloadError;
-use std::sync::Mutex;
 
 use crate::regfile::RegFile;
 use crate::{DmaMemory, DmaView, ErrorCounters, GuestRam};
@@ -369,22 +368,21 @@ const TDH: u32 = 0x10;
 const TDWBAL: u32 = 0x38;
 const TDWBAH: u32 = 0x3c;
 
-/// One doorbell of the transmit queue whose registers start at `base`: under
-/// the queue's lock, a [`run_ring`] pass over the ring the registers describe,
-/// then TDH updated. Returns whether the queue's interrupt is due, or the
+/// One doorbell of the transmit queue whose registers start at `base` (the
+/// caller holds the queue's lock, as `q`): a [`run_ring`] pass over the ring
+/// the registers describe, then TDH updated. Returns whether the queue's interrupt is due, or the
 /// ring error (counted) of a ring the guest misprogrammed. With bus
 /// mastering off nothing is fetched (counted as `dma_blocked`; the head
 /// stays, so the ring is served once the driver turns it back on).
 pub fn queue_pass<H: Copy + 'static>(
     regs: &RegFile<H>,
     base: u32,
-    queue: &Mutex<TxQueue>,
+    q: &mut TxQueue,
     mem: &DmaMemory,
     errors: &ErrorCounters,
     context_dd: bool,
     frame_done: impl FnMut(&mut TxQueue, FrameOpts),
 ) -> Result<bool, ring::RingError> {
-    let mut q = crate::sync::lock(queue);
     let mut r = Ring::from_block(|o| regs.peek(o), base).inspect_err(|_| errors.ring())?;
     let Some(mem) = mem.get() else {
         errors.dma_blocked();
@@ -396,7 +394,7 @@ pub fn queue_pass<H: Copy + 'static>(
         context_dd,
         head_wb: head_writeback(regs.peek(base + TDWBAL), regs.peek(base + TDWBAH)),
     };
-    let done = run_ring(&mut r, &mut q, pass, frame_done);
+    let done = run_ring(&mut r, q, pass, frame_done);
     regs.poke(base + TDH, r.head);
     Ok(done)
 }

@@ -8,12 +8,16 @@
 //! cause is reported through ICR on the function's single interrupt.
 //!
 //! Every read-modify-write of causes and masks runs under the function's
-//! interrupt lock (`Igb::intr`, which also holds the EITR moderation state);
-//! functions taking `m: &mut Moderation` expect it held.
+//! interrupt lock (which also holds the EITR moderation state); functions
+//! taking `m: &mut Moderation` expect it held. Guest accesses to the cause,
+//! mask and throttle registers arrive there through
+//! [`Igb::on_intr_read`] and [`Igb::on_intr_write`].
 
 use super::regs::*;
 use super::Igb;
+pub use crate::function::Dir;
 use crate::moderation::Moderation;
+use crate::regfile::Written;
 use crate::sync::lock;
 
 /// ICR: transmit descriptor written back.
@@ -34,19 +38,47 @@ pub const GPIE_MSIX_MODE: u32 = 1 << 4;
 /// GPIE: extended interrupt auto-mask enable.
 pub const GPIE_EIAME: u32 = 1 << 30;
 
+/// EITR: the write does not restart the interval counter (CNT_IGNR).
+const EITR_CNT_IGNR: u32 = 1 << 31;
+/// Vectors with an EITR register (and moderation state).
+pub const EITR_VECTORS: usize = 25;
+
 const IVAR_VALID: u32 = 0x80;
 const EICR_VECTORS: u32 = 0x01ff_ffff;
 
-/// Direction of a queue cause.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Dir {
-    /// Receive.
-    Rx,
-    /// Transmit.
-    Tx,
-}
-
 impl Igb {
+    /// The value a guest reads from a cause, mask or throttle register.
+    pub(super) fn on_intr_read(&self, m: &mut Moderation, r: IntrReg, v: u32) -> u32 {
+        match r {
+            IntrReg::Icr => self.icr_read(m, v),
+            IntrReg::Eitr => v & !EITR_CNT_IGNR,
+            _ => v,
+        }
+    }
+
+    /// Side effects of a guest write to a cause, mask or throttle register.
+    pub(super) fn on_intr_write(&self, m: &mut Moderation, r: IntrReg, w: &Written<Hook>) {
+        match r {
+            IntrReg::Icr => self.intr_update(m),
+            IntrReg::Ics => self.raise_icr_locked(m, w.raw),
+            IntrReg::Ims => {
+                self.regs.poke(IMS, w.old | w.raw);
+                self.intr_update(m);
+            }
+            IntrReg::Imc => self.regs.clear_bits(IMS, w.raw),
+            IntrReg::Eicr => {}
+            IntrReg::Eics => self.raise_eicr(m, w.raw & EICR_VECTORS),
+            IntrReg::Eims => {
+                self.regs.poke(EIMS, (w.old | w.raw) & EICR_VECTORS);
+                self.deliver_eicr(m);
+            }
+            IntrReg::Eimc => self.regs.clear_bits(EIMS, w.raw),
+            // Without CNT_IGNR a write restarts the vector's interval counter.
+            IntrReg::Eitr if w.raw & EITR_CNT_IGNR == 0 => m.restart(usize::from(w.id.elem)),
+            IntrReg::Eitr => {}
+        }
+    }
+
     fn msix_mode(&self) -> bool {
         self.regs.peek(GPIE) & GPIE_MSIX_MODE != 0
     }
@@ -88,7 +120,7 @@ impl Igb {
     /// Guest read of ICR (§8.8.1): returns the causes and clears them when
     /// GPIE.NSICR is set, when no cause is enabled, or when an interrupt was
     /// asserted; clearing also auto-masks IAM bits and clears the "other" EICR bit.
-    pub(super) fn icr_read(&self, _m: &mut Moderation, icr: u32) -> u32 {
+    fn icr_read(&self, _m: &mut Moderation, icr: u32) -> u32 {
         let ims = self.regs.peek(IMS);
         let nsicr = self.regs.peek(GPIE) & GPIE_NSICR != 0;
         let asserted = icr & ICR_INT_ASSERTED != 0;
@@ -160,7 +192,7 @@ impl Igb {
 
     /// Signals a queue event: through the queue's IVAR vector in MSI-X mode,
     /// else as ICR.RXT0 / ICR.TXDW.
-    pub(super) fn queue_interrupt(&self, queue: usize, dir: Dir) {
+    pub(super) fn queue_cause(&self, queue: usize, dir: Dir) {
         if self.msix_mode() {
             let (reg, shift) = ivar_slot(queue, dir);
             let entry = (self.regs.peek(IVAR0 + 4 * reg) >> shift) & 0xff;
@@ -172,6 +204,22 @@ impl Igb {
                 Dir::Rx => ICR_RXT0,
                 Dir::Tx => ICR_TXDW,
             });
+        }
+    }
+}
+
+impl Igb {
+    /// The interrupt mode and masks, as `nicemu ctl list` shows them.
+    pub(super) fn interrupt_summary(&self) -> String {
+        if self.msix_mode() {
+            format!(
+                "MSI-X EIMS={:#x} IMS={:#x} EITR0={:#x}",
+                self.regs.peek(EIMS),
+                self.regs.peek(IMS),
+                self.regs.peek(EITR0)
+            )
+        } else {
+            format!("single vector IMS={:#x}", self.regs.peek(IMS))
         }
     }
 }

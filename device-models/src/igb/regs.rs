@@ -9,21 +9,10 @@
 use crate::ptp::TsReg;
 use crate::regfile::RegDef;
 
-/// Device-specific behaviour attached to a register.
+/// Interrupt registers with side effects (§7.3, §8.8): their handlers run
+/// under the interrupt lock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Hook {
-    /// Device control: RST / PHY_RST self-clear, GIO master disable.
-    Ctrl,
-    /// Device status: computed from link state.
-    Status,
-    /// EEPROM/flash control: REQ→GNT handshake.
-    Eecd,
-    /// EEPROM read register: completes reads at once.
-    Eerd,
-    /// MDI control: PHY register access.
-    Mdic,
-    /// Software semaphore: SMBI is set by reading.
-    Swsm,
+pub enum IntrReg {
     /// Interrupt cause read (clear rules of §7.3.1.1 / §8.8.1).
     Icr,
     /// Interrupt cause set.
@@ -40,27 +29,32 @@ pub enum Hook {
     Eims,
     /// Extended interrupt mask clear.
     Eimc,
-    /// Receive control (enable).
-    Rctl,
-    /// Transmit control (enable).
-    Tctl,
-    /// Receive descriptor tail (doorbell).
-    Rdt,
-    /// Transmit descriptor tail (doorbell).
-    Tdt,
-    /// Receive queue control (enable, software flush).
-    Rxdctl,
-    /// Transmit queue control (enable, software flush).
-    Txdctl,
-    /// Receive queue head: writable only while the queue is disabled.
-    RxHead,
-    /// Transmit queue head: writable only while the queue is disabled.
-    TxHead,
-    /// Interrupt throttle: CNT_IGNR reads as 0.
+    /// Interrupt throttle: CNT_IGNR reads as 0; a write restarts the interval.
     Eitr,
-    /// IEEE 1588 time sync register served by [`crate::ptp::TimeSync`].
-    Ts(TsReg),
 }
+
+/// Control-path registers with side effects: their handlers run under the
+/// control lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CtlReg {
+    /// Device control: RST / PHY_RST, set link up.
+    Ctrl,
+    /// MDI control: PHY register access.
+    Mdic,
+}
+
+/// Other registers with side effects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reg {
+    /// Device status: computed from link state.
+    Status,
+    /// Transmit control: enabling it rings every queue.
+    Tctl,
+}
+
+/// The hooks of the 82576's registers.
+pub type Hook = crate::function::Hook<IntrReg, CtlReg, Reg>;
+use crate::function::QueueReg;
 
 // ---- offsets (e1000_regs.h) ----
 /// Device control.
@@ -75,6 +69,8 @@ pub const EERD: u32 = 0x0014;
 pub const CTRL_EXT: u32 = 0x0018;
 /// MDI control.
 pub const MDIC: u32 = 0x0020;
+/// VLAN ether type.
+pub const VET: u32 = 0x0038;
 /// Interrupt cause read.
 pub const ICR: u32 = 0x00c0;
 /// Interrupt cause set.
@@ -201,6 +197,8 @@ pub mod stat {
     pub const GOTCL: u32 = 0x4090;
     /// Receive no buffers.
     pub const RNBC: u32 = 0x40a0;
+    /// Receive undersize.
+    pub const RUC: u32 = 0x40a4;
     /// Receive oversize.
     pub const ROC: u32 = 0x40ac;
     /// Total octets received (low).
@@ -242,45 +240,50 @@ const fn stat(name: &'static str, off: u32) -> RegDef<Hook> {
     RegDef::new(name, off).rc()
 }
 
-/// Receive queue enable bit in RXDCTL/TXDCTL.
-pub const QUEUE_ENABLE: u32 = 1 << 25;
+pub use crate::function::QUEUE_ENABLE;
 
 /// The register table.
-pub static TABLE: &[RegDef<Hook>] = &[
+pub const TABLE: &[RegDef<Hook>] = &[
     // General (§8.2)
     RegDef::new("CTRL", CTRL)
         .reset(0x0014_0241)
         .mask(0xfdff_fe7f)
-        .hook(Hook::Ctrl),
-    RegDef::new("STATUS", STATUS).ro().hook(Hook::Status),
+        .hook(Hook::Ctl(CtlReg::Ctrl)),
+    RegDef::new("STATUS", STATUS)
+        .ro()
+        .hook(Hook::Part(Reg::Status)),
     RegDef::new("EECD", EECD)
         .reset((1 << 9) | (1 << 8))
         .mask(0x0000_0047)
-        .hook(Hook::Eecd),
-    RegDef::new("EERD", EERD).mask(0x0000_fffd).hook(Hook::Eerd),
+        .hook(Hook::NvmGrant),
+    RegDef::new("EERD", EERD)
+        .mask(0x0000_fffd)
+        .hook(Hook::NvmRead),
     RegDef::new("CTRL_EXT", CTRL_EXT).mask(0xff3f_ffff),
     RegDef::new("FLA", 0x001c),
-    RegDef::new("MDIC", MDIC).mask(0xbfff_ffff).hook(Hook::Mdic),
+    RegDef::new("MDIC", MDIC)
+        .mask(0xbfff_ffff)
+        .hook(Hook::Ctl(CtlReg::Mdic)),
     RegDef::new("SCTL", 0x0024),
     RegDef::new("FCAL", 0x0028).reset(0x00c2_8001),
     RegDef::new("FCAH", 0x002c).reset(0x0100).mask(0x0000_ffff),
     RegDef::new("FCT", 0x0030).reset(0x8808).mask(0x0000_ffff),
     RegDef::new("CONNSW", 0x0034),
-    RegDef::new("VET", 0x0038).reset(0x8100),
-    RegDef::new("ICR", ICR).w1c().hook(Hook::Icr),
+    RegDef::new("VET", VET).reset(0x8100),
+    RegDef::new("ICR", ICR).w1c().hook(Hook::Intr(IntrReg::Icr)),
     RegDef::new("ITR", 0x00c4),
-    RegDef::new("ICS", ICS).wo().hook(Hook::Ics),
-    RegDef::new("IMS", IMS).hook(Hook::Ims),
-    RegDef::new("IMC", IMC).wo().hook(Hook::Imc),
+    RegDef::new("ICS", ICS).wo().hook(Hook::Intr(IntrReg::Ics)),
+    RegDef::new("IMS", IMS).hook(Hook::Intr(IntrReg::Ims)),
+    RegDef::new("IMC", IMC).wo().hook(Hook::Intr(IntrReg::Imc)),
     RegDef::new("IAM", IAM),
-    RegDef::new("RCTL", RCTL).mask(0x07ff_fffe).hook(Hook::Rctl),
+    RegDef::new("RCTL", RCTL).mask(0x07ff_fffe),
     RegDef::new("FCTTV", 0x0170).mask(0x0000_ffff),
     RegDef::new("TXCW", 0x0178),
     RegDef::new("RXCW", 0x0180).ro(),
     RegDef::new("TCTL", TCTL)
         .reset(0xa004_10f8)
         .mask(0xffff_fffe)
-        .hook(Hook::Tctl),
+        .hook(Hook::Part(Reg::Tctl)),
     RegDef::new("TCTL_EXT", 0x0404).reset(0x0004_0042),
     RegDef::new("TIPG", 0x0410)
         .reset(0x0060_2008)
@@ -299,16 +302,24 @@ pub static TABLE: &[RegDef<Hook>] = &[
     RegDef::new("TCPTIMER", 0x104c),
     // Interrupts (§8.8)
     RegDef::new("GPIE", GPIE).mask(0xc000_0091),
-    RegDef::new("EICS", EICS).wo().hook(Hook::Eics),
-    RegDef::new("EIMS", EIMS).mask(0x01ff_ffff).hook(Hook::Eims),
-    RegDef::new("EIMC", EIMC).wo().hook(Hook::Eimc),
+    RegDef::new("EICS", EICS)
+        .wo()
+        .hook(Hook::Intr(IntrReg::Eics)),
+    RegDef::new("EIMS", EIMS)
+        .mask(0x01ff_ffff)
+        .hook(Hook::Intr(IntrReg::Eims)),
+    RegDef::new("EIMC", EIMC)
+        .wo()
+        .hook(Hook::Intr(IntrReg::Eimc)),
     RegDef::new("EIAC", EIAC).mask(0x01ff_ffff),
     RegDef::new("EIAM", EIAM).mask(0x01ff_ffff),
-    RegDef::new("EICR", EICR).w1c().hook(Hook::Eicr),
+    RegDef::new("EICR", EICR)
+        .w1c()
+        .hook(Hook::Intr(IntrReg::Eicr)),
     RegDef::new("EITR", EITR0)
         .array(25, 4)
         .mask(0x7fff_fffc)
-        .hook(Hook::Eitr),
+        .hook(Hook::Intr(IntrReg::Eitr)),
     RegDef::new("IVAR", IVAR0).array(8, 4).mask(0x9f9f_9f9f),
     RegDef::new("IVAR_MISC", IVAR_MISC).mask(0x0000_9f9f),
     // Receive (§8.10)
@@ -326,24 +337,28 @@ pub static TABLE: &[RegDef<Hook>] = &[
     rxq("SRRCTL", q::SRRCTL)
         .reset(0x0000_0402)
         .mask(0xc000_0f7f),
-    rxq("RDH", q::H).mask(0x0000_ffff).hook(Hook::RxHead),
+    rxq("RDH", q::H)
+        .mask(0x0000_ffff)
+        .hook(Hook::Rxq(QueueReg::Head, 0)),
     rxq("RXCTL", 0x14),
-    rxq("RDT", q::T).mask(0x0000_ffff).hook(Hook::Rdt),
+    rxq("RDT", q::T).mask(0x0000_ffff),
     rxq("RXDCTL", q::DCTL)
         .reset(0x0001_0000)
         .mask(0x0619_1f1f)
-        .hook(Hook::Rxdctl),
+        .hook(Hook::Rxq(QueueReg::Control, 0)),
     rxq("RQDPC", q::RQDPC).rc(),
     rxq_legacy("RDBAL", q::BAL).mask(0xffff_ff80),
     rxq_legacy("RDBAH", q::BAH),
     rxq_legacy("RDLEN", q::LEN).mask(0x000f_fff0),
     rxq_legacy("SRRCTL", q::SRRCTL).mask(0xc000_0f7f),
-    rxq_legacy("RDH", q::H).mask(0x0000_ffff).hook(Hook::RxHead),
+    rxq_legacy("RDH", q::H)
+        .mask(0x0000_ffff)
+        .hook(Hook::Rxq(QueueReg::Head, 0)),
     rxq_legacy("RXCTL", 0x14),
-    rxq_legacy("RDT", q::T).mask(0x0000_ffff).hook(Hook::Rdt),
+    rxq_legacy("RDT", q::T).mask(0x0000_ffff),
     rxq_legacy("RXDCTL", q::DCTL)
         .mask(0x0619_1f1f)
-        .hook(Hook::Rxdctl),
+        .hook(Hook::Rxq(QueueReg::Control, 0)),
     RegDef::new("RXCSUM", RXCSUM)
         .reset(0x0000_0300)
         .mask(0x0000_3bff),
@@ -369,7 +384,7 @@ pub static TABLE: &[RegDef<Hook>] = &[
     RegDef::new("VMOLR", 0x5ad0).array(8, 4),
     RegDef::new("GCR", 0x5b00).reset(0x0000_0400),
     RegDef::new("FACTPS", 0x5b30).ro(),
-    RegDef::new("SWSM", SWSM).mask(0x3).hook(Hook::Swsm),
+    RegDef::new("SWSM", SWSM).mask(0x3).hook(Hook::Semaphore),
     RegDef::new("FWSM", 0x5b54).ro(),
     RegDef::new("SW_FW_SYNC", SW_FW_SYNC).mask(0x0000_ffff),
     RegDef::new("DCA_CTRL", 0x5b74),
@@ -386,21 +401,31 @@ pub static TABLE: &[RegDef<Hook>] = &[
     txq("TDBAL", q::BAL).mask(0xffff_ff80),
     txq("TDBAH", q::BAH),
     txq("TDLEN", q::LEN).mask(0x000f_fff0),
-    txq("TDH", q::H).mask(0x0000_ffff).hook(Hook::TxHead),
+    txq("TDH", q::H)
+        .mask(0x0000_ffff)
+        .hook(Hook::Txq(QueueReg::Head, 0)),
     txq("TXCTL", 0x14),
-    txq("TDT", q::T).mask(0x0000_ffff).hook(Hook::Tdt),
-    txq("TXDCTL", q::DCTL).mask(0x0639_3f3f).hook(Hook::Txdctl),
+    txq("TDT", q::T)
+        .mask(0x0000_ffff)
+        .hook(Hook::Txq(QueueReg::Tail, 0)),
+    txq("TXDCTL", q::DCTL)
+        .mask(0x0639_3f3f)
+        .hook(Hook::Txq(QueueReg::Control, 0)),
     txq("TDWBAL", q::WBAL).mask(0xffff_fffd),
     txq("TDWBAH", q::WBAH),
     txq_legacy("TDBAL", q::BAL).mask(0xffff_ff80),
     txq_legacy("TDBAH", q::BAH),
     txq_legacy("TDLEN", q::LEN).mask(0x000f_fff0),
-    txq_legacy("TDH", q::H).mask(0x0000_ffff).hook(Hook::TxHead),
+    txq_legacy("TDH", q::H)
+        .mask(0x0000_ffff)
+        .hook(Hook::Txq(QueueReg::Head, 0)),
     txq_legacy("TXCTL", 0x14),
-    txq_legacy("TDT", q::T).mask(0x0000_ffff).hook(Hook::Tdt),
+    txq_legacy("TDT", q::T)
+        .mask(0x0000_ffff)
+        .hook(Hook::Txq(QueueReg::Tail, 0)),
     txq_legacy("TXDCTL", q::DCTL)
         .mask(0x0639_3f3f)
-        .hook(Hook::Txdctl),
+        .hook(Hook::Txq(QueueReg::Control, 0)),
     txq_legacy("TDWBAL", q::WBAL).mask(0xffff_fffd),
     txq_legacy("TDWBAH", q::WBAH),
     // Statistics (§8.19): clear on read.
@@ -440,7 +465,7 @@ pub static TABLE: &[RegDef<Hook>] = &[
     stat("GOTCL", stat::GOTCL),
     stat("GOTCH", 0x4094),
     stat("RNBC", stat::RNBC),
-    stat("RUC", 0x40a4),
+    stat("RUC", stat::RUC),
     stat("RFC", 0x40a8),
     stat("ROC", stat::ROC),
     stat("RJC", 0x40b0),

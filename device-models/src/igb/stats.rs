@@ -1,49 +1,38 @@
-//! Statistics counters of the 82576 (datasheet §8.19): which frames count
-//! where, through the shared [`crate::stats`] counters (octets and size buckets
-//! include the FCS; GORC/GOTC/TOR/TOT are 64-bit low/high pairs).
+//! Statistics counters of the 82576 (datasheet §8.19): where frames count
+//! (octets and size buckets include the FCS; GORC/GOTC/TOR/TOT are 64-bit
+//! low/high pairs) and what a missed frame counts.
 
-use super::regs::stat;
+use super::regs::*;
 use super::Igb;
-use crate::stats::classify;
+use crate::function::{FrameCounters, Split};
+
+/// Counters of received frames.
+pub(super) const RX: FrameCounters = FrameCounters {
+    good: stat::GPRC,
+    total: stat::TPR,
+    good_octets: Split::at(stat::GORCL, 32),
+    total_octets: Some(Split::at(stat::TORL, 32)),
+    size64: stat::PRC64,
+    broadcast: stat::BPRC,
+    multicast: stat::MPRC,
+};
+
+/// Counters of transmitted frames.
+pub(super) const TX: FrameCounters = FrameCounters {
+    good: stat::GPTC,
+    total: stat::TPT,
+    good_octets: Split::at(stat::GOTCL, 32),
+    total_octets: Some(Split::at(stat::TOTL, 32)),
+    size64: stat::PTC64,
+    broadcast: stat::BPTC,
+    multicast: stat::MPTC,
+};
 
 impl Igb {
-    /// Adds to a 32-bit counter (saturating, as the 82576 counters do).
-    pub(super) fn stat_add(&self, off: u32, n: u32) {
-        self.totals.count(&self.regs, off, u64::from(n));
-    }
-
-    /// Adds to a 64-bit counter split in low/high registers.
-    fn stat_add64(&self, lo: u32, n: u64) {
-        self.totals.count_split(&self.regs, lo, lo + 4, 32, n);
-    }
-
-    /// Counts a transmitted frame (without FCS).
-    pub(super) fn count_tx(&self, f: &[u8]) {
-        let c = classify(f);
-        self.stat_add(stat::GPTC, 1);
-        self.stat_add(stat::TPT, 1);
-        self.stat_add64(stat::GOTCL, c.octets);
-        self.stat_add64(stat::TOTL, c.octets);
-        self.stat_add(stat::PTC64 + 4 * c.bucket, 1);
-        if c.broadcast {
-            self.stat_add(stat::BPTC, 1);
-        } else if c.multicast {
-            self.stat_add(stat::MPTC, 1);
-        }
-    }
-
-    /// Counts a received frame (without FCS) delivered to the host.
-    pub(super) fn count_rx(&self, f: &[u8]) {
-        let c = classify(f);
-        self.stat_add(stat::GPRC, 1);
-        self.stat_add(stat::TPR, 1);
-        self.stat_add64(stat::GORCL, c.octets);
-        self.stat_add64(stat::TORL, c.octets);
-        self.stat_add(stat::PRC64 + 4 * c.bucket, 1);
-        if c.broadcast {
-            self.stat_add(stat::BPRC, 1);
-        } else if c.multicast {
-            self.stat_add(stat::MPRC, 1);
-        }
+    /// A frame queue `qi` had no buffer for: MPC, RNBC and the queue's RQDPC.
+    pub(super) fn count_rx_miss(&self, qi: usize) {
+        self.stat_add(stat::MPC, 1);
+        self.stat_add(stat::RNBC, 1);
+        self.stat_add(RXQ_BASE + qi as u32 * QUEUE_STRIDE + q::RQDPC, 1);
     }
 }

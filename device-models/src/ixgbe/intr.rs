@@ -12,11 +12,16 @@
 
 //!
 //! Every read-modify-write of causes and masks runs under the function's
-//! interrupt lock (`Ixgbe::intr`, holding [`Intr`]).
+//! interrupt lock (holding [`Intr`]); guest accesses to the cause, mask and
+//! throttle registers arrive there through [`Ixgbe::on_intr_read`] and
+//! [`Ixgbe::on_intr_write`].
 
 use super::regs::*;
 use super::Ixgbe;
+pub use crate::function::Dir;
+use crate::function::IntrState;
 use crate::moderation::Moderation;
+use crate::regfile::{RegId, Written};
 use crate::sync::lock;
 
 /// Interrupt state beyond the registers, under the interrupt lock.
@@ -39,9 +44,10 @@ impl Intr {
             vec_mask: 0,
         }
     }
+}
 
-    /// Back to the reset state.
-    pub fn reset(&mut self) {
+impl IntrState for Intr {
+    fn reset(&mut self) {
         self.moderation.reset();
         self.vec_cause = 0;
         self.vec_mask = 0;
@@ -63,15 +69,8 @@ pub const GPIE_OCD: u32 = 1 << 5;
 pub const GPIE_EIAME: u32 = 1 << 30;
 
 const IVAR_VALID: u32 = 0x80;
-
-/// Direction of a queue cause.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Dir {
-    /// Receive.
-    Rx,
-    /// Transmit.
-    Tx,
-}
+/// EITR: the write does not restart the interval counter (CNT_WDIS).
+const EITR_CNT_WDIS: u32 = 1 << 31;
 
 /// Minimum time between two interrupts of vector `v`: EITR bits 11:3 in
 /// units of 0.25 µs with 2 µs granularity (`ixgbe_write_eitr`; the driver's
@@ -95,6 +94,43 @@ pub fn ivar_slot(queue: usize, dir: Dir) -> (u32, u32) {
 }
 
 impl Ixgbe {
+    /// The value a guest reads from a cause or mask register: the vector
+    /// causes and masks live in [`Intr`].
+    pub(super) fn on_intr_read(&self, m: &mut Intr, r: IntrReg, id: RegId, v: u32) -> u32 {
+        let half = 32 * u32::from(id.elem);
+        match r {
+            IntrReg::Eicr => self.eicr_read(m),
+            IntrReg::Eics => self.eicr_value(m),
+            IntrReg::Eims if self.msix_mode() => (v & 0xffff_0000) | (m.vec_mask as u32 & 0xffff),
+            IntrReg::EimsEx => (m.vec_mask >> half) as u32,
+            IntrReg::EicsEx => (m.vec_cause >> half) as u32,
+            _ => v,
+        }
+    }
+
+    /// Side effects of a guest write to a cause, mask or moderation register.
+    pub(super) fn on_intr_write(&self, m: &mut Intr, r: IntrReg, w: &Written<Hook>) {
+        let half = 32 * u32::from(w.id.elem);
+        match r {
+            IntrReg::Eicr => self.eicr_write(m, w.raw),
+            IntrReg::Eics => self.eics_write(m, w.raw),
+            // Without CNT_WDIS a write restarts the vector's interval counter.
+            IntrReg::Eitr | IntrReg::EitrHi if w.raw & EITR_CNT_WDIS == 0 => {
+                let base = if r == IntrReg::Eitr { 0 } else { 24 };
+                m.moderation.restart(base + usize::from(w.id.elem));
+            }
+            IntrReg::Eitr | IntrReg::EitrHi => {}
+            IntrReg::Eims => self.eims_write(m, w.old, w.raw),
+            IntrReg::Eimc => self.eimc_write(m, w.raw),
+            IntrReg::EicsEx => self.raise_vectors(m, u64::from(w.raw) << half),
+            IntrReg::EimsEx => {
+                m.vec_mask |= u64::from(w.raw) << half;
+                self.deliver_vectors(m);
+            }
+            IntrReg::EimcEx => m.vec_mask &= !(u64::from(w.raw) << half),
+        }
+    }
+
     pub(super) fn msix_mode(&self) -> bool {
         self.regs.peek(GPIE) & GPIE_MSIX_MODE != 0
     }
@@ -264,7 +300,7 @@ impl Ixgbe {
     }
 
     /// Signals a queue event through the queue's IVAR entry.
-    pub(super) fn queue_interrupt(&self, queue: usize, dir: Dir) {
+    pub(super) fn queue_cause(&self, queue: usize, dir: Dir) {
         let (reg, shift) = ivar_slot(queue, dir);
         let entry = (self.regs.peek(IVAR0 + 4 * reg) >> shift) & 0xff;
         if entry & IVAR_VALID == 0 {

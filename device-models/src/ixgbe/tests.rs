@@ -326,10 +326,10 @@ fn msix_routing_autoclear_automask_and_other_causes() {
     wr(&d, EIMS_EX, u32::MAX);
     wr(&d, EIMS_EX + 4, u32::MAX);
     assert!(t.irq.take().is_empty());
-    d.queue_interrupt(0, Dir::Rx);
-    d.queue_interrupt(41, Dir::Tx);
+    d.queue_cause(0, Dir::Rx);
+    d.queue_cause(41, Dir::Tx);
     assert_eq!(t.irq.take(), vec![Irq::Msix(0), Irq::Msix(1)]);
-    d.queue_interrupt(0, Dir::Rx);
+    d.queue_cause(0, Dir::Rx);
     assert!(t.irq.take().is_empty(), "auto-masked until re-enabled");
     wr(&d, EIMS_EX, 1);
     assert_eq!(

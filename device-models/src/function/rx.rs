@@ -1,0 +1,197 @@
+//! The receive engine both parts share (82576 datasheet §7.1, 82599 §7.1):
+//! queue selection by RSS, injected receive faults, size checks, the part's
+//! address and VLAN filters, the IEEE 1588 receive stamp, then placing the
+//! frame into the chosen queue's ring in the advanced one-buffer write-back
+//! format (VLAN stripping, packet type, RSS hash, checksum status), counting
+//! it and signalling the queue.
+
+use net_util::rss::HashType;
+
+use super::{q, Dir, Function, Model, QUEUE_ENABLE};
+use crate::desc::{rx_status, rx_writeback, RXD_STAT_VP};
+use crate::fault::RxFault;
+use crate::ptp::{self, RxFilter};
+use crate::ring::{self, Ring};
+use crate::rss;
+use crate::sync::lock_or_try;
+
+/// ETQF: time stamp frames of this ethertype (IEEE 1588; bit 30 on both parts).
+const ETQF_1588: u32 = 1 << 30;
+/// Shortest frame the receiver looks at: an Ethernet header.
+const ETH_HLEN: usize = 14;
+
+impl<M: Model> Function<M> {
+    /// A frame from the wire: dropped (consumed) where the part does not
+    /// take frames from the wire now, else [`Self::rx_frame`].
+    pub(crate) fn receive_from_wire(&self, frame: &[u8], sent: Option<u64>, wait: bool) -> bool {
+        !M::wire_rx(self) || self.rx_frame(frame, sent, wait)
+    }
+
+    /// Delivers a frame (without FCS) from the wire or a loopback to the
+    /// host; `sent` is when it left its sender, if known (for its IEEE 1588
+    /// stamp).
+    ///
+    /// The receive queue is chosen first (RSS) and only that queue's lock is
+    /// taken, so frames for different queues are placed concurrently. Without
+    /// `wait`, a busy queue makes this return false before anything changed;
+    /// otherwise the frame is consumed (placed, or dropped and counted) and
+    /// this returns true.
+    pub(crate) fn rx_frame(&self, frame: &[u8], sent: Option<u64>, wait: bool) -> bool {
+        if !M::rx_enabled(self) {
+            return true;
+        }
+        let (hash, ty) = self.rss_hash(frame);
+        let qi = self.rx_queue_for(hash, ty) % self.rxq.len();
+        let Some(_queue) = lock_or_try(&self.rxq[qi], wait) else {
+            return false;
+        };
+        if self.rx_passes(qi, frame) {
+            let ts = self.rx_timestamp(frame, sent);
+            self.rx_to_queue(qi, frame, hash, ty, ts);
+        }
+        true
+    }
+
+    /// RSS hash of a frame when MRQC enables it (§7.1.2.8 of both parts).
+    pub(crate) fn rss_hash(&self, frame: &[u8]) -> (u32, HashType) {
+        let l = M::LAYOUT;
+        let mrqc = self.regs.peek(l.mrqc);
+        if frame.len() < ETH_HLEN || !M::rss_enabled(mrqc) {
+            return (0, HashType::None);
+        }
+        rss::hash_with_regs(|i| self.regs.peek(l.rssrk + 4 * i), mrqc, frame)
+    }
+
+    /// Queue for a frame: RETA entry `hash[6:0]` when RSS hashed it, else
+    /// queue 0.
+    pub(crate) fn rx_queue_for(&self, hash: u32, ty: HashType) -> usize {
+        rss::reta_queue(|i| self.regs.peek(M::LAYOUT.reta + 4 * i), hash, ty)
+    }
+
+    /// Injected faults, size checks and the part's filters (queue `qi`'s
+    /// lock held): whether the frame goes on to its queue. A frame that does
+    /// not is counted where the part counts it.
+    fn rx_passes(&self, qi: usize, frame: &[u8]) -> bool {
+        let l = M::LAYOUT;
+        match self.faults.take_rx() {
+            Some(RxFault::Corrupt) => {
+                // A frame with a bad FCS: counted, not delivered.
+                self.stat_add(l.crcerrs, 1);
+                return false;
+            }
+            Some(RxFault::Drop) => {
+                // The frame finds no receive buffer.
+                M::count_rx_miss(self, qi);
+                return false;
+            }
+            None => {}
+        }
+        if frame.len() < ETH_HLEN {
+            self.stat_add(l.ruc, 1);
+            return false;
+        }
+        if frame.len() > M::max_frame(self, frame) {
+            self.stat_add(l.roc, 1);
+            return false;
+        }
+        M::rx_accept(self, frame)
+    }
+
+    /// IEEE 1588 receive stamp (82576 §7.9.2.3, 82599 §7.9.1.1): TSYNCRXCTL's
+    /// type, the part's message selection ([`Model::ptp_match`]) and the
+    /// ETQF filters with the 1588 bit for L2 messages. The latch is taken when
+    /// the frame passed the address filters, before a receive buffer is known
+    /// (a frame then dropped for lack of descriptors leaves the latch locked,
+    /// as the drivers' `*_ptp_rx_hang` expect).
+    fn rx_timestamp(&self, frame: &[u8], sent: Option<u64>) -> bool {
+        let mut ts = self.ts();
+        if !ts.rx_enabled() {
+            return false;
+        }
+        let l = M::LAYOUT;
+        let m = M::ptp_match(self);
+        let regs = &self.regs;
+        let filter = RxFilter {
+            kind: ts.rxctl() & ptp::TSYNCRXCTL_TYPE_MASK,
+            v1_ctrl: m.v1_ctrl,
+            v2_msg: m.v2_msg,
+            udp_port: m.udp_port,
+            l2_1588: |et: u16| {
+                (0..8).any(|i| {
+                    let q = regs.peek(l.etqf + 4 * i);
+                    q & l.etqf_enable != 0 && q & ETQF_1588 != 0 && q as u16 == et
+                })
+            },
+        };
+        ts.rx_stamp(self.env.clock.now_ns(), sent, frame, &filter)
+    }
+
+    /// Places a frame into receive queue `qi` (its lock held), spanning
+    /// descriptors if needed.
+    fn rx_to_queue(&self, qi: usize, frame: &[u8], hash: u32, ty: HashType, ts: bool) {
+        let l = M::LAYOUT;
+        let base = M::rxq_base(qi);
+        if self.regs.peek(base + q::DCTL) & QUEUE_ENABLE == 0 {
+            M::count_rx_miss(self, qi);
+            return;
+        }
+        let mut r = match Ring::from_block(|o| self.regs.peek(o), base) {
+            Ok(r) => r,
+            Err(e) => {
+                self.errors.ring();
+                log::debug!("{}: rx queue {qi}: {e}", M::NAME);
+                M::count_rx_miss(self, qi);
+                return;
+            }
+        };
+        // VLAN strip: the tag goes to the descriptor.
+        let vet = self.regs.peek(l.vet) as u16;
+        let tagged = frame.len() >= 18 && u16::from_be_bytes([frame[12], frame[13]]) == vet;
+        let (vlan, status_vp) = if tagged && M::vlan_strip(self, qi) {
+            (u16::from_be_bytes([frame[14], frame[15]]), RXD_STAT_VP)
+        } else {
+            (0, 0)
+        };
+        let parts: [&[u8]; 2] = if status_vp != 0 {
+            [&frame[..12], &frame[16..]]
+        } else {
+            [frame, &[]]
+        };
+        let total = parts[0].len() + parts[1].len();
+        let bufsize = match (self.regs.peek(base + l.srrctl) & l.srrctl_bsize) as usize * 1024 {
+            0 => 2048,
+            n => n,
+        };
+        if r.pending() < total.div_ceil(bufsize) as u32 {
+            M::count_rx_miss(self, qi);
+            return;
+        }
+        let Some(mem) = self.mem.get() else {
+            // Bus mastering off (PCI COMMAND.BME): the frame cannot be placed.
+            self.errors.dma_blocked();
+            return;
+        };
+        let ptype = rss::packet_type(frame);
+        let st = M::rx_status(self, frame, ptype, hash);
+        let pkt_info = ptype | rss::descriptor_type(ty);
+        let eop_bits = st.csum | if ts { ptp::RXD_STAT_TS } else { 0 };
+        let placed = ring::place_frame(&mem, &mut r, &parts, total, bufsize, |last, len| {
+            rx_writeback(
+                pkt_info,
+                st.hash,
+                rx_status(last, status_vp, eop_bits),
+                len,
+                vlan,
+            )
+        });
+        let ok = placed.is_ok();
+        if !ok {
+            self.errors.dma();
+        }
+        self.regs.poke(base + q::H, r.head);
+        if ok {
+            self.count_frame(Dir::Rx, qi, frame);
+        }
+        M::queue_interrupt(self, qi, Dir::Rx);
+    }
+}
