@@ -124,6 +124,28 @@ impl<H: Copy + 'static> RegDef<H> {
     }
 }
 
+/// Joins a part's own register rows and rows it shares with other parts into
+/// one table, at compile time (`N` is the sum of their lengths; `own` is not
+/// empty).
+pub const fn join<H: Copy + 'static, const N: usize>(
+    own: &[RegDef<H>],
+    shared: &[RegDef<H>],
+) -> [RegDef<H>; N] {
+    assert!(own.len() + shared.len() == N, "N is not the joined length");
+    let mut out = [own[0]; N];
+    let mut i = 0;
+    while i < own.len() {
+        out[i] = own[i];
+        i += 1;
+    }
+    let mut j = 0;
+    while j < shared.len() {
+        out[own.len() + j] = shared[j];
+        j += 1;
+    }
+    out
+}
+
 /// A decoded register access: which table row, which element.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RegId {

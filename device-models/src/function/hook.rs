@@ -13,7 +13,7 @@
 
 use std::fmt;
 
-use super::{q, Function, Model, QUEUE_ENABLE};
+use super::{q, Function, Model, Part, QUEUE_ENABLE};
 use crate::ptp::TsReg;
 use crate::regfile::{RegId, Written};
 use crate::sync::lock;
@@ -75,7 +75,7 @@ mod eec {
     pub const AUTO_RD: u32 = 1 << 9;
 }
 
-impl<M: Model> Function<M> {
+impl<M: Part> Function<M> {
     /// A guest register read with its side effects.
     pub(crate) fn register_read(&self, offset: u64) -> u32 {
         let Some(id) = self.regs.decode(offset) else {

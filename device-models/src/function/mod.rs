@@ -30,6 +30,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use crate::bar::{self, IoWindow, RegisterWindow};
 use crate::fault::SharedFaults;
+use crate::moderation::Moderation;
 use crate::nvm::Nvm;
 use crate::pci::ConfigSpace;
 use crate::ptp::TimeSync;
@@ -43,7 +44,10 @@ use crate::{
 };
 
 pub use hook::{Hook, HookOf, QueueReg};
-pub use model::{IntrState, Layout, Media, Model, PtpMatch, RxStatus, TxRoute};
+pub use model::{
+    Control, Interrupts, IntrState, Layout, Media, Model, Part, PtpMatch, Receive, RxStatus,
+    Transmit, TxRoute,
+};
 pub use stats::{FrameCounters, Split};
 
 /// Receive / transmit queue enable bit in RXDCTL/TXDCTL (82576 §8.10.10,
@@ -131,7 +135,7 @@ impl<M: Model> fmt::Debug for Function<M> {
     }
 }
 
-impl<M: Model> Function<M> {
+impl<M: Part> Function<M> {
     /// Creates a function in its power-on state.
     pub fn new(cfg: M::Config, env: DeviceEnv) -> Self {
         let l = M::LAYOUT;
@@ -282,6 +286,29 @@ impl<M: Model> Function<M> {
         }
     }
 
+    /// The vectors of `ready` whose EITR interval has passed (82576
+    /// §7.3.4.1, 82599 §7.3.2.1): they start a new interval, and a timer is
+    /// armed for the earliest vector held back.
+    pub(crate) fn moderate(
+        &self,
+        m: &mut Moderation,
+        ready: u64,
+        interval_ns: impl Fn(usize) -> u64,
+    ) -> u64 {
+        let now = self.env.clock.now_ns();
+        m.gate(ready, now, interval_ns, self.env.timer.as_ref())
+    }
+
+    /// Sends the MSI-X message of every vector in `fire` (bit n: vector n).
+    pub(crate) fn signal_vectors(&self, fire: u64) {
+        let mut f = fire;
+        while f != 0 {
+            let v = f.trailing_zeros();
+            f &= f - 1;
+            self.env.irq.msix(v as u16);
+        }
+    }
+
     /// Queues `0..n` whose register block at `base(q)` has the enable bit set.
     fn enabled_queues(&self, base: fn(usize) -> u32) -> Vec<u16> {
         (0..M::LAYOUT.queues)
@@ -291,7 +318,7 @@ impl<M: Model> Function<M> {
     }
 }
 
-impl<M: Model> RegisterWindow for Function<M> {
+impl<M: Part> RegisterWindow for Function<M> {
     const SIZE: u64 = M::LAYOUT.regs_size;
 
     fn reg_read(&self, offset: u64) -> u32 {
@@ -312,7 +339,7 @@ impl<M: Model> RegisterWindow for Function<M> {
     }
 }
 
-impl<M: Model> NicFunction for Function<M> {
+impl<M: Part> NicFunction for Function<M> {
     fn model(&self) -> &'static str {
         M::NAME
     }

@@ -46,6 +46,10 @@ pub struct Layout {
     pub ral0: u32,
     /// The register whose bits 15:0 hold the VLAN ethertype (VET, VLNCTRL).
     pub vet: u32,
+    /// Multicast table array: 128 registers of 32 bits.
+    pub mta: u32,
+    /// VLAN filter table array: 128 registers of 32 bits.
+    pub vfta: u32,
     /// Multiple receive queues command (RSS enable and hash types).
     pub mrqc: u32,
     /// RSS random key: ten registers.
@@ -141,10 +145,11 @@ pub enum TxRoute {
     Nowhere,
 }
 
-/// One Intel NIC part: what [`Function`] needs to know of it. Every hook
-/// gets the function; the interrupt and control hooks also get the state
-/// their lock guards, taken by the function before the register changes
-/// (see [`super::hook`]).
+/// One Intel NIC part: what [`Function`] needs to know of it to exist —
+/// its register table and map, BARs, configuration, the types of its
+/// state, what it looks like after reset. What the part does is in
+/// [`Interrupts`], [`Control`], [`Receive`] and [`Transmit`], each
+/// implemented in the part's module of that name; [`Part`] is all of them.
 pub trait Model: Sized + Send + Sync + 'static {
     /// Short name, e.g. `igb`.
     const NAME: &'static str;
@@ -184,7 +189,11 @@ pub trait Model: Sized + Send + Sync + 'static {
     fn rxq_base(q: usize) -> u32;
     /// Register block of transmit queue `q`.
     fn txq_base(q: usize) -> u32;
+}
 
+/// A part's interrupt logic (82576 §7.3, 82599 §7.3): its cause, mask and
+/// moderation registers, under the interrupt lock with the state it guards.
+pub trait Interrupts: Model {
     /// Value a guest reads from an interrupt register (`v` as stored, read
     /// with its generic semantics).
     fn intr_read(
@@ -201,7 +210,21 @@ pub trait Model: Sized + Send + Sync + 'static {
         r: Self::IntrReg,
         w: &Written<HookOf<Self>>,
     );
-    /// Value a guest reads from a control-path register.
+    /// Signals a queue event (frame received, descriptors written back).
+    fn queue_interrupt(f: &Function<Self>, qi: usize, dir: Dir);
+    /// Raises the link status change cause.
+    fn link_interrupt(f: &Function<Self>);
+    /// Fires what moderation held back (the timer armed for it ran).
+    fn deliver_pending(f: &Function<Self>, m: &mut Self::Intr);
+    /// The interrupt mode and masks, as `nicemu ctl list` shows them.
+    fn interrupt_summary(f: &Function<Self>) -> String;
+}
+
+/// A part's control registers: resets, status, the link medium's interface
+/// (PHY, SFP+ cage), the MAC's enables.
+pub trait Control: Model {
+    /// Value a guest reads from a control-path register (the control lock
+    /// held).
     fn ctl_read(f: &Function<Self>, c: &mut Ctl<Self::Media>, r: Self::CtlReg, v: u32) -> u32;
     /// Side effects of a guest write to a control-path register.
     fn ctl_write(
@@ -214,14 +237,12 @@ pub trait Model: Sized + Send + Sync + 'static {
     fn read(f: &Function<Self>, r: Self::Reg, v: u32) -> u32;
     /// Side effects of a guest write to another register with a hook.
     fn write(f: &Function<Self>, r: Self::Reg, w: &Written<HookOf<Self>>);
+    /// Receiver and transmitter enabled, as `nicemu ctl list` shows them.
+    fn mac_enabled(f: &Function<Self>) -> (bool, bool);
+}
 
-    /// Signals a queue event (frame received, descriptors written back).
-    fn queue_interrupt(f: &Function<Self>, qi: usize, dir: Dir);
-    /// Raises the link status change cause.
-    fn link_interrupt(f: &Function<Self>);
-    /// Fires what moderation held back (the timer armed for it ran).
-    fn deliver_pending(f: &Function<Self>, m: &mut Self::Intr);
-
+/// What a part's receiver does its own way.
+pub trait Receive: Model {
     /// The receiver takes frames (receive enable, and link where the part
     /// needs it).
     fn rx_enabled(f: &Function<Self>) -> bool;
@@ -250,7 +271,10 @@ pub trait Model: Sized + Send + Sync + 'static {
     }
     /// Counts a frame queue `qi` had no buffer (or no ring) for.
     fn count_rx_miss(f: &Function<Self>, qi: usize);
+}
 
+/// What a part's transmitter does its own way.
+pub trait Transmit: Model {
     /// The transmitter fetches descriptors.
     fn tx_enabled(f: &Function<Self>) -> bool;
     /// How a gathered frame is finished (VLAN ethertype, padding).
@@ -265,9 +289,9 @@ pub trait Model: Sized + Send + Sync + 'static {
     fn count_tx_queue(f: &Function<Self>, qi: usize, octets: u64) {
         let _ = (f, qi, octets);
     }
-
-    /// Receiver and transmitter enabled, as `nicemu ctl list` shows them.
-    fn mac_enabled(f: &Function<Self>) -> (bool, bool);
-    /// The interrupt mode and masks, as `nicemu ctl list` shows them.
-    fn interrupt_summary(f: &Function<Self>) -> String;
 }
+
+/// A whole part: what a [`Function`] of it runs.
+pub trait Part: Interrupts + Control + Receive + Transmit {}
+
+impl<T: Interrupts + Control + Receive + Transmit> Part for T {}

@@ -7,7 +7,7 @@
 
 use net_util::rss::HashType;
 
-use super::{q, Dir, Function, Model, QUEUE_ENABLE};
+use super::{q, Dir, Function, Part, QUEUE_ENABLE};
 use crate::desc::{rx_status, rx_writeback, RXD_STAT_VP};
 use crate::fault::RxFault;
 use crate::ptp::{self, RxFilter};
@@ -20,7 +20,7 @@ const ETQF_1588: u32 = 1 << 30;
 /// Shortest frame the receiver looks at: an Ethernet header.
 const ETH_HLEN: usize = 14;
 
-impl<M: Model> Function<M> {
+impl<M: Part> Function<M> {
     /// A frame from the wire: dropped (consumed) where the part does not
     /// take frames from the wire now, else [`Self::rx_frame`].
     pub(crate) fn receive_from_wire(&self, frame: &[u8], sent: Option<u64>, wait: bool) -> bool {
@@ -124,6 +124,39 @@ impl<M: Model> Function<M> {
             },
         };
         ts.rx_stamp(self.env.clock.now_ns(), sent, frame, &filter)
+    }
+
+    /// The VLAN filter table has the VLAN ID of a tagged frame (§7.1.1.3 of
+    /// the 82576, §7.1.2.2 of the 82599).
+    pub(crate) fn vfta_has(&self, f: &[u8]) -> bool {
+        let vid = u32::from(u16::from_be_bytes([f[14], f[15]]) & 0xfff);
+        self.regs.peek(M::LAYOUT.vfta + 4 * (vid >> 5)) & (1 << (vid & 31)) != 0
+    }
+
+    /// The receive address entry whose low register is at `ral` (the high
+    /// one follows) is valid, holds `dst` and has none of `asel` set (the
+    /// address select bits that make it match something else).
+    pub(crate) fn rar_holds(&self, ral: u32, dst: &[u8], asel: u32) -> bool {
+        let rah = self.regs.peek(ral + 4);
+        if rah & (1 << 31) == 0 || rah & asel != 0 {
+            return false;
+        }
+        let lo = self.regs.peek(ral).to_le_bytes();
+        let hi = (rah as u16).to_le_bytes();
+        dst == [lo[0], lo[1], lo[2], lo[3], hi[0], hi[1]]
+    }
+
+    /// The multicast table has `dst`: 12 of its bits, chosen by the
+    /// multicast offset `mo` (RCTL.MO, MCSTCTRL.MO), index the table.
+    pub(crate) fn mta_has(&self, dst: &[u8], mo: u32) -> bool {
+        let (b4, b5) = (u32::from(dst[4]), u32::from(dst[5]));
+        let hash = match mo & 3 {
+            0 => (b4 >> 4) | (b5 << 4),
+            1 => (b4 >> 3) | (b5 << 5),
+            2 => (b4 >> 2) | (b5 << 6),
+            _ => b4 | (b5 << 8),
+        } & 0xfff;
+        self.regs.peek(M::LAYOUT.mta + 4 * (hash >> 5)) & (1 << (hash & 31)) != 0
     }
 
     /// Places a frame into receive queue `qi` (its lock held), spanning

@@ -4,11 +4,11 @@
 //! padding), its IEEE 1588 stamp latched, counted and sent where the part
 //! routes it (the wire or a loopback), then the queue's interrupt.
 
-use super::{q, Dir, Function, Model, TxRoute, QUEUE_ENABLE};
+use super::{q, Dir, Function, Part, TxRoute, QUEUE_ENABLE};
 use crate::sync::lock;
 use crate::txframe::{queue_pass, Finished, FrameOpts, TxQueue};
 
-impl<M: Model> Function<M> {
+impl<M: Part> Function<M> {
     /// Rings every transmit queue (the transmitter was just enabled).
     pub(crate) fn tx_doorbell_all(&self) {
         for (qi, t) in self.txq.iter().enumerate() {

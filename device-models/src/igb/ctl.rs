@@ -1,10 +1,10 @@
 //! The 82576's control registers: CTRL (device and PHY reset, set link up;
-//! §8.2.1), STATUS (§8.2.2) and the MDIO interface to the internal PHY (MDIC,
-//! §8.2.4), whose writes can change the link.
+//! §8.2.1), STATUS (§8.2.2), the MDIO interface to the internal PHY (MDIC,
+//! §8.2.4), whose writes can change the link, and TCTL's transmit enable.
 
 use super::regs::*;
-use super::{ctrl, status, Igb};
-use crate::function::Ctl;
+use super::{ctrl, rctl, status, tctl, Igb, I82576};
+use crate::function::{Control, Ctl};
 use crate::phy::Phy;
 use crate::regfile::Written;
 
@@ -21,25 +21,55 @@ mod mdic {
     pub const PHY_ADDR: u32 = 1;
 }
 
-impl Igb {
-    /// Side effects of a guest write to CTRL or MDIC (the control lock held).
-    pub(super) fn on_ctl_write(&self, c: &mut Ctl<Phy>, r: CtlReg, w: &Written<Hook>) {
+impl Control for I82576 {
+    fn ctl_read(_: &Igb, _: &mut Ctl<Phy>, _: CtlReg, v: u32) -> u32 {
+        v
+    }
+
+    fn ctl_write(f: &Igb, c: &mut Ctl<Phy>, r: CtlReg, w: &Written<Hook>) {
         match r {
             CtlReg::Ctrl => {
                 if w.new & ctrl::RST != 0 {
-                    self.software_reset(c);
+                    f.software_reset(c);
                     return;
                 }
                 if w.new & ctrl::PHY_RST != 0 {
                     c.media.reset();
-                    self.regs.clear_bits(CTRL, ctrl::PHY_RST);
+                    f.regs.clear_bits(CTRL, ctrl::PHY_RST);
                 }
-                self.check_link_change(c);
+                f.check_link_change(c);
             }
-            CtlReg::Mdic => self.mdic_write(c, w.raw),
+            CtlReg::Mdic => f.mdic_write(c, w.raw),
         }
     }
 
+    fn read(f: &Igb, r: Reg, v: u32) -> u32 {
+        match r {
+            Reg::Status => f.status(),
+            Reg::Tctl => v,
+        }
+    }
+
+    fn write(f: &Igb, r: Reg, w: &Written<Hook>) {
+        match r {
+            Reg::Status => {}
+            Reg::Tctl => {
+                if w.new & tctl::EN != 0 && w.old & tctl::EN == 0 {
+                    f.tx_doorbell_all();
+                }
+            }
+        }
+    }
+
+    fn mac_enabled(f: &Igb) -> (bool, bool) {
+        (
+            f.regs.peek(RCTL) & rctl::EN != 0,
+            f.regs.peek(TCTL) & tctl::EN != 0,
+        )
+    }
+}
+
+impl Igb {
     /// An MDIO command: a read or write of the internal PHY completes at
     /// once; another PHY address or a bad opcode reports an error.
     fn mdic_write(&self, c: &mut Ctl<Phy>, v: u32) {
@@ -60,7 +90,7 @@ impl Igb {
     }
 
     /// STATUS: full duplex at 1000 Mb/s, link, GIO master enable.
-    pub(super) fn status(&self) -> u32 {
+    fn status(&self) -> u32 {
         let c = self.regs.peek(CTRL);
         let mut s = status::FD | status::SPEED_1000 | status::PF_RST_DONE;
         if self.link_up() {

@@ -3,9 +3,9 @@
 //! Behaviour follows the 82576 datasheet and what the Linux `igb` driver reads
 //! and writes during probe, open, reset, the watchdog and `ethtool -t`. The
 //! function itself is the shared [`Function`]; this module is the part: its
-//! register table ([`regs::TABLE`]) and map, its interrupt logic ([`intr`]),
-//! control registers and PHY ([`ctl`]), receive filters ([`rx`]), transmit
-//! settings ([`tx`]) and counters ([`stats`]).
+//! [`Model`] (register table [`regs::TABLE`] and map, BARs, NVM, PHY, reset),
+//! and in their modules its interrupt logic ([`intr`]), control registers
+//! ([`ctl`]), receiver ([`rx`]) and transmitter ([`tx`]).
 
 mod ctl;
 mod eeprom;
@@ -14,19 +14,18 @@ mod pci;
 mod phy;
 pub mod regs;
 mod rx;
-mod stats;
 mod tx;
 
 use std::sync::Arc;
 
-use crate::function::{Ctl, Dir, Function, Layout, Model, PtpMatch, RxStatus, TxRoute};
+use crate::function::stats::{rx_counters, tx_counters, Split};
+use crate::function::{Function, Layout, Model};
 use crate::moderation::Moderation;
 use crate::nvm::Nvm;
 use crate::pci::ConfigSpace;
 use crate::phy::Phy;
 use crate::ptp::BasePeriod;
-use crate::regfile::{RegDef, RegId, Written};
-use crate::txframe::FinishSettings;
+use crate::regfile::RegDef;
 use crate::{Bar, DeviceEnv, NicFunction};
 
 pub use crate::GuestErrors;
@@ -133,6 +132,8 @@ impl Model for I82576 {
         nvm_size: eeprom::EECD_SIZE_EX,
         ral0: RAL,
         vet: VET,
+        mta: MTA,
+        vfta: VFTA,
         mrqc: MRQC,
         rssrk: RSSRK,
         reta: RETA,
@@ -146,8 +147,8 @@ impl Model for I82576 {
         ruc: stat::RUC,
         roc: stat::ROC,
         tsctc: Some(stat::TSCTC),
-        rx_counters: stats::RX,
-        tx_counters: stats::TX,
+        rx_counters: rx_counters(32),
+        tx_counters: tx_counters(32, Some(Split::at(stat::TOTL, 32))),
     };
     const BARS: &'static [Bar] = &pci::BARS;
     const TABLE: &'static [RegDef<Hook>] = TABLE;
@@ -184,93 +185,6 @@ impl Model for I82576 {
     }
     fn txq_base(q: usize) -> u32 {
         TXQ_BASE + q as u32 * QUEUE_STRIDE
-    }
-
-    fn intr_read(f: &Igb, m: &mut Moderation, r: IntrReg, _id: RegId, v: u32) -> u32 {
-        f.on_intr_read(m, r, v)
-    }
-    fn intr_write(f: &Igb, m: &mut Moderation, r: IntrReg, w: &Written<Hook>) {
-        f.on_intr_write(m, r, w);
-    }
-    fn ctl_read(_: &Igb, _: &mut Ctl<Phy>, _: CtlReg, v: u32) -> u32 {
-        v
-    }
-    fn ctl_write(f: &Igb, c: &mut Ctl<Phy>, r: CtlReg, w: &Written<Hook>) {
-        f.on_ctl_write(c, r, w);
-    }
-    fn read(f: &Igb, r: Reg, v: u32) -> u32 {
-        match r {
-            Reg::Status => f.status(),
-            Reg::Tctl => v,
-        }
-    }
-    fn write(f: &Igb, r: Reg, w: &Written<Hook>) {
-        match r {
-            Reg::Status => {}
-            Reg::Tctl => {
-                if w.new & tctl::EN != 0 && w.old & tctl::EN == 0 {
-                    f.tx_doorbell_all();
-                }
-            }
-        }
-    }
-
-    fn queue_interrupt(f: &Igb, qi: usize, dir: Dir) {
-        f.queue_cause(qi, dir);
-    }
-    fn link_interrupt(f: &Igb) {
-        f.raise_icr(intr::ICR_LSC);
-    }
-    fn deliver_pending(f: &Igb, m: &mut Moderation) {
-        f.deliver_eicr(m);
-    }
-
-    fn rx_enabled(f: &Igb) -> bool {
-        f.regs.peek(RCTL) & rctl::EN != 0 && f.link_up()
-    }
-    fn rss_enabled(mrqc: u32) -> bool {
-        matches!(mrqc & 7, 1 | 2 | 5)
-    }
-    fn max_frame(f: &Igb, _: &[u8]) -> usize {
-        f.max_frame()
-    }
-    fn rx_accept(f: &Igb, frame: &[u8]) -> bool {
-        f.rx_accept(frame)
-    }
-    fn ptp_match(f: &Igb) -> PtpMatch {
-        f.ptp_match()
-    }
-    fn vlan_strip(f: &Igb, _: usize) -> bool {
-        f.regs.peek(CTRL) & ctrl::VME != 0
-    }
-    fn rx_status(f: &Igb, frame: &[u8], ptype: u16, hash: u32) -> RxStatus {
-        f.rx_status(frame, ptype, hash)
-    }
-    fn count_rx_miss(f: &Igb, qi: usize) {
-        f.count_rx_miss(qi);
-    }
-
-    fn tx_enabled(f: &Igb) -> bool {
-        f.regs.peek(TCTL) & tctl::EN != 0
-    }
-    fn tx_settings(f: &Igb) -> FinishSettings {
-        f.tx_settings()
-    }
-    fn tx_stamped(f: &Igb) {
-        f.tx_stamped();
-    }
-    fn tx_route(f: &Igb) -> TxRoute {
-        f.tx_route()
-    }
-
-    fn mac_enabled(f: &Igb) -> (bool, bool) {
-        (
-            f.regs.peek(RCTL) & rctl::EN != 0,
-            f.regs.peek(TCTL) & tctl::EN != 0,
-        )
-    }
-    fn interrupt_summary(f: &Igb) -> String {
-        f.interrupt_summary()
     }
 }
 

@@ -54,6 +54,7 @@ pub enum Reg {
 
 /// The hooks of the 82576's registers.
 pub type Hook = crate::function::Hook<IntrReg, CtlReg, Reg>;
+use crate::function::stats::{shared_counter_rows, SHARED_COUNTERS};
 use crate::function::QueueReg;
 
 // ---- offsets (e1000_regs.h) ----
@@ -177,44 +178,14 @@ pub mod q {
 
 /// Statistics register offsets used by the data path.
 pub mod stat {
-    /// CRC errors.
-    pub const CRCERRS: u32 = 0x4000;
+    pub use crate::function::stats::stat::*;
+
     /// Missed packets.
     pub const MPC: u32 = 0x4010;
-    /// Packets received 64 bytes .. 1522 bytes buckets start.
-    pub const PRC64: u32 = 0x405c;
-    /// Good packets received.
-    pub const GPRC: u32 = 0x4074;
-    /// Broadcast packets received.
-    pub const BPRC: u32 = 0x4078;
-    /// Multicast packets received.
-    pub const MPRC: u32 = 0x407c;
-    /// Good packets transmitted.
-    pub const GPTC: u32 = 0x4080;
-    /// Good octets received (low).
-    pub const GORCL: u32 = 0x4088;
-    /// Good octets transmitted (low).
-    pub const GOTCL: u32 = 0x4090;
     /// Receive no buffers.
     pub const RNBC: u32 = 0x40a0;
-    /// Receive undersize.
-    pub const RUC: u32 = 0x40a4;
-    /// Receive oversize.
-    pub const ROC: u32 = 0x40ac;
-    /// Total octets received (low).
-    pub const TORL: u32 = 0x40c0;
     /// Total octets transmitted (low).
     pub const TOTL: u32 = 0x40c8;
-    /// Total packets received.
-    pub const TPR: u32 = 0x40d0;
-    /// Total packets transmitted.
-    pub const TPT: u32 = 0x40d4;
-    /// Packets transmitted 64 .. 1522 bucket start.
-    pub const PTC64: u32 = 0x40d8;
-    /// Multicast packets transmitted.
-    pub const MPTC: u32 = 0x40f0;
-    /// Broadcast packets transmitted.
-    pub const BPTC: u32 = 0x40f4;
     /// TCP segmentation contexts transmitted.
     pub const TSCTC: u32 = 0x40f8;
 }
@@ -243,7 +214,7 @@ const fn stat(name: &'static str, off: u32) -> RegDef<Hook> {
 pub use crate::function::QUEUE_ENABLE;
 
 /// The register table.
-pub const TABLE: &[RegDef<Hook>] = &[
+const OWN: &[RegDef<Hook>] = &[
     // General (§8.2)
     RegDef::new("CTRL", CTRL)
         .reset(0x0014_0241)
@@ -429,7 +400,6 @@ pub const TABLE: &[RegDef<Hook>] = &[
     txq_legacy("TDWBAL", q::WBAL).mask(0xffff_fffd),
     txq_legacy("TDWBAH", q::WBAH),
     // Statistics (§8.19): clear on read.
-    stat("CRCERRS", 0x4000),
     stat("ALGNERRC", 0x4004),
     stat("SYMERRS", 0x4008),
     stat("RXERRC", 0x400c),
@@ -444,48 +414,17 @@ pub const TABLE: &[RegDef<Hook>] = &[
     stat("TNCRS", 0x4034),
     stat("SEC", 0x4038),
     stat("HTDPMC", 0x403c),
-    stat("RLEC", 0x4040),
     stat("XONRXC", 0x4048),
     stat("XONTXC", 0x404c),
     stat("XOFFRXC", 0x4050),
     stat("XOFFTXC", 0x4054),
     stat("FCRUC", 0x4058),
-    stat("PRC64", 0x405c),
-    stat("PRC127", 0x4060),
-    stat("PRC255", 0x4064),
-    stat("PRC511", 0x4068),
-    stat("PRC1023", 0x406c),
-    stat("PRC1522", 0x4070),
-    stat("GPRC", stat::GPRC),
-    stat("BPRC", stat::BPRC),
-    stat("MPRC", stat::MPRC),
-    stat("GPTC", stat::GPTC),
-    stat("GORCL", stat::GORCL),
-    stat("GORCH", 0x408c),
-    stat("GOTCL", stat::GOTCL),
-    stat("GOTCH", 0x4094),
     stat("RNBC", stat::RNBC),
-    stat("RUC", stat::RUC),
-    stat("RFC", 0x40a8),
-    stat("ROC", stat::ROC),
-    stat("RJC", 0x40b0),
     stat("MGTPRC", 0x40b4),
     stat("MGTPDC", 0x40b8),
     stat("MGTPTC", 0x40bc),
-    stat("TORL", stat::TORL),
-    stat("TORH", 0x40c4),
     stat("TOTL", stat::TOTL),
     stat("TOTH", 0x40cc),
-    stat("TPR", stat::TPR),
-    stat("TPT", stat::TPT),
-    stat("PTC64", 0x40d8),
-    stat("PTC127", 0x40dc),
-    stat("PTC255", 0x40e0),
-    stat("PTC511", 0x40e4),
-    stat("PTC1023", 0x40e8),
-    stat("PTC1522", 0x40ec),
-    stat("MPTC", stat::MPTC),
-    stat("BPTC", stat::BPTC),
     stat("TSCTC", stat::TSCTC),
     stat("TSCTFC", 0x40fc),
     stat("IAC", 0x4100),
@@ -543,3 +482,8 @@ pub const TABLE: &[RegDef<Hook>] = &[
     RegDef::new("IMIR", 0x5a80).array(8, 4),
     RegDef::new("IMIREXT", 0x5aa0).array(8, 4),
 ];
+
+/// The register table: the part's own rows and the counters it shares with
+/// the other part.
+pub const TABLE: &[RegDef<Hook>] =
+    &crate::regfile::join::<Hook, { OWN.len() + SHARED_COUNTERS }>(OWN, &shared_counter_rows());

@@ -1,15 +1,15 @@
 //! What the 82576's receiver does its own way (datasheet §7.1): the receive
 //! enable and long packet settings of RCTL, address / multicast / VLAN
-//! filtering, the PTP message selection of TSYNCRXCFG, and checksum status
-//! as RXCSUM asks for it. The rest of the receive path is the shared
+//! filtering, the PTP message selection of TSYNCRXCFG, checksum status as
+//! RXCSUM asks for it, and what a missed frame counts (§8.19). The rest of the receive path is the shared
 //! [`crate::function::rx`].
 
 use net_util::csum::verify_rx;
 
 use super::regs::*;
-use super::{rctl, Igb};
+use super::{ctrl, rctl, Igb, I82576};
 use crate::desc::{RXD_ERR_IPE, RXD_ERR_L4E, RXD_STAT_IPCS, RXD_STAT_TCPCS, RXD_STAT_UDPCS};
-use crate::function::{PtpMatch, RxStatus};
+use crate::function::{PtpMatch, Receive, RxStatus};
 use crate::ptp;
 
 /// ETQF: filter enable.
@@ -20,27 +20,58 @@ const RXCSUM_IPOFL: u32 = 1 << 8;
 const RXCSUM_TUOFL: u32 = 1 << 9;
 /// RXCSUM: packet checksum disable (RSS hash in the descriptor instead).
 const RXCSUM_PCSD: u32 = 1 << 13;
+/// RAH: address select (00 = destination address).
+const RAH_ASEL: u32 = 3 << 16;
 /// RLPML: the maximum frame length with RCTL.LPE.
 const RLPML: u32 = 0x5004;
 
 /// Largest frame accepted without RCTL.LPE: 1514 bytes plus a VLAN tag (no FCS).
 const MAX_STD_FRAME: usize = 1514 + 4;
 
-impl Igb {
-    /// Longest frame taken: RLPML with RCTL.LPE, else a tagged standard frame.
-    pub(super) fn max_frame(&self) -> usize {
-        let max = if self.regs.peek(RCTL) & rctl::LPE != 0 {
-            (self.regs.peek(RLPML) & 0x3fff) as usize
+impl Receive for I82576 {
+    /// RCTL.EN, and link (or PHY loopback).
+    fn rx_enabled(f: &Igb) -> bool {
+        f.regs.peek(RCTL) & rctl::EN != 0 && f.link_up()
+    }
+
+    fn rss_enabled(mrqc: u32) -> bool {
+        matches!(mrqc & 7, 1 | 2 | 5)
+    }
+
+    /// RLPML with RCTL.LPE, else a tagged standard frame.
+    fn max_frame(f: &Igb, _: &[u8]) -> usize {
+        let max = if f.regs.peek(RCTL) & rctl::LPE != 0 {
+            (f.regs.peek(RLPML) & 0x3fff) as usize
         } else {
             MAX_STD_FRAME
         };
         max.max(64)
     }
 
-    /// PTP messages selected for receive stamps (§7.9.2.3): TSYNCRXCFG's v1
-    /// control and v2 message type, UDP port 319.
-    pub(super) fn ptp_match(&self) -> PtpMatch {
-        let cfg = self.regs.peek(TSYNCRXCFG);
+    /// Destination and VLAN filtering (§7.1.1).
+    fn rx_accept(f: &Igb, frame: &[u8]) -> bool {
+        let rctl = f.regs.peek(RCTL);
+        let dst = &frame[0..6];
+        let vet = f.regs.peek(VET) as u16;
+        let tagged = frame.len() >= 16 && u16::from_be_bytes([frame[12], frame[13]]) == vet;
+        if rctl & rctl::VFE != 0 && tagged && !f.vfta_has(frame) {
+            return false;
+        }
+        if dst == [0xff; 6] {
+            return rctl & (rctl::BAM | rctl::MPE | rctl::UPE) != 0;
+        }
+        if rctl & rctl::UPE != 0 || f.rar_match(dst) {
+            return true;
+        }
+        if dst[0] & 1 != 0 {
+            return rctl & rctl::MPE != 0 || f.mta_has(dst, rctl >> rctl::MO_SHIFT);
+        }
+        false
+    }
+
+    /// TSYNCRXCFG's v1 control and v2 message type, UDP port 319 (§7.9.2.3).
+    fn ptp_match(f: &Igb) -> PtpMatch {
+        let cfg = f.regs.peek(TSYNCRXCFG);
         PtpMatch {
             v1_ctrl: cfg as u8,
             v2_msg: ((cfg >> 8) & 0xf) as u8,
@@ -48,10 +79,15 @@ impl Igb {
         }
     }
 
+    /// CTRL.VME strips the tags of every queue.
+    fn vlan_strip(f: &Igb, _: usize) -> bool {
+        f.regs.peek(CTRL) & ctrl::VME != 0
+    }
+
     /// Status and error bits of RX checksum offload (RXCSUM.IPOFL/TUOFL,
     /// §7.1.6); the RSS hash in the descriptor with RXCSUM.PCSD.
-    pub(super) fn rx_status(&self, frame: &[u8], ptype: u16, hash: u32) -> RxStatus {
-        let rxcsum = self.regs.peek(RXCSUM);
+    fn rx_status(f: &Igb, frame: &[u8], ptype: u16, hash: u32) -> RxStatus {
+        let rxcsum = f.regs.peek(RXCSUM);
         let hash = if rxcsum & RXCSUM_PCSD != 0 { hash } else { 0 };
         let mut st = 0;
         if rxcsum & (RXCSUM_IPOFL | RXCSUM_TUOFL) == 0 || ptype == 0 {
@@ -77,56 +113,25 @@ impl Igb {
         RxStatus { csum: st, hash }
     }
 
-    /// Destination and VLAN filtering (§7.1.1).
-    pub(super) fn rx_accept(&self, f: &[u8]) -> bool {
-        let rctl = self.regs.peek(RCTL);
-        let dst = &f[0..6];
-        let vet = self.regs.peek(VET) as u16;
-        if rctl & rctl::VFE != 0 && f.len() >= 16 && u16::from_be_bytes([f[12], f[13]]) == vet {
-            let vid = u32::from(u16::from_be_bytes([f[14], f[15]]) & 0xfff);
-            if self.regs.peek(VFTA + 4 * (vid >> 5)) & (1 << (vid & 31)) == 0 {
-                return false;
-            }
-        }
-        if dst == [0xff; 6] {
-            return rctl & (rctl::BAM | rctl::MPE | rctl::UPE) != 0;
-        }
-        if rctl & rctl::UPE != 0 || self.rar_match(dst) {
-            return true;
-        }
-        if dst[0] & 1 != 0 {
-            return rctl & rctl::MPE != 0 || self.mta_match(dst, rctl);
-        }
-        false
+    /// MPC, RNBC and the queue's RQDPC.
+    fn count_rx_miss(f: &Igb, qi: usize) {
+        f.stat_add(stat::MPC, 1);
+        f.stat_add(stat::RNBC, 1);
+        f.stat_add(RXQ_BASE + qi as u32 * QUEUE_STRIDE + q::RQDPC, 1);
     }
+}
 
-    /// Exact match against the 24 receive address registers with AV set.
+impl Igb {
+    /// Exact match against the 24 receive address registers with AV set
+    /// that select destination addresses (RAH.ASEL 00).
     fn rar_match(&self, dst: &[u8]) -> bool {
         (0..24u32).any(|i| {
-            let lo = if i < 16 {
+            let ral = if i < 16 {
                 RAL + 8 * i
             } else {
                 RAL2 + 8 * (i - 16)
             };
-            let rah = self.regs.peek(lo + 4);
-            if rah & (1 << 31) == 0 || (rah >> 16) & 3 != 0 {
-                return false;
-            }
-            let ral = self.regs.peek(lo).to_le_bytes();
-            let rah = (rah as u16).to_le_bytes();
-            dst == [ral[0], ral[1], ral[2], ral[3], rah[0], rah[1]]
+            self.rar_holds(ral, dst, RAH_ASEL)
         })
-    }
-
-    /// Multicast table lookup: 12 address bits selected by RCTL.MO (§7.1.1.2).
-    fn mta_match(&self, dst: &[u8], rctl: u32) -> bool {
-        let (b4, b5) = (u32::from(dst[4]), u32::from(dst[5]));
-        let hash = match (rctl >> rctl::MO_SHIFT) & 3 {
-            0 => (b4 >> 4) | (b5 << 4),
-            1 => (b4 >> 3) | (b5 << 5),
-            2 => (b4 >> 2) | (b5 << 6),
-            _ => b4 | (b5 << 8),
-        } & 0xfff;
-        self.regs.peek(MTA + 4 * (hash >> 5)) & (1 << (hash & 31)) != 0
     }
 }

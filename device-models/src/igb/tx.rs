@@ -4,42 +4,46 @@
 //! the shared [`crate::function::tx`].
 
 use super::regs::*;
-use super::{ctrl, intr, rctl, tctl, Igb};
-use crate::function::TxRoute;
+use super::{ctrl, intr, rctl, tctl, Igb, I82576};
+use crate::function::{Transmit, TxRoute};
 use crate::txframe::FinishSettings;
 
 /// TSICR / TSIM: transmit time stamp taken.
 const TSICR_TXTS: u32 = 1 << 1;
 
-impl Igb {
+impl Transmit for I82576 {
+    fn tx_enabled(f: &Igb) -> bool {
+        f.regs.peek(TCTL) & tctl::EN != 0
+    }
+
     /// VLAN insertion with VET; short frames padded with TCTL.PSP.
-    pub(super) fn tx_settings(&self) -> FinishSettings {
+    fn tx_settings(f: &Igb) -> FinishSettings {
         FinishSettings {
-            tpid: self.regs.peek(VET) as u16,
-            pad: self.regs.peek(TCTL) & tctl::PSP != 0,
+            tpid: f.regs.peek(VET) as u16,
+            pad: f.regs.peek(TCTL) & tctl::PSP != 0,
+        }
+    }
+
+    /// TSICR.TXTS (§7.9.2.2), which reaches ICR.TS when TSIM enables it.
+    /// (The igb driver polls TSYNCTXCTL.VALID on the 82576,
+    /// `igb_ptp_tx_work`.)
+    fn tx_stamped(f: &Igb) {
+        f.regs.set_bits(TSICR, TSICR_TXTS);
+        if f.regs.peek(TSIM) & TSICR_TXTS != 0 {
+            f.raise_icr(intr::ICR_TS);
         }
     }
 
     /// The PHY or the MAC (RCTL.LBM) loops back; else the wire, while the
     /// link is up or forced (CTRL.SLU).
-    pub(super) fn tx_route(&self) -> TxRoute {
-        let mac_loop = self.regs.peek(RCTL) & rctl::LBM_MASK == rctl::LBM_MAC;
-        if self.media_loopback() || mac_loop {
+    fn tx_route(f: &Igb) -> TxRoute {
+        let mac_loop = f.regs.peek(RCTL) & rctl::LBM_MASK == rctl::LBM_MAC;
+        if f.media_loopback() || mac_loop {
             TxRoute::Loopback
-        } else if self.regs.peek(CTRL) & ctrl::SLU != 0 || self.carrier() {
+        } else if f.regs.peek(CTRL) & ctrl::SLU != 0 || f.carrier() {
             TxRoute::Wire
         } else {
             TxRoute::Nowhere
-        }
-    }
-
-    /// A transmit stamp was latched (§7.9.2.2): TSICR.TXTS, which reaches
-    /// ICR.TS when TSIM enables it. (The igb driver polls TSYNCTXCTL.VALID on
-    /// the 82576, `igb_ptp_tx_work`.)
-    pub(super) fn tx_stamped(&self) {
-        self.regs.set_bits(TSICR, TSICR_TXTS);
-        if self.regs.peek(TSIM) & TSICR_TXTS != 0 {
-            self.raise_icr(intr::ICR_TS);
         }
     }
 }

@@ -5,8 +5,8 @@
 
 use super::regs::*;
 use super::sfp::{I2cBus, SfpKind};
-use super::{ctrl, links, status, Ixgbe};
-use crate::function::{Ctl, Media};
+use super::{ctrl, links, status, Ixgbe, I82599};
+use crate::function::{Control, Ctl, Media, Receive, Transmit};
 use crate::regfile::Written;
 
 const MSCA_MDI_COMMAND: u32 = 1 << 30;
@@ -53,9 +53,9 @@ impl Media for SfpCage {
     }
 }
 
-impl Ixgbe {
-    /// The value a guest reads from ESDP or I2CCTL (the control lock held).
-    pub(super) fn on_ctl_read(&self, c: &mut Ctl<SfpCage>, r: CtlReg, v: u32) -> u32 {
+impl Control for I82599 {
+    /// ESDP shows the module, I2CCTL the bus lines.
+    fn ctl_read(f: &Ixgbe, c: &mut Ctl<SfpCage>, r: CtlReg, v: u32) -> u32 {
         match r {
             // SDP2 is the module-present input on X520 adapters
             // (`ixgbe_check_mac_link_generic`, crosstalk fix).
@@ -63,7 +63,7 @@ impl Ixgbe {
             CtlReg::Esdp => v & !ESDP_SDP2,
             CtlReg::I2cctl => {
                 let (scl, sda) = c.media.i2c.lines();
-                let mut v = self.regs.peek(I2CCTL) & (I2C_CLK_OUT | I2C_DATA_OUT);
+                let mut v = f.regs.peek(I2CCTL) & (I2C_CLK_OUT | I2C_DATA_OUT);
                 if scl {
                     v |= I2C_CLK_IN;
                 }
@@ -76,14 +76,12 @@ impl Ixgbe {
         }
     }
 
-    /// Side effects of a guest write to CTRL, I2CCTL or AUTOC (the control
-    /// lock held).
-    pub(super) fn on_ctl_write(&self, c: &mut Ctl<SfpCage>, r: CtlReg, w: &Written<Hook>) {
+    fn ctl_write(f: &Ixgbe, c: &mut Ctl<SfpCage>, r: CtlReg, w: &Written<Hook>) {
         match r {
             CtlReg::Ctrl => {
                 if w.new & (ctrl::RST | ctrl::LNK_RST) != 0 {
                     log::debug!("ixgbe: reset ({:#x})", w.new);
-                    self.software_reset(c);
+                    f.software_reset(c);
                 }
             }
             CtlReg::Esdp => {}
@@ -94,45 +92,50 @@ impl Ixgbe {
             }
             CtlReg::Autoc => {
                 if w.new & AUTOC_AN_RESTART != 0 {
-                    self.regs.clear_bits(AUTOC, AUTOC_AN_RESTART);
-                    self.check_link_change(c);
+                    f.regs.clear_bits(AUTOC, AUTOC_AN_RESTART);
+                    f.check_link_change(c);
                 }
             }
         }
     }
 
-    /// The value a guest reads from STATUS or LINKS (computed from the link).
-    pub(super) fn on_read(&self, r: Reg, v: u32) -> u32 {
+    /// STATUS and LINKS are computed from the link.
+    fn read(f: &Ixgbe, r: Reg, v: u32) -> u32 {
         match r {
-            Reg::Status => self.status(),
-            Reg::Links => self.links(),
+            Reg::Status => f.status(),
+            Reg::Links => f.links(),
             _ => v,
         }
     }
 
-    /// Side effects of a guest write to MSCA, DMATXCTL or the flow director.
-    pub(super) fn on_write(&self, r: Reg, w: &Written<Hook>) {
+    fn write(f: &Ixgbe, r: Reg, w: &Written<Hook>) {
         match r {
             Reg::Status | Reg::Links => {}
             Reg::Msca => {
                 // No PHY on the MDIO bus of an SFP+ port: commands complete at
                 // once and reads return all ones (`ixgbe_identify_phy_generic`).
-                self.regs.poke(MSCA, w.new & !MSCA_MDI_COMMAND);
+                f.regs.poke(MSCA, w.new & !MSCA_MDI_COMMAND);
                 if w.new & MSCA_MDI_COMMAND != 0 && w.new & MSCA_OP_READ != 0 {
-                    let d = self.regs.peek(MSRWD) & 0xffff;
-                    self.regs.poke(MSRWD, 0xffff_0000 | d);
+                    let d = f.regs.peek(MSRWD) & 0xffff;
+                    f.regs.poke(MSRWD, 0xffff_0000 | d);
                 }
             }
             Reg::Dmatxctl => {
                 if w.new & DMATXCTL_TE != 0 && w.old & DMATXCTL_TE == 0 {
-                    self.tx_doorbell_all();
+                    f.tx_doorbell_all();
                 }
             }
-            Reg::Fdirctrl => self.regs.set_bits(FDIRCTRL, FDIRCTRL_INIT_DONE),
-            Reg::Fdircmd => self.regs.clear_bits(FDIRCMD, 0x3),
+            Reg::Fdirctrl => f.regs.set_bits(FDIRCTRL, FDIRCTRL_INIT_DONE),
+            Reg::Fdircmd => f.regs.clear_bits(FDIRCMD, 0x3),
         }
     }
 
+    fn mac_enabled(f: &Ixgbe) -> (bool, bool) {
+        (Self::rx_enabled(f), Self::tx_enabled(f))
+    }
+}
+
+impl Ixgbe {
     /// STATUS: link up, GIO master enable.
     fn status(&self) -> u32 {
         let mut s = 0;

@@ -5,10 +5,10 @@
 //! reads and writes during probe (`ixgbe_probe`, `ixgbe_reset_hw_82599`,
 //! `ixgbe_identify_sfp_module_generic`, `ixgbe_setup_sfp_modules_82599`), open,
 //! the watchdog and `ethtool -t`. The function itself is the shared
-//! [`Function`]; this module is the part: its register table
-//! ([`regs::TABLE`]) and map, its interrupt logic ([`intr`]), control
-//! registers and SFP+ cage ([`ctl`], [`sfp`]), receive filters ([`rx`]),
-//! transmit settings ([`tx`]) and counters ([`stats`]).
+//! [`Function`]; this module is the part: its [`Model`] (register table
+//! [`regs::TABLE`] and map, BARs, NVM, SFP+ cage, reset), and in their
+//! modules its interrupt logic ([`intr`]), control registers and SFP+ cage
+//! ([`ctl`], [`sfp`]), receiver ([`rx`], [`stats`]) and transmitter ([`tx`]).
 
 mod ctl;
 mod eeprom;
@@ -22,12 +22,12 @@ mod tx;
 
 use std::sync::Arc;
 
-use crate::function::{Ctl, Dir, Function, Layout, Model, PtpMatch, RxStatus, TxRoute};
+use crate::function::stats::{rx_counters, tx_counters};
+use crate::function::{Function, Layout, Model};
 use crate::nvm::Nvm;
 use crate::pci::ConfigSpace;
 use crate::ptp::BasePeriod;
-use crate::regfile::{RegDef, RegId, Written};
-use crate::txframe::FinishSettings;
+use crate::regfile::RegDef;
 use crate::{Bar, DeviceEnv, NicFunction};
 use intr::Intr;
 
@@ -92,11 +92,6 @@ pub mod fctrl {
     pub const BAM: u32 = 1 << 10;
 }
 
-/// RXCTRL: receive enable.
-const RXCTRL_RXEN: u32 = 1 << 0;
-/// DMATXCTL: transmit enable.
-const DMATXCTL_TE: u32 = 1 << 0;
-
 /// Device configuration chosen by the user.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct IxgbeConfig {
@@ -133,6 +128,8 @@ impl Model for I82599 {
         nvm_size: eeprom::EEC_SIZE,
         ral0: RAL,
         vet: VLNCTRL,
+        mta: MTA,
+        vfta: VFTA,
         mrqc: MRQC,
         rssrk: RSSRK,
         reta: RETA,
@@ -146,8 +143,8 @@ impl Model for I82599 {
         ruc: stat::RUC,
         roc: stat::ROC,
         tsctc: None,
-        rx_counters: stats::RX,
-        tx_counters: stats::TX,
+        rx_counters: rx_counters(4),
+        tx_counters: tx_counters(4, None),
     };
     const BARS: &'static [Bar] = &pci::BARS;
     const TABLE: &'static [RegDef<Hook>] = TABLE;
@@ -182,105 +179,11 @@ impl Model for I82599 {
     fn txq_base(q: usize) -> u32 {
         txq_base(q as u32)
     }
-
-    fn intr_read(f: &Ixgbe, m: &mut Intr, r: IntrReg, id: RegId, v: u32) -> u32 {
-        f.on_intr_read(m, r, id, v)
-    }
-    fn intr_write(f: &Ixgbe, m: &mut Intr, r: IntrReg, w: &Written<Hook>) {
-        f.on_intr_write(m, r, w);
-    }
-    fn ctl_read(f: &Ixgbe, c: &mut Ctl<SfpCage>, r: CtlReg, v: u32) -> u32 {
-        f.on_ctl_read(c, r, v)
-    }
-    fn ctl_write(f: &Ixgbe, c: &mut Ctl<SfpCage>, r: CtlReg, w: &Written<Hook>) {
-        f.on_ctl_write(c, r, w);
-    }
-    fn read(f: &Ixgbe, r: Reg, v: u32) -> u32 {
-        f.on_read(r, v)
-    }
-    fn write(f: &Ixgbe, r: Reg, w: &Written<Hook>) {
-        f.on_write(r, w);
-    }
-
-    fn queue_interrupt(f: &Ixgbe, qi: usize, dir: Dir) {
-        f.queue_cause(qi, dir);
-    }
-    fn link_interrupt(f: &Ixgbe) {
-        f.raise_other(intr::EICR_LSC);
-    }
-    fn deliver_pending(f: &Ixgbe, m: &mut Intr) {
-        f.deliver_vectors(m);
-    }
-
-    fn rx_enabled(f: &Ixgbe) -> bool {
-        f.regs.peek(RXCTRL) & RXCTRL_RXEN != 0
-    }
-    fn wire_rx(f: &Ixgbe) -> bool {
-        // Without link, or while the MAC loops back, frames from the wire
-        // are dropped.
-        f.link_up() && !f.mac_loopback()
-    }
-    fn rss_enabled(mrqc: u32) -> bool {
-        matches!(mrqc & 0xf, 1..=5)
-    }
-    fn max_frame(f: &Ixgbe, frame: &[u8]) -> usize {
-        f.max_frame(frame)
-    }
-    fn rx_accept(f: &Ixgbe, frame: &[u8]) -> bool {
-        f.rx_accept(frame)
-    }
-    fn ptp_match(f: &Ixgbe) -> PtpMatch {
-        f.ptp_match()
-    }
-    fn vlan_strip(f: &Ixgbe, qi: usize) -> bool {
-        f.regs.peek(rxq_base(qi as u32) + q::DCTL) & RXDCTL_VME != 0
-    }
-    fn rx_status(_: &Ixgbe, frame: &[u8], ptype: u16, hash: u32) -> RxStatus {
-        rx::status(frame, ptype, hash)
-    }
-    fn count_rx_queue(f: &Ixgbe, qi: usize, octets: u64) {
-        f.count_rx_queue(qi, octets);
-    }
-    fn count_rx_miss(f: &Ixgbe, qi: usize) {
-        f.count_rx_miss(qi);
-    }
-
-    fn tx_enabled(f: &Ixgbe) -> bool {
-        f.regs.peek(DMATXCTL) & DMATXCTL_TE != 0
-    }
-    fn tx_settings(f: &Ixgbe) -> FinishSettings {
-        f.tx_settings()
-    }
-    fn tx_route(f: &Ixgbe) -> TxRoute {
-        if f.mac_loopback() {
-            TxRoute::Loopback
-        } else if f.link_up() {
-            TxRoute::Wire
-        } else {
-            TxRoute::Nowhere
-        }
-    }
-    fn count_tx_queue(f: &Ixgbe, qi: usize, octets: u64) {
-        f.count_tx_queue(qi, octets);
-    }
-
-    fn mac_enabled(f: &Ixgbe) -> (bool, bool) {
-        (Self::rx_enabled(f), Self::tx_enabled(f))
-    }
-    fn interrupt_summary(f: &Ixgbe) -> String {
-        format!(
-            "GPIE={:#x} EIMS={:#x} EIMS_EX0={:#x} EIMS_EX1={:#x}",
-            f.regs.peek(GPIE),
-            f.regs.peek(EIMS),
-            f.regs.peek(EIMS_EX),
-            f.regs.peek(EIMS_EX + 4)
-        )
-    }
 }
 
 impl Ixgbe {
     /// The MAC loops transmitted frames back (HLREG0.LPBK).
-    fn mac_loopback(&self) -> bool {
+    pub(super) fn mac_loopback(&self) -> bool {
         self.regs.peek(HLREG0) & hlreg0::LPBK != 0
     }
 }

@@ -66,6 +66,7 @@ pub enum Reg {
 
 /// The hooks of the 82599's registers.
 pub type Hook = crate::function::Hook<IntrReg, CtlReg, Reg>;
+use crate::function::stats::{shared_counter_rows, SHARED_COUNTERS};
 use crate::function::QueueReg;
 
 // ---- offsets (ixgbe_type.h) ----
@@ -225,42 +226,12 @@ pub const RXDCTL_VME: u32 = 1 << 30;
 
 /// Statistics register offsets used by the data path (§8.2.3.23).
 pub mod stat {
+    pub use crate::function::stats::stat::*;
+
     /// Missed packets, per packet buffer (8).
     pub const MPC: u32 = 0x3fa0;
-    /// CRC errors.
-    pub const CRCERRS: u32 = 0x4000;
     /// Receive no buffers, per packet buffer (8).
     pub const RNBC: u32 = 0x3fc0;
-    /// Packets received 64 bytes (buckets follow, 4 apart).
-    pub const PRC64: u32 = 0x405c;
-    /// Good packets received.
-    pub const GPRC: u32 = 0x4074;
-    /// Broadcast packets received.
-    pub const BPRC: u32 = 0x4078;
-    /// Multicast packets received.
-    pub const MPRC: u32 = 0x407c;
-    /// Good packets transmitted.
-    pub const GPTC: u32 = 0x4080;
-    /// Good octets received (low; high at +4).
-    pub const GORCL: u32 = 0x4088;
-    /// Good octets transmitted (low).
-    pub const GOTCL: u32 = 0x4090;
-    /// Receive undersize.
-    pub const RUC: u32 = 0x40a4;
-    /// Receive oversize.
-    pub const ROC: u32 = 0x40ac;
-    /// Total octets received (low).
-    pub const TORL: u32 = 0x40c0;
-    /// Total packets received.
-    pub const TPR: u32 = 0x40d0;
-    /// Total packets transmitted.
-    pub const TPT: u32 = 0x40d4;
-    /// Packets transmitted 64 bytes (buckets follow).
-    pub const PTC64: u32 = 0x40d8;
-    /// Multicast packets transmitted.
-    pub const MPTC: u32 = 0x40f0;
-    /// Broadcast packets transmitted.
-    pub const BPTC: u32 = 0x40f4;
     /// Per-statistics-queue packets received (16, stride 0x40).
     pub const QPRC: u32 = 0x1030;
     /// Per-statistics-queue bytes received, low (high at +4).
@@ -296,7 +267,7 @@ pub const AUTOC_RESET: u32 = (3 << 13) | (1 << 7) | 0x0000_0004;
 pub const AUTOC2_RESET: u32 = 2 << 16;
 
 /// The register table.
-pub const TABLE: &[RegDef<Hook>] = &[
+const OWN: &[RegDef<Hook>] = &[
     // General (§8.2.3.1)
     RegDef::new("CTRL", CTRL)
         .mask(0x0400_000c)
@@ -589,13 +560,11 @@ pub const TABLE: &[RegDef<Hook>] = &[
     RegDef::new("RTTPT2C", 0xcd20).array(8, 4),
     RegDef::new("MNGTXMAP", 0xcd10),
     // Statistics (§8.2.3.23): clear on read.
-    stat("CRCERRS", stat::CRCERRS),
     stat("ILLERRC", 0x4004),
     stat("ERRBC", 0x4008),
     stat("MSPDC", 0x4010),
     stat("MLFC", 0x4034),
     stat("MRFC", 0x4038),
-    stat("RLEC", 0x4040),
     stats("PXONTXC", 0x3f00, 8, 4),
     stats("PXOFFTXC", 0x3f20, 8, 4),
     stat("LXONTXC", 0x3f60),
@@ -607,38 +576,8 @@ pub const TABLE: &[RegDef<Hook>] = &[
     stat("LXONRXCNT", 0x41a4),
     stat("LXOFFRXCNT", 0x41a8),
     stats("PXON2OFFCNT", 0x3240, 8, 4),
-    stat("PRC64", 0x405c),
-    stat("PRC127", 0x4060),
-    stat("PRC255", 0x4064),
-    stat("PRC511", 0x4068),
-    stat("PRC1023", 0x406c),
-    stat("PRC1522", 0x4070),
-    stat("GPRC", stat::GPRC),
-    stat("BPRC", stat::BPRC),
-    stat("MPRC", stat::MPRC),
-    stat("GPTC", stat::GPTC),
-    stat("GORCL", stat::GORCL),
-    stat("GORCH", 0x408c),
-    stat("GOTCL", stat::GOTCL),
-    stat("GOTCH", 0x4094),
-    stat("RUC", stat::RUC),
-    stat("RFC", 0x40a8),
-    stat("ROC", stat::ROC),
-    stat("RJC", 0x40b0),
     stat("MNGPRC", 0x40b4),
     stat("MNGPDC", 0x40b8),
-    stat("TORL", stat::TORL),
-    stat("TORH", 0x40c4),
-    stat("TPR", stat::TPR),
-    stat("TPT", stat::TPT),
-    stat("PTC64", 0x40d8),
-    stat("PTC127", 0x40dc),
-    stat("PTC255", 0x40e0),
-    stat("PTC511", 0x40e4),
-    stat("PTC1023", 0x40e8),
-    stat("PTC1522", 0x40ec),
-    stat("MPTC", stat::MPTC),
-    stat("BPTC", stat::BPTC),
     stat("XEC", 0x4120),
     stats("QPRC", stat::QPRC, 16, 0x40),
     stats("QBRC_L", stat::QBRC_L, 16, 0x40),
@@ -683,3 +622,8 @@ pub const TABLE: &[RegDef<Hook>] = &[
     RegDef::new("CORECTL", 0x14f00),
     RegDef::new("PFMBMEM", 0x13000).array(1024, 4),
 ];
+
+/// The register table: the part's own rows and the counters it shares with
+/// the other part.
+pub const TABLE: &[RegDef<Hook>] =
+    &crate::regfile::join::<Hook, { OWN.len() + SHARED_COUNTERS }>(OWN, &shared_counter_rows());

@@ -7,13 +7,15 @@
 use net_util::csum::verify_rx;
 
 use super::regs::*;
-use super::{fctrl, hlreg0, Ixgbe};
+use super::{fctrl, hlreg0, Ixgbe, I82599};
 use crate::desc::RXD_STAT_IPCS;
-use crate::function::{PtpMatch, RxStatus};
+use crate::function::{PtpMatch, Receive, RxStatus};
 use crate::ptp;
 
 /// ETQF: filter enable.
 pub(super) const ETQF_FILTER_EN: u32 = 1 << 31;
+/// RXCTRL: receive enable.
+const RXCTRL_RXEN: u32 = 1 << 0;
 /// VLNCTRL: VLAN filter enable.
 const VLNCTRL_VFE: u32 = 1 << 30;
 /// MCSTCTRL: multicast filter enable.
@@ -28,26 +30,100 @@ const RXD_ERR_IPE: u32 = 1 << 31;
 const MAX_STD_FRAME: usize = 1518;
 const FCS: usize = 4;
 
-/// Checksum status / error bits of a frame (always checked on the 82599)
-/// and its RSS hash, which the descriptor always carries.
-pub(super) fn status(frame: &[u8], ptype: u16, hash: u32) -> RxStatus {
-    let mut st = 0;
-    if ptype != 0 {
-        let c = verify_rx(frame);
-        if c.ip_checked {
-            st |= RXD_STAT_IPCS;
-            if !c.ip_ok {
-                st |= RXD_ERR_IPE;
-            }
+impl Receive for I82599 {
+    fn rx_enabled(f: &Ixgbe) -> bool {
+        f.regs.peek(RXCTRL) & RXCTRL_RXEN != 0
+    }
+
+    /// Without link, or while the MAC loops back, frames from the wire are
+    /// dropped.
+    fn wire_rx(f: &Ixgbe) -> bool {
+        f.link_up() && !f.mac_loopback()
+    }
+
+    fn rss_enabled(mrqc: u32) -> bool {
+        matches!(mrqc & 0xf, 1..=5)
+    }
+
+    /// MAXFRS.MFS with HLREG0.JUMBOEN, else a standard frame; four bytes more
+    /// for a tagged frame (MFS counts the FCS).
+    fn max_frame(f: &Ixgbe, frame: &[u8]) -> usize {
+        let mut max = if f.regs.peek(HLREG0) & hlreg0::JUMBOEN != 0 {
+            (f.regs.peek(MAXFRS) >> 16) as usize
+        } else {
+            MAX_STD_FRAME
+        };
+        if f.tagged(frame) {
+            max += 4;
         }
-        if c.l4_checked {
-            st |= RXD_STAT_L4CS;
-            if !c.l4_ok {
-                st |= RXD_ERR_TCPE;
-            }
+        max.max(64) - FCS
+    }
+
+    /// Destination and VLAN filtering (§7.1.1, §7.1.2).
+    fn rx_accept(f: &Ixgbe, frame: &[u8]) -> bool {
+        let fc = f.regs.peek(FCTRL);
+        if f.tagged(frame) && f.regs.peek(VLNCTRL) & VLNCTRL_VFE != 0 && !f.vfta_has(frame) {
+            return false;
+        }
+        let dst = &frame[0..6];
+        if dst == [0xff; 6] {
+            return fc & (fctrl::BAM | fctrl::MPE | fctrl::UPE) != 0;
+        }
+        if fc & fctrl::UPE != 0 || f.rar_match(dst) {
+            return true;
+        }
+        if dst[0] & 1 != 0 {
+            return fc & fctrl::MPE != 0 || f.mta_match(dst);
+        }
+        false
+    }
+
+    /// RXMTRL's v1 control, v2 message type and UDP port (319 when 0;
+    /// §7.9.1.1).
+    fn ptp_match(f: &Ixgbe) -> PtpMatch {
+        let mtrl = f.regs.peek(RXMTRL);
+        let port = (mtrl >> 16) as u16;
+        PtpMatch {
+            v1_ctrl: mtrl as u8,
+            v2_msg: ((mtrl >> 8) & 0xf) as u8,
+            udp_port: if port == 0 { ptp::PTP_EVENT_PORT } else { port },
         }
     }
-    RxStatus { csum: st, hash }
+
+    /// RXDCTL.VME of the queue.
+    fn vlan_strip(f: &Ixgbe, qi: usize) -> bool {
+        f.regs.peek(rxq_base(qi as u32) + q::DCTL) & RXDCTL_VME != 0
+    }
+
+    /// Checksum status / error bits (always checked on the 82599) and the
+    /// RSS hash, which the descriptor always carries.
+    fn rx_status(_: &Ixgbe, frame: &[u8], ptype: u16, hash: u32) -> RxStatus {
+        let mut st = 0;
+        if ptype != 0 {
+            let c = verify_rx(frame);
+            if c.ip_checked {
+                st |= RXD_STAT_IPCS;
+                if !c.ip_ok {
+                    st |= RXD_ERR_IPE;
+                }
+            }
+            if c.l4_checked {
+                st |= RXD_STAT_L4CS;
+                if !c.l4_ok {
+                    st |= RXD_ERR_TCPE;
+                }
+            }
+        }
+        RxStatus { csum: st, hash }
+    }
+
+    fn count_rx_queue(f: &Ixgbe, qi: usize, octets: u64) {
+        f.count_rx_queue(qi, octets);
+    }
+
+    fn count_rx_miss(f: &Ixgbe, qi: usize) {
+        f.count_rx_miss(qi);
+    }
 }
 
 impl Ixgbe {
@@ -57,80 +133,14 @@ impl Ixgbe {
         frame.len() >= 18 && u16::from_be_bytes([frame[12], frame[13]]) == vet
     }
 
-    /// Longest frame taken, without FCS: MAXFRS.MFS with HLREG0.JUMBOEN, else
-    /// a standard frame; four bytes more for a tagged frame.
-    pub(super) fn max_frame(&self, frame: &[u8]) -> usize {
-        let mut max = if self.regs.peek(HLREG0) & hlreg0::JUMBOEN != 0 {
-            (self.regs.peek(MAXFRS) >> 16) as usize
-        } else {
-            MAX_STD_FRAME
-        };
-        if self.tagged(frame) {
-            max += 4;
-        }
-        max.max(64) - FCS
-    }
-
-    /// PTP messages selected for receive stamps (§7.9.1.1): RXMTRL's v1
-    /// control, v2 message type and UDP port (319 when 0).
-    pub(super) fn ptp_match(&self) -> PtpMatch {
-        let mtrl = self.regs.peek(RXMTRL);
-        let port = (mtrl >> 16) as u16;
-        PtpMatch {
-            v1_ctrl: mtrl as u8,
-            v2_msg: ((mtrl >> 8) & 0xf) as u8,
-            udp_port: if port == 0 { ptp::PTP_EVENT_PORT } else { port },
-        }
-    }
-
-    /// Destination and VLAN filtering (§7.1.1, §7.1.2).
-    pub(super) fn rx_accept(&self, f: &[u8]) -> bool {
-        let fc = self.regs.peek(FCTRL);
-        if self.tagged(f) && self.regs.peek(VLNCTRL) & VLNCTRL_VFE != 0 {
-            let vid = u32::from(u16::from_be_bytes([f[14], f[15]]) & 0xfff);
-            if self.regs.peek(VFTA + 4 * (vid >> 5)) & (1 << (vid & 31)) == 0 {
-                return false;
-            }
-        }
-        let dst = &f[0..6];
-        if dst == [0xff; 6] {
-            return fc & (fctrl::BAM | fctrl::MPE | fctrl::UPE) != 0;
-        }
-        if fc & fctrl::UPE != 0 || self.rar_match(dst) {
-            return true;
-        }
-        if dst[0] & 1 != 0 {
-            return fc & fctrl::MPE != 0 || self.mta_match(dst);
-        }
-        false
-    }
-
     /// Exact match against the 128 receive address registers with AV set.
     fn rar_match(&self, dst: &[u8]) -> bool {
-        (0..128u32).any(|i| {
-            let rah = self.regs.peek(RAL + 8 * i + 4);
-            if rah & (1 << 31) == 0 {
-                return false;
-            }
-            let ral = self.regs.peek(RAL + 8 * i).to_le_bytes();
-            let rah = (rah as u16).to_le_bytes();
-            dst == [ral[0], ral[1], ral[2], ral[3], rah[0], rah[1]]
-        })
+        (0..128u32).any(|i| self.rar_holds(RAL + 8 * i, dst, 0))
     }
 
-    /// Multicast table lookup: 12 address bits selected by MCSTCTRL.MO.
+    /// Multicast table lookup with MCSTCTRL.MO, while MCSTCTRL.MFE is set.
     fn mta_match(&self, dst: &[u8]) -> bool {
         let mc = self.regs.peek(MCSTCTRL);
-        if mc & MCSTCTRL_MFE == 0 {
-            return false;
-        }
-        let (b4, b5) = (u32::from(dst[4]), u32::from(dst[5]));
-        let hash = match mc & 3 {
-            0 => (b4 >> 4) | (b5 << 4),
-            1 => (b4 >> 3) | (b5 << 5),
-            2 => (b4 >> 2) | (b5 << 6),
-            _ => b4 | (b5 << 8),
-        } & 0xfff;
-        self.regs.peek(MTA + 4 * (hash >> 5)) & (1 << (hash & 31)) != 0
+        mc & MCSTCTRL_MFE != 0 && self.mta_has(dst, mc)
     }
 }

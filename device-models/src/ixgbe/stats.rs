@@ -1,35 +1,13 @@
-//! Statistics counters of the 82599 (datasheet §8.2.3.23): where frames
-//! count. Octet counts and size buckets include the 4-byte FCS, as on the
-//! wire; the per-queue counters (QPRC/QBRC, QPTC/QBTC) are indexed by the
-//! statistics mapping registers RQSMR / TQSM (4 queues per register, one byte
-//! each). Every counter is clear-on-read; the 36-bit octet counters are split
-//! in a low register and a high register (bits 35:32).
+//! Statistics counters of the 82599 (datasheet §8.2.3.23) beyond the frame
+//! counters both parts share ([`crate::function::stats`]; on the 82599 the
+//! octet counters are 36 bits wide, split in a low register and a high one
+//! holding bits 35:32): the per-queue counters (QPRC/QBRC, QPTC/QBTC),
+//! indexed by the statistics mapping registers RQSMR / TQSM (4 queues per
+//! register, one byte each), and what a missed frame counts.
 
 use super::regs::*;
 use super::Ixgbe;
-use crate::function::{FrameCounters, Split};
-
-/// Counters of received frames.
-pub(super) const RX: FrameCounters = FrameCounters {
-    good: stat::GPRC,
-    total: stat::TPR,
-    good_octets: Split::at(stat::GORCL, 4),
-    total_octets: Some(Split::at(stat::TORL, 4)),
-    size64: stat::PRC64,
-    broadcast: stat::BPRC,
-    multicast: stat::MPRC,
-};
-
-/// Counters of transmitted frames.
-pub(super) const TX: FrameCounters = FrameCounters {
-    good: stat::GPTC,
-    total: stat::TPT,
-    good_octets: Split::at(stat::GOTCL, 4),
-    total_octets: None,
-    size64: stat::PTC64,
-    broadcast: stat::BPTC,
-    multicast: stat::MPTC,
-};
+use crate::function::Split;
 
 impl Ixgbe {
     /// Statistics index (0..15) a queue is mapped to.

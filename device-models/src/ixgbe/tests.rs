@@ -4,6 +4,7 @@ use vm_memory::{Bytes, GuestAddress};
 
 use super::intr::{self, Dir};
 use super::*;
+use crate::function::Interrupts;
 use crate::testutil::{ram, Irq, TestEnv};
 
 const MAC: [u8; 6] = [0x52, 0x54, 0x00, 0x12, 0x34, 0x56];
@@ -326,10 +327,10 @@ fn msix_routing_autoclear_automask_and_other_causes() {
     wr(&d, EIMS_EX, u32::MAX);
     wr(&d, EIMS_EX + 4, u32::MAX);
     assert!(t.irq.take().is_empty());
-    d.queue_cause(0, Dir::Rx);
-    d.queue_cause(41, Dir::Tx);
+    I82599::queue_interrupt(&d, 0, Dir::Rx);
+    I82599::queue_interrupt(&d, 41, Dir::Tx);
     assert_eq!(t.irq.take(), vec![Irq::Msix(0), Irq::Msix(1)]);
-    d.queue_cause(0, Dir::Rx);
+    I82599::queue_interrupt(&d, 0, Dir::Rx);
     assert!(t.irq.take().is_empty(), "auto-masked until re-enabled");
     wr(&d, EIMS_EX, 1);
     assert_eq!(

@@ -1,23 +1,47 @@
-//! What the 82599's transmitter does its own way (datasheet §7.2): the VLAN
-//! ethertype of DMATXCTL.VT and HLREG0's padding. The 82599 has no interrupt
+//! What the 82599's transmitter does its own way (datasheet §7.2): DMATXCTL's
+//! enable and VLAN ethertype, HLREG0's padding and MAC loopback. The 82599 has no interrupt
 //! for a transmit stamp: the driver polls TSYNCTXCTL.VALID
-//! (`ixgbe_ptp_tx_hwtstamp_work`). The rest of the transmit path, MAC
-//! loopback included, is the shared [`crate::function::tx`].
+//! (`ixgbe_ptp_tx_hwtstamp_work`). The rest of the transmit path is the
+//! shared [`crate::function::tx`].
 
 use super::regs::*;
-use super::{hlreg0, Ixgbe};
+use super::{hlreg0, Ixgbe, I82599};
+use crate::function::{Transmit, TxRoute};
 use crate::txframe::FinishSettings;
 
-impl Ixgbe {
+/// DMATXCTL: transmit enable.
+const DMATXCTL_TE: u32 = 1 << 0;
+
+impl Transmit for I82599 {
+    fn tx_enabled(f: &Ixgbe) -> bool {
+        f.regs.peek(DMATXCTL) & DMATXCTL_TE != 0
+    }
+
     /// VLAN insertion with DMATXCTL.VT (0x8100 when 0); padding with
     /// HLREG0.TXPADEN.
-    pub(super) fn tx_settings(&self) -> FinishSettings {
+    fn tx_settings(f: &Ixgbe) -> FinishSettings {
         FinishSettings {
-            tpid: match (self.regs.peek(DMATXCTL) >> 16) as u16 {
+            tpid: match (f.regs.peek(DMATXCTL) >> 16) as u16 {
                 0 => 0x8100,
                 vt => vt,
             },
-            pad: self.regs.peek(HLREG0) & hlreg0::TXPADEN != 0,
+            pad: f.regs.peek(HLREG0) & hlreg0::TXPADEN != 0,
         }
+    }
+
+    /// The MAC loops back with HLREG0.LPBK; else the wire, while the link
+    /// is up.
+    fn tx_route(f: &Ixgbe) -> TxRoute {
+        if f.mac_loopback() {
+            TxRoute::Loopback
+        } else if f.link_up() {
+            TxRoute::Wire
+        } else {
+            TxRoute::Nowhere
+        }
+    }
+
+    fn count_tx_queue(f: &Ixgbe, qi: usize, octets: u64) {
+        f.count_tx_queue(qi, octets);
     }
 }
