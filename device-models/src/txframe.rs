@@ -269,11 +269,66 @@ pub struct RingPass<'a> {
     pub head_wb: Option<u64>,
 }
 
+/// A data buffer to gather: its address, length and the options of its
+/// descriptor.
+type Buffer = (u64, u16, FrameOpts);
+
+/// Decodes one transmit descriptor: a context descriptor is stored in `q`
+/// (it reports DD only with `context_dd`); a data or legacy descriptor names
+/// a buffer. Returns the command bits that decide its write-back, and the
+/// buffer.
+fn decode(d: &[u8; 16], q: &mut TxQueue, context_dd: bool) -> (u32, Option<Buffer>) {
+    match parse_tx(d) {
+        TxDesc::Context(c) => {
+            q.ctx[usize::from(c.idx & 1)] = c;
+            let rs = u32::from_le_bytes([d[8], d[9], d[10], d[11]]) & TXD_CMD_RS;
+            (if context_dd { rs } else { 0 }, None)
+        }
+        TxDesc::Data {
+            addr,
+            len,
+            cmd,
+            popts,
+            idx,
+            tstamp,
+            ..
+        } => {
+            let opts = FrameOpts {
+                cmd,
+                popts,
+                idx: idx & 1,
+                tstamp,
+                ..Default::default()
+            };
+            (cmd, Some((addr, len, opts)))
+        }
+        TxDesc::Legacy {
+            addr,
+            len,
+            cmd,
+            cso,
+            css,
+            vlan,
+        } => {
+            // Legacy IC (insert checksum) is command bit 2.
+            let ic = cmd & (1 << 26) != 0;
+            let opts = FrameOpts {
+                cmd,
+                legacy_vlan: Some(vlan),
+                legacy_csum: ic.then_some((cso, css)),
+                ..Default::default()
+            };
+            (cmd, Some((addr, len, opts)))
+        }
+    }
+}
+
 /// Processes a transmit ring from its head to its tail, at most one pass
 /// (`r.count` descriptors, so a ring the guest keeps refilling cannot hold
-/// the device) and at most [`TX_PASS_SEGMENTS`] frames out: context descriptors are stored in `q`, data and legacy
-/// descriptors gathered, each complete frame handed to `frame_done`, and
-/// descriptors with RS written back. `r.head` is left at the new head.
+/// the device) and at most [`TX_PASS_SEGMENTS`] frames out: context
+/// descriptors are stored in `q`, data and legacy descriptors gathered, each
+/// complete frame handed to `frame_done`, and descriptors with RS written
+/// back. `r.head` is left at the new head.
 /// Returns whether anything was written back (the queue's interrupt is due).
 pub fn run_ring(
     r: &mut Ring,
@@ -292,49 +347,7 @@ pub fn run_ring(
             p.errors.dma();
             continue;
         };
-        let (cmd, buf) = match parse_tx(&d) {
-            TxDesc::Context(c) => {
-                q.ctx[usize::from(c.idx & 1)] = c;
-                let rs = u32::from_le_bytes([d[8], d[9], d[10], d[11]]) & TXD_CMD_RS;
-                (if p.context_dd { rs } else { 0 }, None)
-            }
-            TxDesc::Data {
-                addr,
-                len,
-                cmd,
-                popts,
-                idx,
-                tstamp,
-                ..
-            } => {
-                let opts = FrameOpts {
-                    cmd,
-                    popts,
-                    idx: idx & 1,
-                    tstamp,
-                    ..Default::default()
-                };
-                (cmd, Some((addr, len, opts)))
-            }
-            TxDesc::Legacy {
-                addr,
-                len,
-                cmd,
-                cso,
-                css,
-                vlan,
-            } => {
-                // Legacy IC (insert checksum) is command bit 2.
-                let ic = cmd & (1 << 26) != 0;
-                let opts = FrameOpts {
-                    cmd,
-                    legacy_vlan: Some(vlan),
-                    legacy_csum: ic.then_some((cso, css)),
-                    ..Default::default()
-                };
-                (cmd, Some((addr, len, opts)))
-            }
-        };
+        let (cmd, buf) = decode(&d, q, p.context_dd);
         if let Some((addr, len, opts)) = buf {
             let (g, dma_error) = q.gather(&p.mem.read, addr, usize::from(len), opts);
             if dma_error {
