@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use device_models::igb::{Igb, IgbConfig};
 use device_models::testutil::{ram, RecordingIrq};
-use device_models::{DeviceEnv, GuestRam, MonotonicClock, NicFunction, TimerSink};
+use device_models::{DeviceEnv, GuestRam, MonotonicClock, NetPort, PciFunction, TimerSink};
 use nicemu::switch::{DirectRx, Switch};
 use vm_memory::{Bytes, GuestAddress};
 

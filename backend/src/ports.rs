@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use device_models::igb::{self, IgbConfig};
 use device_models::ixgbe::{self, IxgbeConfig};
-use device_models::{Clock, DeviceEnv, MonotonicClock};
+use device_models::{Clock, Delivery, DeviceEnv, MonotonicClock};
 
 use crate::config::{DeviceKind, DeviceSpec, WireSpec};
 use crate::error::Error;
@@ -113,7 +113,7 @@ impl Running {
 }
 
 /// Direct receive into a device whose receive queue is free (see [`DirectRx`]
-/// and [`device_models::NicFunction::try_receive_at`]).
+/// and [`device_models::NetPort::deliver`]).
 #[derive(Default)]
 struct DirectDevice {
     dev: std::sync::OnceLock<SharedDevice>,
@@ -128,7 +128,7 @@ impl DirectRx for DirectDevice {
         let Some(dev) = self.dev.get() else {
             return false;
         };
-        dev.try_receive_at(frame, sent_ns)
+        dev.deliver(frame, Some(sent_ns), false) == Delivery::Done
     }
 }
 
@@ -260,7 +260,7 @@ fn start_one(
         .spawn(move || {
             crate::sched::enter_data_path();
             while let Some((frame, sent)) = rx.recv_timed() {
-                rx_dev.receive_at(&frame, sent);
+                rx_dev.deliver(&frame, Some(sent), true);
                 rx.recycle(frame);
             }
         })

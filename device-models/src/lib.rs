@@ -1,8 +1,10 @@
 //! Transport-free models of Intel NICs: igb (82576) and ixgbe (82599).
 //!
-//! A device is a state machine behind [`NicFunction`]: PCI config space reads and
-//! writes, BAR reads and writes, reset, and a hook to push a received frame. It
-//! talks to the world only through the traits it is given: guest memory
+//! A device is a state machine behind [`NicFunction`]: a [`PciFunction`]
+//! (config space and BAR accesses, reset, DMA memory) that is a [`NetPort`]
+//! (frames delivered to it, a link) and can be inspected ([`Introspect`]:
+//! counters, the driver's view). It talks to the world only through the
+//! traits it is given: guest memory
 //! ([`GuestRam`], bounds-checked by `vm-memory`), an [`InterruptSink`], a
 //! [`FrameSink`] for transmitted frames and a [`Clock`]. No I/O, no threads, no
 //! sockets live here, so unit tests drive a device with in-memory guest RAM and a
@@ -32,6 +34,7 @@ pub mod moderation;
 pub mod nvm;
 pub mod pci;
 pub mod phy;
+pub mod port;
 pub mod ptp;
 pub mod regfile;
 pub mod ring;
@@ -47,6 +50,7 @@ use std::sync::{Arc, RwLock};
 
 pub use fault::{DriverView, Fault, FaultError};
 pub use pci::{Bar, BarKind};
+pub use port::{Delivery, Introspect, NetPort, NicFunction, PciFunction};
 
 /// Guest physical memory as the device sees it through DMA.
 pub type GuestRam = vm_memory::GuestMemoryMmap<()>;
@@ -306,78 +310,6 @@ fn wait_unused_but(view: &Arc<DmaView>, owners: usize) {
     }
     // Pairs with the release of each snapshot's drop: their accesses are done.
     std::sync::atomic::fence(Ordering::Acquire);
-}
-
-/// One PCI network function, as a transport sees it. Every method takes
-/// `&self`: the function locks internally only what an operation touches (see
-/// the crate documentation), so transports call it from any thread.
-pub trait NicFunction: Send + Sync {
-    /// Short model name, e.g. `igb`.
-    fn model(&self) -> &'static str;
-    /// PCI config space read.
-    fn config_read(&self, offset: u64, data: &mut [u8]);
-    /// PCI config space write.
-    fn config_write(&self, offset: u64, data: &[u8]);
-    /// BAR read; offsets with nothing behind them read as 0.
-    fn bar_read(&self, bar: usize, offset: u64, data: &mut [u8]);
-    /// BAR write; offsets with nothing behind them are ignored.
-    fn bar_write(&self, bar: usize, offset: u64, data: &[u8]);
-    /// Whole-function reset (PCI FLR / vfio-user DEVICE_RESET).
-    fn reset(&self);
-    /// Replaces the guest memory the device can DMA to (readable and
-    /// writable throughout).
-    fn set_memory(&self, mem: GuestRam) {
-        self.set_dma(DmaView::read_write(mem));
-    }
-    /// Replaces what the device can DMA to; returns once no DMA uses the
-    /// memory it had before (see [`DmaMemory::set_view`]).
-    fn set_dma(&self, view: DmaView);
-    /// Delivers a frame from the wire to the receive path.
-    fn receive(&self, frame: &[u8]);
-    /// Delivers a frame that left its sender at `sent_ns` (on the shared
-    /// [`Clock`]) and was queued on the way: the frame arrives, for IEEE 1588
-    /// receive time stamps, when it was sent (plus the port's wire delay), not
-    /// when the transport got round to delivering it. Default: [`Self::receive`].
-    fn receive_at(&self, frame: &[u8], sent_ns: u64) {
-        let _ = sent_ns;
-        self.receive(frame);
-    }
-    /// As [`Self::receive_at`], but only if the frame can be placed without
-    /// waiting for another thread working on the same receive queue; returns
-    /// false (and changes nothing) otherwise, so the caller can queue the
-    /// frame instead of blocking. Default: always delivers.
-    fn try_receive_at(&self, frame: &[u8], sent_ns: u64) -> bool {
-        self.receive_at(frame, sent_ns);
-        true
-    }
-    /// The BARs of the function.
-    fn bars(&self) -> &[Bar];
-    /// Number of MSI-X vectors.
-    fn msix_vectors(&self) -> u16;
-    /// Decoded name of a BAR location, for register traces.
-    fn reg_name(&self, bar: usize, offset: u64) -> String;
-    /// Device-wide counters of guest errors (bad DMA addresses, bad rings…).
-    fn error_counters(&self) -> Vec<(&'static str, u64)>;
-    /// Statistics counters totalled since the last function reset, read
-    /// without clearing anything the guest reads.
-    fn counters(&self) -> Vec<(String, u64)>;
-    /// Connects or disconnects the emulated cable (the driver sees a link
-    /// status change interrupt).
-    fn set_link(&self, up: bool);
-    /// Injects a fault.
-    fn inject(&self, fault: Fault) -> Result<(), FaultError>;
-    /// What the driver has programmed.
-    fn driver_view(&self) -> DriverView;
-    /// Sets the wire delay of frames arriving at this function: their IEEE 1588
-    /// receive time stamps are taken `ns` nanoseconds after arrival, so a
-    /// path-delay measurement sees the delay (see [`ptp`]). Default: ignored.
-    fn set_wire_delay_ns(&self, ns: u64) {
-        let _ = ns;
-    }
-    /// Called by the transport when a deadline armed through [`TimerSink`] passed.
-    fn on_timer(&self, now_ns: u64) {
-        let _ = now_ns;
-    }
 }
 
 /// Reads a little-endian value of 1, 2, 4 or 8 bytes.

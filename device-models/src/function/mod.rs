@@ -39,8 +39,8 @@ use crate::stats::Totals;
 use crate::sync::lock;
 use crate::txframe::TxQueue;
 use crate::{
-    Bar, DeviceEnv, DmaMemory, DmaView, DriverView, ErrorCounters, Fault, FaultError, GuestErrors,
-    GuestRam, NicFunction,
+    Bar, Delivery, DeviceEnv, DmaMemory, DmaView, DriverView, ErrorCounters, Fault, FaultError,
+    GuestErrors, GuestRam, Introspect, NetPort, PciFunction,
 };
 
 pub use hook::{Hook, HookOf, QueueReg};
@@ -339,11 +339,7 @@ impl<M: Part> RegisterWindow for Function<M> {
     }
 }
 
-impl<M: Part> NicFunction for Function<M> {
-    fn model(&self) -> &'static str {
-        M::NAME
-    }
-
+impl<M: Part> PciFunction for Function<M> {
     fn config_read(&self, offset: u64, data: &mut [u8]) {
         self.ctl().config.read(offset, data);
     }
@@ -408,18 +404,6 @@ impl<M: Part> NicFunction for Function<M> {
         self.mem.set_view(view);
     }
 
-    fn receive(&self, frame: &[u8]) {
-        self.receive_from_wire(frame, None, true);
-    }
-
-    fn receive_at(&self, frame: &[u8], sent_ns: u64) {
-        self.receive_from_wire(frame, Some(sent_ns), true);
-    }
-
-    fn try_receive_at(&self, frame: &[u8], sent_ns: u64) -> bool {
-        self.receive_from_wire(frame, Some(sent_ns), false)
-    }
-
     fn bars(&self) -> &[Bar] {
         M::BARS
     }
@@ -445,16 +429,57 @@ impl<M: Part> NicFunction for Function<M> {
         }
     }
 
-    fn error_counters(&self) -> Vec<(&'static str, u64)> {
-        self.errors.snapshot().list()
+    fn on_timer(&self, _now_ns: u64) {
+        M::deliver_pending(self, &mut lock(&self.intr));
+    }
+}
+
+impl<M: Part> NetPort for Function<M> {
+    fn deliver(&self, frame: &[u8], sent_ns: Option<u64>, wait: bool) -> Delivery {
+        if self.receive_from_wire(frame, sent_ns, wait) {
+            Delivery::Done
+        } else {
+            Delivery::Busy
+        }
+    }
+
+    fn set_link(&self, up: bool) {
+        self.set_cable(up);
+    }
+
+    fn link_up(&self) -> bool {
+        Function::link_up(self)
+    }
+
+    fn set_wire_delay_ns(&self, ns: u64) {
+        self.ts().set_rx_delay_ns(ns);
+    }
+}
+
+impl<M: Part> Introspect for Function<M> {
+    fn model(&self) -> &'static str {
+        M::NAME
     }
 
     fn counters(&self) -> Vec<(String, u64)> {
         self.totals.list(&self.regs)
     }
 
-    fn set_link(&self, up: bool) {
-        self.set_cable(up);
+    fn error_counters(&self) -> Vec<(&'static str, u64)> {
+        self.errors.snapshot().list()
+    }
+
+    fn driver_view(&self) -> DriverView {
+        let (rx_enabled, tx_enabled) = M::mac_enabled(self);
+        DriverView {
+            link_up: Function::link_up(self),
+            rx_enabled,
+            tx_enabled,
+            rx_queues: self.enabled_queues(M::rxq_base),
+            tx_queues: self.enabled_queues(M::txq_base),
+            interrupts: M::interrupt_summary(self),
+            driver_loaded: self.regs.peek(CTRL_EXT) & CTRL_EXT_DRV_LOAD != 0,
+        }
     }
 
     fn inject(&self, fault: Fault) -> Result<(), FaultError> {
@@ -474,26 +499,5 @@ impl<M: Part> NicFunction for Function<M> {
         }
         log::info!("{}: fault injected: {fault:?}", M::NAME);
         Ok(())
-    }
-
-    fn driver_view(&self) -> DriverView {
-        let (rx_enabled, tx_enabled) = M::mac_enabled(self);
-        DriverView {
-            link_up: self.link_up(),
-            rx_enabled,
-            tx_enabled,
-            rx_queues: self.enabled_queues(M::rxq_base),
-            tx_queues: self.enabled_queues(M::txq_base),
-            interrupts: M::interrupt_summary(self),
-            driver_loaded: self.regs.peek(CTRL_EXT) & CTRL_EXT_DRV_LOAD != 0,
-        }
-    }
-
-    fn set_wire_delay_ns(&self, ns: u64) {
-        self.ts().set_rx_delay_ns(ns);
-    }
-
-    fn on_timer(&self, _now_ns: u64) {
-        M::deliver_pending(self, &mut lock(&self.intr));
     }
 }
