@@ -26,7 +26,7 @@ impl TimerSink for NoTimer {
 
 struct Direct(Arc<Igb>);
 impl DirectRx for Direct {
-    fn try_receive(&self, frame: &[u8]) -> bool {
+    fn try_deliver(&self, frame: &[u8], _: u64) -> bool {
         self.0.receive(frame);
         true
     }

@@ -50,7 +50,7 @@ use std::sync::{Arc, RwLock};
 
 pub use fault::{DriverView, Fault, FaultError};
 pub use pci::{Bar, BarKind};
-pub use port::{Delivery, Introspect, NetPort, NicFunction, PciFunction};
+pub use port::{Delivery, Introspect, NetPort, NicFunction, PciFunction, Port};
 
 /// Guest physical memory as the device sees it through DMA.
 pub type GuestRam = vm_memory::GuestMemoryMmap<()>;

@@ -7,7 +7,8 @@
 //! - [`Introspect`]: what the control socket reads and does — names,
 //!   counters, the driver's view, injected faults; a virtio-net port too.
 //!
-//! [`NicFunction`] is all three. Every method takes `&self`: an
+//! A [`Port`] is a network port that can be inspected; a [`NicFunction`]
+//! is all three roles. Every method takes `&self`: an
 //! implementation locks internally only what an operation touches, so
 //! transports, receive threads, timers and the control socket call it from
 //! any thread.
@@ -105,8 +106,14 @@ pub trait Introspect: Send + Sync {
     }
 }
 
+/// A port on an emulated network that the control path can inspect: what a
+/// registry of ports holds, whatever the port's transport.
+pub trait Port: NetPort + Introspect {}
+
+impl<T: NetPort + Introspect + ?Sized> Port for T {}
+
 /// An emulated NIC function: a PCI function that is a port on a network and
 /// can be inspected.
-pub trait NicFunction: PciFunction + NetPort + Introspect {}
+pub trait NicFunction: PciFunction + Port {}
 
-impl<T: PciFunction + NetPort + Introspect + ?Sized> NicFunction for T {}
+impl<T: PciFunction + Port + ?Sized> NicFunction for T {}

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, RwLock};
 use std::time::Duration;
 
+pub use device_models::Delivery;
 use device_models::FrameSink;
 use net_util::tso::segment_tcp;
 use net_util::OffloadError;
@@ -144,15 +145,6 @@ struct RxSide {
 struct Pair {
     tx: Mutex<TxSide>,
     rx: Mutex<RxSide>,
-}
-
-/// Result of offering a frame to the port.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Delivery {
-    /// Delivered or dropped (and counted): the frame is consumed.
-    Done,
-    /// The guest has no receive buffers now; try again after a kick.
-    Busy,
 }
 
 /// One virtio-net port's backend state, shared by the vhost-user handler,
@@ -392,8 +384,9 @@ impl NetBackend {
         self.wake();
     }
 
-    /// Offers a frame from the switch to the guest. With `try_only`, returns
-    /// `Busy` instead of waiting for a receive queue lock.
+    /// Offers a frame from the switch to the guest: `Busy` while the guest
+    /// has no receive buffers (try again after a kick), and with `try_only`
+    /// instead of waiting for a receive queue lock.
     pub fn deliver(&self, frame: &[u8], try_only: bool) -> Delivery {
         if !self.link_up.load(Ordering::Acquire) {
             inc(&self.port_counters.link_drops);
