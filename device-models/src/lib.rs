@@ -10,6 +10,19 @@
 //! sockets live here, so unit tests drive a device with in-memory guest RAM and a
 //! recording interrupt sink.
 //!
+//! Shape: one Intel NIC function, two register maps. [`function::Function`]
+//! is what every function has and does the same way on both parts (register
+//! file and the locks its hooks need, queues, DMA, reset, the receive and
+//! transmit pipelines, counters, faults, IEEE 1588); a part is a
+//! [`function::Model`] (register table and [`function::Layout`], BARs, NVM,
+//! link medium, reset) with its [`function::Interrupts`],
+//! [`function::Control`], [`function::Receive`] and [`function::Transmit`],
+//! one module each: [`igb::I82576`] (`Igb = Function<I82576>`) and
+//! [`ixgbe::I82599`] (`Ixgbe = Function<I82599>`). A third part (an i210, an
+//! X550) is a directory like `igb/` of what differs. The packet helpers the
+//! models share with virtio-net (checksums, TSO, the Toeplitz hash) are the
+//! `net_util` crate.
+//!
 //! Concurrency: a function is shared (`Arc<dyn NicFunction>`) by the transport
 //! thread that carries its register accesses, the threads that deliver received
 //! frames and the timer. There is no lock of the whole device: registers and
@@ -78,7 +91,7 @@ pub trait FrameSink: Send + Sync {
 }
 
 /// Where a device asks to be called back at a time (interrupt moderation,
-/// link timers). The transport calls [`NicFunction::on_timer`] at or after the
+/// link timers). The transport calls [`PciFunction::on_timer`] at or after the
 /// earliest armed deadline.
 pub trait TimerSink: Send + Sync {
     /// Requests a call of `on_timer` at `deadline_ns` (on the device's [`Clock`]).

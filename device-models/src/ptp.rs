@@ -232,7 +232,7 @@ impl SysTime {
         };
     }
 
-    /// Guest write of TIMADJH: steps SYSTIM by ±(TIMADJH[30:0]:TIMADJL).
+    /// Guest write of TIMADJH: steps SYSTIM by ±(`TIMADJH[30:0]:TIMADJL`).
     pub fn write_timadjh(&mut self, now: u64, v: u32) {
         self.timadjh = v;
         self.rebase(now);

@@ -4,7 +4,7 @@
 //! which lock it needs: interrupt causes and masks the interrupt lock, the
 //! PHY, NVM and resets the control lock, a queue's head and enable its
 //! queue's lock, the IEEE 1588 registers the time sync lock. One step
-//! ([`Function::register_read`], [`Function::register_write`]) takes that
+//! (`Function::register_read`, `Function::register_write`) takes that
 //! lock before the register changes and hands the locked state to the
 //! handler: a cause the data path raises meanwhile is then either seen by the
 //! handler or raised after it, and a frame being placed never sees a queue's

@@ -5,7 +5,7 @@
 //! function itself is the shared [`Function`]; this module is the part: its
 //! [`Model`] (register table [`regs::TABLE`] and map, BARs, NVM, PHY, reset),
 //! and in their modules its interrupt logic ([`intr`]), control registers
-//! ([`ctl`]), receiver ([`rx`]) and transmitter ([`tx`]).
+//! (`ctl`), receiver (`rx`) and transmitter (`tx`).
 
 mod ctl;
 mod eeprom;

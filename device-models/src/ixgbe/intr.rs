@@ -85,7 +85,7 @@ pub fn eitr_interval_ns(regs: &crate::regfile::RegFile<super::regs::Hook>, v: us
 }
 
 /// IVAR register and bit shift of a queue's entry on the 82599
-/// (`ixgbe_set_ivar`: queue `2n` in bytes 0 (RX) / 1 (TX) of IVAR[n], queue
+/// (`ixgbe_set_ivar`: queue `2n` in bytes 0 (RX) / 1 (TX) of `IVAR[n]`, queue
 /// `2n + 1` in bytes 2 / 3).
 pub fn ivar_slot(queue: usize, dir: Dir) -> (u32, u32) {
     let q = (queue as u32) & 0x7f;

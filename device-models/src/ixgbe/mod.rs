@@ -8,7 +8,7 @@
 //! [`Function`]; this module is the part: its [`Model`] (register table
 //! [`regs::TABLE`] and map, BARs, NVM, SFP+ cage, reset), and in their
 //! modules its interrupt logic ([`intr`]), control registers and SFP+ cage
-//! ([`ctl`], [`sfp`]), receiver ([`rx`], [`stats`]) and transmitter ([`tx`]).
+//! (`ctl`, [`sfp`]), receiver (`rx`, `stats`) and transmitter (`tx`).
 
 mod ctl;
 mod eeprom;
