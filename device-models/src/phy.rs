@@ -228,18 +228,3 @@ impl Phy {
         }
     }
 }
-
-impl crate::function::Media for Phy {
-    fn link_up(&self) -> bool {
-        Phy::link_up(self)
-    }
-    fn loopback(&self) -> bool {
-        Phy::loopback(self)
-    }
-    fn set_cable(&mut self, up: bool) {
-        Phy::set_cable(self, up);
-    }
-    fn reset(&mut self) {
-        Phy::reset(self);
-    }
-}

@@ -13,7 +13,9 @@
 //! transports, receive threads, timers and the control socket call it from
 //! any thread.
 
-use crate::{Bar, DmaView, DriverView, Fault, FaultError, GuestRam};
+use crate::dma::{DmaView, GuestRam};
+use crate::fault::{DriverView, Fault, FaultError};
+use crate::pci::Bar;
 
 /// One PCI function as a transport sees it (PCI 3.0 configuration space and
 /// BARs; vfio-user's region accesses, DEVICE_RESET and DMA map).

@@ -4,7 +4,7 @@
 
 use vm_memory::{Bytes, GuestAddress};
 
-use crate::{DmaView, GuestRam};
+use crate::dma::{DmaView, GuestRam};
 
 /// Size of every advanced (and legacy) descriptor.
 pub const DESC_SIZE: u64 = 16;

@@ -5,7 +5,8 @@ use std::sync::{Arc, Mutex};
 
 use vm_memory::GuestAddress;
 
-use crate::{Clock, DeviceEnv, FrameSink, GuestRam, InterruptSink, TimerSink};
+use crate::dma::GuestRam;
+use crate::env::{Clock, DeviceEnv, FrameSink, InterruptSink, TimerSink};
 
 /// An interrupt the device signalled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -12,8 +12,9 @@ use net_util::csum::{csum_add, csum_fold, ipv4_header_csum, l4_csum};
 use net_util::tso::segment_tcp;
 use net_util::OffloadError;
 
+use crate::dma::{DmaMemory, DmaView, GuestRam};
+use crate::errors::ErrorCounters;
 use crate::regfile::RegFile;
-use crate::{DmaMemory, DmaView, ErrorCounters, GuestRam};
 
 /// Largest frame gathered by default (a 64 KiB TSO payload plus headers).
 pub const MAX_TX_FRAME: usize = 64 * 1024 + 256;
@@ -77,6 +78,16 @@ pub enum TxDrop {
     /// A non-TSO frame longer than [`MAX_JUMBO_FRAME`] (its length).
     #[error("non-TSO frame of {0} bytes exceeds the largest jumbo frame")]
     Oversize(usize),
+}
+
+impl TxDrop {
+    /// Counts the drop where it belongs: `tx_oversize` or `tx_malformed`.
+    pub fn count_in(&self, errors: &ErrorCounters) {
+        match self {
+            TxDrop::Oversize(_) => errors.tx_oversize(),
+            _ => errors.tx_malformed(),
+        }
+    }
 }
 
 /// A transmit queue's frame under assembly and its offload contexts.
@@ -710,8 +721,8 @@ mod tests {
         );
         assert_eq!(sent, 1, "the oversized frame never left");
         let errors = ErrorCounters::default();
-        errors.tx_drop(&TxDrop::Oversize(MAX_JUMBO_FRAME + 1));
-        errors.tx_drop(&TxDrop::Malformed);
+        TxDrop::Oversize(MAX_JUMBO_FRAME + 1).count_in(&errors);
+        TxDrop::Malformed.count_in(&errors);
         let e = errors.snapshot();
         assert_eq!((e.tx_oversize, e.tx_malformed), (1, 1));
     }

@@ -29,19 +29,21 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use crate::bar::{self, IoWindow, RegisterWindow};
+use crate::dma::{DmaMemory, DmaView, GuestRam};
+use crate::env::DeviceEnv;
+use crate::errors::{ErrorCounters, GuestErrors};
 use crate::fault::SharedFaults;
+use crate::fault::{DriverView, Fault, FaultError};
 use crate::moderation::Moderation;
 use crate::nvm::Nvm;
+use crate::pci::Bar;
 use crate::pci::ConfigSpace;
+use crate::port::{Delivery, Introspect, NetPort, PciFunction};
 use crate::ptp::TimeSync;
 use crate::regfile::RegFile;
 use crate::stats::Totals;
 use crate::sync::lock;
 use crate::txframe::TxQueue;
-use crate::{
-    Bar, Delivery, DeviceEnv, DmaMemory, DmaView, DriverView, ErrorCounters, Fault, FaultError,
-    GuestErrors, GuestRam, Introspect, NetPort, PciFunction,
-};
 
 pub use hook::{Hook, HookOf, QueueReg};
 pub use model::{

@@ -9,11 +9,12 @@ use super::stats::FrameCounters;
 use super::{Ctl, Dir, Function};
 use crate::moderation::Moderation;
 use crate::nvm::Nvm;
+use crate::pci::Bar;
 use crate::pci::ConfigSpace;
+use crate::phy::Phy;
 use crate::ptp::BasePeriod;
 use crate::regfile::{RegDef, RegId, Written};
 use crate::txframe::FinishSettings;
-use crate::Bar;
 
 /// Where a part keeps what the shared engines read and write, and how large
 /// its function is: one register map against the other (82576 datasheet §8,
@@ -96,6 +97,23 @@ pub trait Media: Send + fmt::Debug {
     fn set_cable(&mut self, up: bool);
     /// Device reset.
     fn reset(&mut self);
+}
+
+/// The shared copper PHY as a medium: link while the cable is connected and
+/// the PHY powered; MII loopback.
+impl Media for Phy {
+    fn link_up(&self) -> bool {
+        Phy::link_up(self)
+    }
+    fn loopback(&self) -> bool {
+        Phy::loopback(self)
+    }
+    fn set_cable(&mut self, up: bool) {
+        Phy::set_cable(self, up);
+    }
+    fn reset(&mut self) {
+        Phy::reset(self);
+    }
 }
 
 /// Interrupt state a part keeps beyond its registers, under the interrupt

@@ -59,7 +59,7 @@ impl<M: Part> Function<M> {
             }
             Ok(Finished::Frame) => {}
             Err(e) => {
-                self.errors.tx_drop(&e);
+                e.count_in(&self.errors);
                 log::debug!("{}: tx queue {qi}: frame dropped: {e}", M::NAME);
             }
         }

@@ -18,17 +18,19 @@ mod tx;
 
 use std::sync::Arc;
 
+use crate::env::DeviceEnv;
 use crate::function::stats::{rx_counters, tx_counters, Split};
 use crate::function::{Function, Layout, Model};
 use crate::moderation::Moderation;
 use crate::nvm::Nvm;
+use crate::pci::Bar;
 use crate::pci::ConfigSpace;
 use crate::phy::Phy;
+use crate::port::NicFunction;
 use crate::ptp::BasePeriod;
 use crate::regfile::RegDef;
-use crate::{Bar, DeviceEnv, NicFunction};
 
-pub use crate::GuestErrors;
+pub use crate::errors::GuestErrors;
 pub use eeprom::NVM_WORDS;
 pub use pci::{DEVICE_82576, MSIX_VECTORS, VENDOR_INTEL};
 use regs::*;

@@ -22,16 +22,18 @@ mod tx;
 
 use std::sync::Arc;
 
+use crate::env::DeviceEnv;
 use crate::function::stats::{rx_counters, tx_counters};
 use crate::function::{Function, Layout, Model};
 use crate::nvm::Nvm;
+use crate::pci::Bar;
 use crate::pci::ConfigSpace;
+use crate::port::NicFunction;
 use crate::ptp::BasePeriod;
 use crate::regfile::RegDef;
-use crate::{Bar, DeviceEnv, NicFunction};
 use intr::Intr;
 
-pub use crate::GuestErrors;
+pub use crate::errors::GuestErrors;
 pub use ctl::SfpCage;
 pub use eeprom::NVM_WORDS;
 pub use pci::{DEVICE_82599_SFP, MSIX_VECTORS, VENDOR_INTEL};
