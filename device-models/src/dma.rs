@@ -42,6 +42,7 @@ pub struct DmaMemory {
 
 impl DmaMemory {
     /// The current view, or `None` while bus mastering is off.
+    #[inline]
     pub fn get(&self) -> Option<Arc<DmaView>> {
         let v = self.view.read().unwrap_or_else(|e| e.into_inner());
         self.bus_master
@@ -85,6 +86,7 @@ impl DmaMemory {
     }
 
     /// Bus mastering is on.
+    #[inline]
     pub fn bus_master(&self) -> bool {
         self.bus_master.load(Ordering::Acquire)
     }

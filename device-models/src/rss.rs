@@ -45,6 +45,7 @@ pub fn reta_queue(reta: impl Fn(u32) -> u32, hash: u32, ty: HashType) -> usize {
 
 /// The RSS type field of the advanced receive write-back's pkt_info
 /// (82576 §7.1.5.2, 82599 §7.1.6.2).
+#[inline]
 pub fn descriptor_type(ty: HashType) -> u16 {
     match ty {
         HashType::None => 0,
@@ -59,6 +60,7 @@ pub fn descriptor_type(ty: HashType) -> u16 {
 
 /// Packet type bits of the advanced RX write-back's pkt_info (82576 §7.1.5.2,
 /// 82599 §7.1.6.2: IPv4 0x10, IPv6 0x40, TCP 0x100, UDP 0x200).
+#[inline]
 pub fn packet_type(f: &[u8]) -> u16 {
     let Some(p) = net_util::parse(f) else {
         return 0;

@@ -30,6 +30,7 @@ pub struct Parsed {
 
 /// Finds the IP and L4 headers of an Ethernet frame (skipping one VLAN tag);
 /// `None` for other ethertypes and truncated or malformed IP headers.
+#[inline]
 pub fn parse(f: &[u8]) -> Option<Parsed> {
     let mut off = 12;
     let mut et = be16_at(f, off)?;
@@ -69,6 +70,7 @@ pub fn parse(f: &[u8]) -> Option<Parsed> {
 }
 
 /// The big-endian 16-bit value at `at`, if the frame holds it.
+#[inline]
 fn be16_at(f: &[u8], at: usize) -> Option<u16> {
     Some(u16::from_be_bytes([*f.get(at)?, *f.get(at + 1)?]))
 }
