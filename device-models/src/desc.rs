@@ -115,18 +115,19 @@ impl TxContext {
             _ => 0,
         }
     }
-    /// The TCP segmentation this context describes (82576 §7.2.4, 82599
-    /// §7.2.4); a context that does not name TCP cannot segment.
+    /// The TCP or UDP segmentation this context describes (82576 §7.2.4,
+    /// 82599 §7.2.4); a context naming neither cannot segment.
     pub fn tso(&self) -> Result<Tso, OffloadError> {
-        if self.l4_proto() != net_util::IPPROTO_TCP {
-            return Err(OffloadError::BadTso);
+        match self.l4_proto() {
+            0 => Err(OffloadError::BadTso),
+            proto => Ok(Tso {
+                mac_len: self.maclen,
+                ip_len: self.iplen,
+                l4_len: self.l4len,
+                mss: self.mss,
+                proto,
+            }),
         }
-        Ok(Tso {
-            mac_len: self.maclen,
-            ip_len: self.iplen,
-            tcp_len: self.l4len,
-            mss: self.mss,
-        })
     }
 }
 
@@ -244,6 +245,11 @@ mod tests {
         assert_eq!((t.l4(), t.hdr_len(), t.mss), (34, 66, 1448));
         let udp = TxContext { tucmd: 0x2, ..c };
         assert_eq!(udp.l4_proto(), net_util::IPPROTO_UDP);
-        assert_eq!(udp.tso(), Err(OffloadError::BadTso), "only TCP segments");
+        assert_eq!(udp.tso().map(|t| t.proto), Ok(net_util::IPPROTO_UDP));
+        let sctp = TxContext {
+            tucmd: 0x2 | 0x8,
+            ..c
+        };
+        assert_eq!(sctp.tso(), Err(OffloadError::BadTso), "TCP and UDP only");
     }
 }

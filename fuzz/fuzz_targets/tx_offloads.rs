@@ -29,7 +29,7 @@ fuzz_target!(|data: &[u8]| {
     let mut seg = Vec::new();
     let mut n = 0usize;
     if let Ok(t) = ctx.tso() {
-        let _ = tso::segment_tcp(&frame, &t, &mut seg, |s| n += s.len());
+        let _ = tso::segment(&frame, &t, &mut seg, |s| n += s.len());
     }
     let _ = csum::verify_rx(&frame);
     let _ = rss::hash_with_regs(|i| 0x6d6d_6d6d ^ i, u32::MAX, &frame);

@@ -1,6 +1,6 @@
 //! Packet helpers shared by nicemu's emulated NICs (igb, ixgbe) and its
 //! virtio-net ports: finding the IP and L4 headers of an Ethernet frame,
-//! Internet checksums (RFC 1071) and their offloads, TCP segmentation and the
+//! Internet checksums (RFC 1071) and their offloads, TCP and UDP segmentation and the
 //! Toeplitz hash of receive side scaling.
 //!
 //! Nothing here knows a device: the NIC models translate their descriptors'
@@ -26,8 +26,9 @@ pub enum OffloadError {
     /// the request needs).
     #[error("offload headers ({0} bytes) exceed the frame")]
     Truncated(usize),
-    /// TSO with an MSS below [`tso::MIN_TSO_MSS`], segments longer than the
-    /// IP length field can describe, or headers that do not describe TCP.
+    /// Segmentation with an MSS below [`tso::MIN_TSO_MSS`], segments longer
+    /// than the IP length field can describe, or headers that do not
+    /// describe TCP or UDP.
     #[error("bad segmentation context")]
     BadTso,
 }

@@ -11,7 +11,7 @@
 //!
 //! Offloads: the guest may hand over partially checksummed frames and TCP
 //! segments up to 64 KiB (`CSUM`, `HOST_TSO4/6`). The transmitting port
-//! segments and checksums them (`net_util::tso::segment_tcp`), so
+//! segments and checksums them (`net_util::tso::segment`), so
 //! every destination — igb/ixgbe functions, wires, floods — receives
 //! MTU-sized frames with valid checksums, and received plain frames whose
 //! checksums verify are marked `DATA_VALID` (the guest skips checksumming).
@@ -125,6 +125,7 @@ impl VirtioNetPort {
             Box::new(port),
             GsoPeers::for_switch(switch),
         ));
+        backend.start_signaller().map_err(listen_err)?;
         let inner = Arc::new(Shared {
             backend: backend.clone(),
             switch_counters,

@@ -92,7 +92,7 @@ pub fn accept_bit(gso_kind: u8) -> u8 {
 /// A validated TCP segmentation request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GsoRequest {
-    /// Where the headers are and the MSS, for `net_util::tso::segment_tcp`.
+    /// Where the headers are and the MSS, for `net_util::tso::segment`.
     pub tso: Tso,
     /// GSO kind (TCPv4/TCPv6, ECN bit kept in `gso_type`).
     pub gso_type: u8,
@@ -248,7 +248,7 @@ mod tests {
         assert_eq!(t.tso.hdr_len(), 54);
         let mut seg = Vec::new();
         let mut n = 0;
-        net_util::tso::segment_tcp(&f, &t.tso, &mut seg, |s| {
+        net_util::tso::segment(&f, &t.tso, &mut seg, |s| {
             let r = csum::verify_rx(s);
             assert!(r.ip_ok && r.l4_ok);
             n += 1;

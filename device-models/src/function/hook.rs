@@ -126,8 +126,9 @@ impl<M: Part> Function<M> {
                 M::intr_write(self, m, r, &self.regs.write_at(id, val));
             }
             Hook::Ctl(r) => {
-                let c = &mut *self.ctl();
-                M::ctl_write(self, c, r, &self.regs.write_at(id, val));
+                M::ctl_write(self, &mut self.ctl(), r, &self.regs.write_at(id, val));
+                // A reset or a PHY write may have brought the link up.
+                self.resume_tx();
             }
             Hook::Rxq(r, first) => {
                 let qi = usize::from(first + id.elem);

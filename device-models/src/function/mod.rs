@@ -25,7 +25,7 @@ pub mod stats;
 pub mod tx;
 
 use std::fmt;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use crate::bar::{self, IoWindow, RegisterWindow};
@@ -94,6 +94,8 @@ pub struct Ctl<D> {
     pub media: D,
     /// Link state last reported through the link status change cause.
     pub link_reported: bool,
+    /// When the medium's negotiation under way completes (device clock).
+    pub autoneg_done_ns: Option<u64>,
 }
 
 /// [`Function::link`] bit: the medium has link.
@@ -116,6 +118,9 @@ pub struct Function<M: Model> {
     /// The medium's link and loopback state for the data path
     /// ([`LINK_UP`], [`LINK_LOOPBACK`]), updated under `ctl`.
     link: AtomicU8,
+    /// The link came up under `ctl`: the transmit queues it held are to be
+    /// rung once `ctl` is released ([`Self::resume_tx`]).
+    tx_resume: AtomicBool,
     /// Per transmit queue: the frame being gathered and its offload contexts.
     pub(crate) txq: Box<[Mutex<TxQueue>]>,
     /// Per receive queue: held while a frame is placed into the ring.
@@ -154,8 +159,10 @@ impl<M: Part> Function<M> {
                 nvm: M::nvm(&cfg),
                 media: M::media(&cfg),
                 link_reported: false,
+                autoneg_done_ns: None,
             }),
             link: AtomicU8::new(0),
+            tx_resume: AtomicBool::new(false),
             txq: (0..l.queues)
                 .map(|_| Mutex::new(TxQueue::with_max(l.max_tx_frame)))
                 .collect(),
@@ -166,7 +173,15 @@ impl<M: Part> Function<M> {
             cfg,
             env,
         };
-        f.device_reset(&mut f.ctl());
+        {
+            let mut c: MutexGuard<Ctl<M::Media>> = f.ctl();
+            f.device_reset(&mut c);
+            // Powered on with the cable in long ago: the link is already up.
+            c.media.complete_autoneg();
+            c.media.take_autoneg_started();
+            f.sync_link(&c);
+            c.link_reported = f.link_up();
+        }
         f
     }
 
@@ -201,11 +216,14 @@ impl<M: Part> Function<M> {
     }
 
     /// Connects or disconnects the emulated cable; the guest sees a link
-    /// status change interrupt.
+    /// status change interrupt (once a negotiation the medium needs is over).
     pub fn set_cable(&self, up: bool) {
-        let mut c = self.ctl();
-        c.media.set_cable(up);
-        self.check_link_change(&mut c);
+        {
+            let mut c = self.ctl();
+            c.media.set_cable(up);
+            self.check_link_change(&mut c);
+        }
+        self.resume_tx();
     }
 
     /// Software / device reset (CTRL.RST; 82576 §4.3.1, 82599 §4.2.1):
@@ -267,25 +285,65 @@ impl<M: Part> Function<M> {
         self.link.load(Ordering::Acquire) != 0
     }
 
-    /// The medium has link (a partner is connected).
-    pub(crate) fn carrier(&self) -> bool {
-        self.link.load(Ordering::Acquire) & LINK_UP != 0
-    }
-
     /// The medium loops transmitted frames back (PHY loopback).
     pub(crate) fn media_loopback(&self) -> bool {
         self.link.load(Ordering::Acquire) & LINK_LOOPBACK != 0
     }
 
     /// Raises the link status change cause when the link differs from what
-    /// was last reported.
+    /// was last reported; a link that came up has the transmit queues it
+    /// held rung once `ctl` is released ([`Self::resume_tx`]).
     pub(crate) fn check_link_change(&self, c: &mut Ctl<M::Media>) {
+        self.track_autoneg(c);
         self.sync_link(c);
         let up = self.link_up();
         if up != c.link_reported {
             c.link_reported = up;
             M::link_interrupt(self);
+            if up {
+                self.tx_resume.store(true, Ordering::Release);
+            }
         }
+    }
+
+    /// Rings every transmit queue if the link came up since the last call:
+    /// the frames held while it was down go out (called with `ctl`
+    /// released, after whatever may have brought the link up).
+    pub(crate) fn resume_tx(&self) {
+        if self.tx_resume.swap(false, Ordering::AcqRel) {
+            self.tx_doorbell_all();
+        }
+    }
+
+    /// Schedules the end of a negotiation the medium started (a restart
+    /// moves it): [`crate::phy::AUTONEG_NS`] from now, on the device timer.
+    fn track_autoneg(&self, c: &mut Ctl<M::Media>) {
+        if c.media.take_autoneg_started() {
+            let at = self.env.clock.now_ns() + crate::phy::AUTONEG_NS;
+            c.autoneg_done_ns = Some(at);
+            self.env.timer.arm(at);
+        } else if !c.media.negotiating() {
+            c.autoneg_done_ns = None;
+        }
+    }
+
+    /// Timer: completes a due negotiation (link up, the link status change
+    /// cause), or re-arms for it (the transport keeps one deadline, the
+    /// earliest).
+    fn autoneg_timer(&self, now_ns: u64) {
+        {
+            let mut c = self.ctl();
+            match c.autoneg_done_ns {
+                Some(at) if now_ns >= at => {
+                    c.autoneg_done_ns = None;
+                    c.media.complete_autoneg();
+                    self.check_link_change(&mut c);
+                }
+                Some(at) => self.env.timer.arm(at),
+                None => {}
+            }
+        }
+        self.resume_tx();
     }
 
     /// The vectors of `ready` whose EITR interval has passed (82576
@@ -394,6 +452,7 @@ impl<M: Part> PciFunction for Function<M> {
             let mut c = self.ctl();
             c.config.reset();
             self.device_reset(&mut c);
+            self.track_autoneg(&mut c);
             // The control totals (`ctl stats`) run for the life of the
             // process: a reset clears the guest's registers, not them.
             self.io.reset();
@@ -431,8 +490,9 @@ impl<M: Part> PciFunction for Function<M> {
         }
     }
 
-    fn on_timer(&self, _now_ns: u64) {
+    fn on_timer(&self, now_ns: u64) {
         M::deliver_pending(self, &mut lock(&self.intr));
+        self.autoneg_timer(now_ns);
     }
 }
 

@@ -97,10 +97,22 @@ pub trait Media: Send + fmt::Debug {
     fn set_cable(&mut self, up: bool);
     /// Device reset.
     fn reset(&mut self);
+    /// True once after a link negotiation started (the function then
+    /// schedules [`Self::complete_autoneg`]). Default: the medium negotiates
+    /// nothing.
+    fn take_autoneg_started(&mut self) -> bool {
+        false
+    }
+    /// A link negotiation is under way.
+    fn negotiating(&self) -> bool {
+        false
+    }
+    /// The negotiation under way is done.
+    fn complete_autoneg(&mut self) {}
 }
 
-/// The shared copper PHY as a medium: link while the cable is connected and
-/// the PHY powered; MII loopback.
+/// The shared copper PHY as a medium: link while the cable is connected, the
+/// PHY powered and autonegotiation done; MII loopback.
 impl Media for Phy {
     fn link_up(&self) -> bool {
         Phy::link_up(self)
@@ -113,6 +125,15 @@ impl Media for Phy {
     }
     fn reset(&mut self) {
         Phy::reset(self);
+    }
+    fn take_autoneg_started(&mut self) -> bool {
+        Phy::take_autoneg_started(self)
+    }
+    fn negotiating(&self) -> bool {
+        Phy::negotiating(self)
+    }
+    fn complete_autoneg(&mut self) {
+        Phy::complete_autoneg(self);
     }
 }
 
@@ -152,15 +173,14 @@ pub struct RxStatus {
     pub hash: u32,
 }
 
-/// Where a finished transmit frame goes.
+/// Where a finished transmit frame goes (the pass that fetched it found the
+/// link up or a loopback: see [`Transmit::tx_link`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TxRoute {
     /// Back into the function's own receiver (PHY or MAC loopback).
     Loopback,
     /// Onto the wire.
     Wire,
-    /// Nowhere: no link.
-    Nowhere,
 }
 
 /// One Intel NIC part: what [`Function`] needs to know of it to exist —
@@ -261,14 +281,22 @@ pub trait Control: Model {
 
 /// What a part's receiver does its own way.
 pub trait Receive: Model {
-    /// The receiver takes frames (receive enable, and link where the part
-    /// needs it).
-    fn rx_enabled(f: &Function<Self>) -> bool;
-    /// A frame from the wire reaches the receiver (else it is dropped).
+    /// A frame from the wire reaches the MAC (else it is dropped and counted
+    /// as `rx_no_link`). Default: always.
     fn wire_rx(f: &Function<Self>) -> bool {
         let _ = f;
         true
     }
+    /// The receiver has the link any frame needs, looped back or not (else
+    /// `rx_no_link`). Default: always.
+    fn rx_link(f: &Function<Self>) -> bool {
+        let _ = f;
+        true
+    }
+    /// The receiver is enabled (else the frame is dropped and counted as
+    /// `rx_disabled`: the statistics registers only count with receives
+    /// enabled).
+    fn rx_enabled(f: &Function<Self>) -> bool;
     /// MRQC enables RSS hashing.
     fn rss_enabled(mrqc: u32) -> bool;
     /// Longest frame (without FCS) the receiver takes.
@@ -293,8 +321,13 @@ pub trait Receive: Model {
 
 /// What a part's transmitter does its own way.
 pub trait Transmit: Model {
-    /// The transmitter fetches descriptors.
+    /// The transmitter is enabled.
     fn tx_enabled(f: &Function<Self>) -> bool;
+    /// The MAC can send: link, or a loopback. Without, the part stops
+    /// transmit DMA ("We've lost link, so the controller stops DMA",
+    /// `igb_watchdog_task`, `ixgbe_watchdog_flush_tx`): a doorbell fetches
+    /// nothing, and held frames go out when the link returns.
+    fn tx_link(f: &Function<Self>) -> bool;
     /// How a gathered frame is finished (VLAN ethertype, padding).
     fn tx_settings(f: &Function<Self>) -> FinishSettings;
     /// A transmit time stamp was latched.

@@ -21,10 +21,15 @@ const ETQF_1588: u32 = 1 << 30;
 const ETH_HLEN: usize = 14;
 
 impl<M: Part> Function<M> {
-    /// A frame from the wire: dropped (consumed) where the part does not
-    /// take frames from the wire now, else [`Self::rx_frame`].
+    /// A frame from the wire: dropped (consumed, counted as `rx_no_link`)
+    /// where the part does not take frames from the wire now, else
+    /// [`Self::rx_frame`].
     pub(crate) fn receive_from_wire(&self, frame: &[u8], sent: Option<u64>, wait: bool) -> bool {
-        !M::wire_rx(self) || self.rx_frame(frame, sent, wait)
+        if !M::wire_rx(self) {
+            self.errors.rx_no_link();
+            return true;
+        }
+        self.rx_frame(frame, sent, wait)
     }
 
     /// Delivers a frame (without FCS) from the wire or a loopback to the
@@ -37,7 +42,12 @@ impl<M: Part> Function<M> {
     /// otherwise the frame is consumed (placed, or dropped and counted) and
     /// this returns true.
     pub(crate) fn rx_frame(&self, frame: &[u8], sent: Option<u64>, wait: bool) -> bool {
+        if !M::rx_link(self) {
+            self.errors.rx_no_link();
+            return true;
+        }
         if !M::rx_enabled(self) {
+            self.errors.rx_disabled();
             return true;
         }
         let (hash, ty) = self.rss_hash(frame);
@@ -94,7 +104,11 @@ impl<M: Part> Function<M> {
             self.stat_add(l.roc, 1);
             return false;
         }
-        M::rx_accept(self, frame)
+        if !M::rx_accept(self, frame) {
+            self.errors.rx_filtered();
+            return false;
+        }
+        true
     }
 
     /// IEEE 1588 receive stamp (82576 §7.9.2.3, 82599 §7.9.1.1): TSYNCRXCTL's

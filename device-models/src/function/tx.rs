@@ -19,7 +19,11 @@ impl<M: Part> Function<M> {
     /// Processes transmit queue `qi` (its lock held, as `t`) after its tail
     /// moved: at most one pass over the ring per doorbell.
     pub(crate) fn tx_pass(&self, t: &mut TxQueue, qi: usize) {
-        if qi >= self.txq.len() || !M::tx_enabled(self) || self.faults.tx_stalled(qi) {
+        if qi >= self.txq.len()
+            || !M::tx_enabled(self)
+            || !M::tx_link(self)
+            || self.faults.tx_stalled(qi)
+        {
             return;
         }
         let base = M::txq_base(qi);
@@ -74,7 +78,6 @@ impl<M: Part> Function<M> {
                 self.rx_frame(frame, Some(sent), true);
             }
             TxRoute::Wire => self.env.wire.transmit_at(frame, sent),
-            TxRoute::Nowhere => {}
         }
     }
 }

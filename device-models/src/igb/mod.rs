@@ -33,6 +33,9 @@ use crate::regfile::RegDef;
 pub use crate::errors::GuestErrors;
 pub use eeprom::NVM_WORDS;
 pub use pci::{DEVICE_82576, MSIX_VECTORS, VENDOR_INTEL};
+/// The 82576's PHY model, for the shared PHY's unit tests.
+#[cfg(test)]
+pub(crate) use phy::IGP03 as phy_model_for_tests;
 use regs::*;
 
 /// CTRL bits (82576 §8.2.1).

@@ -29,9 +29,13 @@ const RLPML: u32 = 0x5004;
 const MAX_STD_FRAME: usize = 1514 + 4;
 
 impl Receive for I82576 {
-    /// RCTL.EN, and link (or PHY loopback).
+    /// Link (or PHY loopback), for frames from the wire and loopbacks alike.
+    fn rx_link(f: &Igb) -> bool {
+        f.link_up()
+    }
+
     fn rx_enabled(f: &Igb) -> bool {
-        f.regs.peek(RCTL) & rctl::EN != 0 && f.link_up()
+        f.regs.peek(RCTL) & rctl::EN != 0
     }
 
     fn rss_enabled(mrqc: u32) -> bool {

@@ -4,12 +4,17 @@
 //! the shared [`crate::function::tx`].
 
 use super::regs::*;
-use super::{ctrl, intr, rctl, tctl, Igb, I82576};
+use super::{intr, rctl, tctl, Igb, I82576};
 use crate::function::{Transmit, TxRoute};
 use crate::txframe::FinishSettings;
 
 /// TSICR / TSIM: transmit time stamp taken.
 const TSICR_TXTS: u32 = 1 << 1;
+
+/// The MAC loops transmitted frames back (RCTL.LBM).
+fn mac_loopback(f: &Igb) -> bool {
+    f.regs.peek(RCTL) & rctl::LBM_MASK == rctl::LBM_MAC
+}
 
 impl Transmit for I82576 {
     fn tx_enabled(f: &Igb) -> bool {
@@ -34,16 +39,19 @@ impl Transmit for I82576 {
         }
     }
 
-    /// The PHY or the MAC (RCTL.LBM) loops back; else the wire, while the
-    /// link is up or forced (CTRL.SLU).
+    /// The PHY has link or loops back, or the MAC loops back (the 82576
+    /// stops transmit DMA without link: `igb_watchdog_task`, which then
+    /// resets the function to flush what is queued).
+    fn tx_link(f: &Igb) -> bool {
+        f.link_up() || mac_loopback(f)
+    }
+
+    /// The PHY or the MAC (RCTL.LBM) loops back; else the wire.
     fn tx_route(f: &Igb) -> TxRoute {
-        let mac_loop = f.regs.peek(RCTL) & rctl::LBM_MASK == rctl::LBM_MAC;
-        if f.media_loopback() || mac_loop {
+        if f.media_loopback() || mac_loopback(f) {
             TxRoute::Loopback
-        } else if f.regs.peek(CTRL) & ctrl::SLU != 0 || f.carrier() {
-            TxRoute::Wire
         } else {
-            TxRoute::Nowhere
+            TxRoute::Wire
         }
     }
 }

@@ -29,15 +29,18 @@ impl Transmit for I82599 {
         }
     }
 
-    /// The MAC loops back with HLREG0.LPBK; else the wire, while the link
-    /// is up.
+    /// Link, or the MAC loops back (without either the 82599 stops transmit
+    /// DMA: `ixgbe_watchdog_flush_tx`).
+    fn tx_link(f: &Ixgbe) -> bool {
+        f.link_up() || f.mac_loopback()
+    }
+
+    /// The MAC loops back with HLREG0.LPBK; else the wire.
     fn tx_route(f: &Ixgbe) -> TxRoute {
         if f.mac_loopback() {
             TxRoute::Loopback
-        } else if f.link_up() {
-            TxRoute::Wire
         } else {
-            TxRoute::Nowhere
+            TxRoute::Wire
         }
     }
 
