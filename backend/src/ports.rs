@@ -52,6 +52,26 @@ pub struct PortInfo {
     pub transport: Transport,
 }
 
+impl PortInfo {
+    /// The registry's entry of the port `spec` started.
+    fn new(
+        spec: &DeviceSpec,
+        port: Arc<dyn Port>,
+        switch: Arc<PortCounters>,
+        transport: Transport,
+    ) -> Self {
+        PortInfo {
+            id: spec.id.clone(),
+            socket: spec.socket.clone(),
+            net: spec.net.clone(),
+            mac: mac_text(&spec.mac),
+            port,
+            switch,
+            transport,
+        }
+    }
+}
+
 /// All ports, for the control socket.
 #[derive(Default)]
 pub struct Registry {
@@ -191,15 +211,12 @@ fn start_virtio(spec: &DeviceSpec, switch: &Arc<Switch>) -> Result<PortInfo, Err
         spec.socket.display(),
         spec.net
     );
-    Ok(PortInfo {
-        id: spec.id.clone(),
-        socket: spec.socket.clone(),
-        net: spec.net.clone(),
-        mac: mac_text(&spec.mac),
-        port: Arc::new(p.clone()),
-        switch: p.switch_counters().clone(),
-        transport: Transport::VhostUser(p),
-    })
+    Ok(PortInfo::new(
+        spec,
+        Arc::new(p.clone()),
+        p.switch_counters().clone(),
+        Transport::VhostUser(p),
+    ))
 }
 
 /// Starts an igb or ixgbe function: the device model on its switch port,
@@ -266,22 +283,19 @@ fn start_function(
     });
     let vfio = VfioPort::new(spec.id.clone(), dev.clone(), irq.clone(), tracer.clone());
     vfio.serve(&spec.socket)?;
-    let mac = mac_text(&spec.mac);
     log::info!(
-        "{}: {what} on {} net {} mac {mac}",
+        "{}: {what} on {} net {} mac {}",
         spec.id,
         spec.socket.display(),
-        spec.net
+        spec.net,
+        mac_text(&spec.mac)
     );
-    Ok(PortInfo {
-        id: spec.id.clone(),
-        socket: spec.socket.clone(),
-        net: spec.net.clone(),
-        mac,
-        port: dev,
-        switch: counters,
-        transport: Transport::VfioUser { tracer, irq },
-    })
+    Ok(PortInfo::new(
+        spec,
+        dev,
+        counters,
+        Transport::VfioUser { tracer, irq },
+    ))
 }
 
 /// Starts wire `i` on its network's switch; returns it with the socket to
