@@ -30,15 +30,7 @@ fn igb(name: &str) -> Nicemu {
 fn still_serves(n: &Nicemu) {
     let mut c = n.client("igb0.sock");
     assert_eq!(cfg16(&mut c, 0), 0x8086);
-    // A dropped client's reset restarted the PHY's autonegotiation (1 s).
-    let t0 = std::time::Instant::now();
-    while rd(&mut c, 0x8) & 2 == 0 {
-        assert!(
-            t0.elapsed() < std::time::Duration::from_secs(10),
-            "STATUS.LU"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    assert_ne!(rd(&mut c, 0x8) & 2, 0, "STATUS.LU");
 }
 
 fn open_fds(n: &Nicemu) -> usize {

@@ -173,15 +173,7 @@ impl<M: Part> Function<M> {
             cfg,
             env,
         };
-        {
-            let mut c: MutexGuard<Ctl<M::Media>> = f.ctl();
-            f.device_reset(&mut c);
-            // Powered on with the cable in long ago: the link is already up.
-            c.media.complete_autoneg();
-            c.media.take_autoneg_started();
-            f.sync_link(&c);
-            c.link_reported = f.link_up();
-        }
+        f.settled_reset(&mut f.ctl());
         f
     }
 
@@ -259,6 +251,20 @@ impl<M: Part> Function<M> {
         c.link_reported = self.link_up();
         lock(&self.intr).reset();
         self.ts().reset(self.env.clock.now_ns());
+    }
+
+    /// Reset with the link already negotiated: at power-up the cable has been
+    /// in long ago, and a function-level reset (a new vfio-user client)
+    /// leaves the port's PHY alone (82576 §4.3: FLR resets the function's
+    /// registers, not the link). The driver's own PHY and CTRL.RST writes do
+    /// restart autonegotiation.
+    fn settled_reset(&self, c: &mut Ctl<M::Media>) {
+        self.device_reset(c);
+        c.media.complete_autoneg();
+        c.media.take_autoneg_started();
+        c.autoneg_done_ns = None;
+        self.sync_link(c);
+        c.link_reported = self.link_up();
     }
 
     /// A software reset from a register write: the device reset, then the
@@ -451,8 +457,7 @@ impl<M: Part> PciFunction for Function<M> {
         {
             let mut c = self.ctl();
             c.config.reset();
-            self.device_reset(&mut c);
-            self.track_autoneg(&mut c);
+            self.settled_reset(&mut c);
             // The control totals (`ctl stats`) run for the life of the
             // process: a reset clears the guest's registers, not them.
             self.io.reset();
