@@ -46,15 +46,16 @@ pub const MII_SR_LINK_STATUS: u16 = 1 << 2;
 /// Status: autonegotiation complete.
 pub const MII_SR_AUTONEG_COMPLETE: u16 = 1 << 5;
 
-/// How long autonegotiation with the ideal partner takes. IEEE 802.3 clause 28
-/// makes 1000BASE-T wait out `link_fail_inhibit_timer` (750–1000 ms) after the
-/// FLP exchange before link comes up, so real copper PHYs need a second or
-/// more. A driver that restarts its link (igb on every open, reset and
-/// `ethtool -L`/`-G`) sees no link meanwhile; with link at once instead,
-/// `igb_update_stats` (which skips while `link_speed == 0`) published the
-/// freshly zeroed ring counters after each re-allocation and
-/// stats.py's procfs_downup_hammer saw the totals go backwards.
-pub const AUTONEG_NS: u64 = 1_000_000_000;
+/// How long autonegotiation with the ideal partner takes: 2 s, the short end of what
+/// 1000BASE-T parts take (IEEE 802.3 clause 28's FLP exchange and 750-1000 ms
+/// `link_fail_inhibit_timer`, then clause 40's PMA training; igb's own link test
+/// waits 5 s for it, `igb_link_test`). A driver that restarts its link (igb on every
+/// open, reset and `ethtool -L`/`-G`) sees no link meanwhile. With link at once,
+/// `igb_update_stats` (which skips while `link_speed == 0`) published the ring
+/// counters `igb_reinit_queues` had just zeroed, and stats.py's procfs_downup_hammer
+/// saw the totals go backwards; with 1 s, a TCG guest on a loaded host still took
+/// longer than that between two resets now and then.
+pub const AUTONEG_NS: u64 = 2_000_000_000;
 
 /// A PHY register's reset value and writable bits.
 #[derive(Clone, Copy, Debug)]
