@@ -6,8 +6,9 @@
 use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::RwLock;
+use std::sync::{Arc, RwLock, Weak};
 
+use super::signaller::{IrqTargets, Signaller, Target, MAX_SLOTS};
 use device_models::InterruptSink;
 use vfio_bindings::bindings::vfio::{
     VFIO_IRQ_SET_ACTION_MASK, VFIO_IRQ_SET_ACTION_TRIGGER, VFIO_IRQ_SET_ACTION_TYPE_MASK,
@@ -50,17 +51,65 @@ pub enum IrqError {
 
 #[derive(Default)]
 struct Vectors {
-    intx: Option<File>,
-    msi: Option<File>,
-    msix: Vec<Option<File>>,
+    intx: Option<Arc<File>>,
+    msi: Option<Arc<File>>,
+    msix: Vec<Option<Arc<File>>>,
     intx_masked: bool,
 }
 
-/// Eventfd-backed interrupt sink of one PCI function.
-pub struct EventIrq {
+/// The vectors' fds and signalling counters of one function: what its
+/// signaller thread signals. Slots: MSI-X vector `i` is slot `i`, then MSI,
+/// then INTx.
+#[derive(Default)]
+struct Table {
     v: RwLock<Vectors>,
-    msix_count: u32,
     counters: IrqCounters,
+}
+
+impl Table {
+    fn vectors(&self) -> std::sync::RwLockReadGuard<'_, Vectors> {
+        self.v.read().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl IrqTargets for Table {
+    fn target(&self, slot: usize) -> Option<Target> {
+        let f = {
+            let v = self.vectors();
+            let msi = v.msix.len();
+            match slot {
+                s if s < msi => v.msix[s].clone(),
+                s if s == msi => v.msi.clone(),
+                s if s == msi + 1 && !v.intx_masked => v.intx.clone(),
+                _ => None,
+            }
+        }?;
+        // The description is the client's too: it may have cleared
+        // O_NONBLOCK since SET_IRQS.
+        if !make_non_blocking(&*f) {
+            self.signalled(slot, Signalled::Failed);
+            return None;
+        }
+        Some(Target::Shared(f))
+    }
+
+    fn signalled(&self, _slot: usize, outcome: Signalled) {
+        let c = match outcome {
+            Signalled::Sent | Signalled::Interrupted => return,
+            Signalled::Coalesced => &self.counters.coalesced,
+            Signalled::Failed => &self.counters.failed,
+        };
+        c.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Eventfd-backed interrupt sink of one PCI function. Raising an interrupt
+/// marks its vector pending for the function's signaller thread
+/// ([`Signaller`]), so no thread that raises one waits for the client.
+pub struct EventIrq {
+    table: Arc<Table>,
+    signaller: Signaller,
+    msix_count: u32,
 }
 
 impl std::fmt::Debug for EventIrq {
@@ -118,37 +167,47 @@ pub enum Signalled {
     /// Any other failure (a pipe whose reader is gone, an fd of the wrong
     /// kind).
     Failed,
+    /// A write that waited was interrupted ([`super::signaller::Signaller::release`]).
+    Interrupted,
 }
 
-/// Signals an fd the caller did not prepare (vhost-user's call eventfds,
-/// which the vhost-user-backend crate receives and may replace at any
-/// time): makes it non-blocking first if it is not (one F_GETFL per
-/// signal), then writes as [`signal`] does.
-pub fn signal_unprepared(f: &impl AsRawFd) -> Signalled {
+/// Makes an interrupt fd non-blocking again if its client cleared the flag
+/// (one F_GETFL per signal; the description is the client's too), or checks
+/// and prepares one nicemu did not take through SET_IRQS (vhost-user's call
+/// eventfds). False when it cannot be signalled.
+pub fn make_non_blocking(f: &impl AsRawFd) -> bool {
     // SAFETY: F_GETFL only reads the status flags of an fd we hold.
     let fl = unsafe { libc::fcntl(f.as_raw_fd(), libc::F_GETFL) };
-    if fl < 0 || (fl & libc::O_NONBLOCK == 0 && prepare_fd(f).is_err()) {
+    fl >= 0 && (fl & libc::O_NONBLOCK != 0 || prepare_fd(f).is_ok())
+}
+
+/// [`make_non_blocking`], then [`signal`].
+pub fn signal_unprepared(f: &impl AsRawFd) -> Signalled {
+    if !make_non_blocking(f) {
         return Signalled::Failed;
     }
     signal(f)
 }
 
-/// One non-blocking 8-byte write of 1 (an eventfd increment; a pipe or
-/// socket gets the same bytes).
-fn signal(f: &impl AsRawFd) -> Signalled {
+/// One 8-byte write of 1 (an eventfd increment; a pipe or socket gets the
+/// same bytes). Non-blocking unless the client cleared `O_NONBLOCK` after
+/// [`make_non_blocking`], so only a port's signaller thread calls it
+/// ([`super::signaller`]).
+pub fn signal(f: &impl AsRawFd) -> Signalled {
     let one = 1u64.to_le_bytes();
-    // SAFETY: writes 8 bytes from a live stack buffer to an fd we own; with
-    // O_NONBLOCK set by `prepare_fd` the call does not wait.
+    // SAFETY: writes 8 bytes from a live stack buffer to an fd we hold.
     let n = unsafe { libc::write(f.as_raw_fd(), one.as_ptr().cast(), one.len()) };
     if n >= 0 {
         return Signalled::Sent;
     }
     let e = std::io::Error::last_os_error();
-    if e.kind() == std::io::ErrorKind::WouldBlock {
-        Signalled::Coalesced
-    } else {
-        log::debug!("interrupt fd write failed: {e}");
-        Signalled::Failed
+    match e.kind() {
+        std::io::ErrorKind::WouldBlock => Signalled::Coalesced,
+        std::io::ErrorKind::Interrupted => Signalled::Interrupted,
+        _ => {
+            log::debug!("interrupt fd write failed: {e}");
+            Signalled::Failed
+        }
     }
 }
 
@@ -173,47 +232,64 @@ impl IrqCounters {
 }
 
 impl EventIrq {
-    /// A sink for a function with `msix_count` MSI-X vectors, nothing assigned.
-    pub fn new(msix_count: u16) -> Self {
-        EventIrq {
+    /// A sink for function `id` with `msix_count` MSI-X vectors (at most
+    /// [`MAX_SLOTS`] − 2), nothing assigned; starts its signaller thread.
+    pub fn new(id: &str, msix_count: u16) -> std::io::Result<Self> {
+        let msix_count = msix_count.min(MAX_SLOTS as u16 - 2);
+        let table = Arc::new(Table {
             v: RwLock::new(Vectors {
                 msix: (0..msix_count).map(|_| None).collect(),
                 ..Default::default()
             }),
-            msix_count: u32::from(msix_count),
             counters: IrqCounters::default(),
-        }
+        });
+        let weak = Arc::downgrade(&table);
+        let signaller = Signaller::spawn(id, weak as Weak<dyn IrqTargets>)?;
+        Ok(EventIrq {
+            table,
+            signaller,
+            msix_count: u32::from(msix_count),
+        })
     }
 
     /// Signalling counters.
     pub fn counters(&self) -> &IrqCounters {
-        &self.counters
+        &self.table.counters
     }
 
-    fn fire(&self, f: &File) {
-        // The description is the client's too: it may have cleared O_NONBLOCK since
-        // SET_IRQS, so the flag is checked at every signal (one F_GETFL).
-        match signal_unprepared(f) {
-            Signalled::Sent => {}
-            Signalled::Coalesced => {
-                self.counters.coalesced.fetch_add(1, Ordering::Relaxed);
-            }
-            Signalled::Failed => {
-                self.counters.failed.fetch_add(1, Ordering::Relaxed);
-            }
-        }
+    /// Waits until every interrupt raised so far was signalled, at most
+    /// `limit`; false on timeout.
+    pub fn flush(&self, limit: std::time::Duration) -> bool {
+        self.signaller.flush(limit)
     }
 
-    /// Drops every eventfd (client gone, or device reset).
+    fn msi_slot(&self) -> usize {
+        self.msix_count as usize
+    }
+
+    fn intx_slot(&self) -> usize {
+        self.msix_count as usize + 1
+    }
+
+    fn vectors_mut(&self) -> std::sync::RwLockWriteGuard<'_, Vectors> {
+        self.table.v.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Drops every eventfd (client gone, or device reset); returns once
+    /// no interrupt write uses one of them.
     pub fn clear(&self) {
-        let mut v = self.v.write().unwrap_or_else(|e| e.into_inner());
-        v.intx = None;
-        v.msi = None;
-        v.msix.iter_mut().for_each(|f| *f = None);
-        v.intx_masked = false;
+        {
+            let mut v = self.vectors_mut();
+            v.intx = None;
+            v.msi = None;
+            v.msix.iter_mut().for_each(|f| *f = None);
+            v.intx_masked = false;
+        }
+        self.signaller.release();
     }
 
-    /// Applies a SET_IRQS request.
+    /// Applies a SET_IRQS request. Fds it replaces or removes are no longer
+    /// written once it returns.
     pub fn set_irqs(
         &self,
         index: u32,
@@ -221,6 +297,56 @@ impl EventIrq {
         start: u32,
         count: u32,
         fds: Vec<File>,
+    ) -> Result<(), IrqError> {
+        self.check_request(index, start, count, fds.len())?;
+        fds.iter().try_for_each(prepare_fd)?;
+        let data = flags & VFIO_IRQ_SET_DATA_TYPE_MASK;
+        let action = flags & VFIO_IRQ_SET_ACTION_TYPE_MASK;
+        let slot = |i: u32| match index {
+            VFIO_PCI_INTX_IRQ_INDEX => self.intx_slot(),
+            VFIO_PCI_MSI_IRQ_INDEX => self.msi_slot(),
+            _ => i as usize,
+        };
+        match (action, data) {
+            (VFIO_IRQ_SET_ACTION_TRIGGER, VFIO_IRQ_SET_DATA_EVENTFD) => {
+                // Vectors with an fd get it; the rest of the range is de-assigned.
+                let mut fds = fds.into_iter().map(Arc::new);
+                let mut v = self.vectors_mut();
+                for i in start..start + count {
+                    *Self::vector(&mut v, index, i) = fds.next();
+                }
+            }
+            (VFIO_IRQ_SET_ACTION_TRIGGER, VFIO_IRQ_SET_DATA_NONE) if count == 0 => {
+                let mut v = self.vectors_mut();
+                match index {
+                    VFIO_PCI_MSIX_IRQ_INDEX => v.msix.iter_mut().for_each(|f| *f = None),
+                    _ => *Self::vector(&mut v, index, 0) = None,
+                }
+            }
+            // Loopback trigger of the given vectors.
+            (VFIO_IRQ_SET_ACTION_TRIGGER, VFIO_IRQ_SET_DATA_NONE) => {
+                (start..start + count).for_each(|i| self.signaller.raise(slot(i)));
+                return Ok(());
+            }
+            (VFIO_IRQ_SET_ACTION_MASK, _) if index == VFIO_PCI_INTX_IRQ_INDEX => {
+                self.vectors_mut().intx_masked = true
+            }
+            (VFIO_IRQ_SET_ACTION_UNMASK, _) if index == VFIO_PCI_INTX_IRQ_INDEX => {
+                self.vectors_mut().intx_masked = false
+            }
+            _ => log::debug!("SET_IRQS index {index} flags {flags:#x} ignored"),
+        }
+        self.signaller.release();
+        Ok(())
+    }
+
+    /// Checks a SET_IRQS request's index, range and number of fds.
+    fn check_request(
+        &self,
+        index: u32,
+        start: u32,
+        count: u32,
+        fds: usize,
     ) -> Result<(), IrqError> {
         let max = match index {
             VFIO_PCI_INTX_IRQ_INDEX | VFIO_PCI_MSI_IRQ_INDEX => 1,
@@ -236,82 +362,44 @@ impl EventIrq {
                 max,
             });
         }
-        if fds.len() > count as usize {
-            return Err(IrqError::TooManyFds {
-                fds: fds.len(),
-                count,
-            });
-        }
-        fds.iter().try_for_each(prepare_fd)?;
-        let data = flags & VFIO_IRQ_SET_DATA_TYPE_MASK;
-        let action = flags & VFIO_IRQ_SET_ACTION_TYPE_MASK;
-        let mut v = self.v.write().unwrap_or_else(|e| e.into_inner());
-        match (action, data) {
-            (VFIO_IRQ_SET_ACTION_TRIGGER, VFIO_IRQ_SET_DATA_EVENTFD) => {
-                // Vectors with an fd get it; the rest of the range is de-assigned.
-                let mut fds = fds.into_iter();
-                for i in start..start + count {
-                    let f = fds.next();
-                    match index {
-                        VFIO_PCI_INTX_IRQ_INDEX => v.intx = f,
-                        VFIO_PCI_MSI_IRQ_INDEX => v.msi = f,
-                        _ => v.msix[i as usize] = f,
-                    }
-                }
-            }
-            (VFIO_IRQ_SET_ACTION_TRIGGER, VFIO_IRQ_SET_DATA_NONE) if count == 0 => match index {
-                VFIO_PCI_INTX_IRQ_INDEX => v.intx = None,
-                VFIO_PCI_MSI_IRQ_INDEX => v.msi = None,
-                _ => v.msix.iter_mut().for_each(|f| *f = None),
-            },
-            (VFIO_IRQ_SET_ACTION_TRIGGER, VFIO_IRQ_SET_DATA_NONE) => {
-                // Loopback trigger of the given vectors.
-                for i in start..start + count {
-                    let f = match index {
-                        VFIO_PCI_INTX_IRQ_INDEX => v.intx.as_ref(),
-                        VFIO_PCI_MSI_IRQ_INDEX => v.msi.as_ref(),
-                        _ => v.msix[i as usize].as_ref(),
-                    };
-                    if let Some(f) = f {
-                        self.fire(f);
-                    }
-                }
-            }
-            (VFIO_IRQ_SET_ACTION_MASK, _) if index == VFIO_PCI_INTX_IRQ_INDEX => {
-                v.intx_masked = true
-            }
-            (VFIO_IRQ_SET_ACTION_UNMASK, _) if index == VFIO_PCI_INTX_IRQ_INDEX => {
-                v.intx_masked = false
-            }
-            _ => log::debug!("SET_IRQS index {index} flags {flags:#x} ignored"),
+        if fds > count as usize {
+            return Err(IrqError::TooManyFds { fds, count });
         }
         Ok(())
     }
 
-    /// True when MSI-X vectors are assigned (MSI-X enabled by the guest).
-    fn msix_enabled(v: &Vectors) -> bool {
-        v.msix.iter().any(Option::is_some)
+    /// The fd of vector `i` of `index` (checked by [`Self::check_request`]).
+    fn vector(v: &mut Vectors, index: u32, i: u32) -> &mut Option<Arc<File>> {
+        match index {
+            VFIO_PCI_INTX_IRQ_INDEX => &mut v.intx,
+            VFIO_PCI_MSI_IRQ_INDEX => &mut v.msi,
+            _ => &mut v.msix[i as usize],
+        }
     }
 }
 
 impl InterruptSink for EventIrq {
     fn msix(&self, vector: u16) {
-        let v = self.v.read().unwrap_or_else(|e| e.into_inner());
-        if let Some(Some(f)) = v.msix.get(usize::from(vector)) {
-            self.fire(f);
+        if u32::from(vector) < self.msix_count {
+            self.signaller.raise(usize::from(vector));
         }
     }
 
     fn legacy(&self) {
-        let v = self.v.read().unwrap_or_else(|e| e.into_inner());
-        if Self::msix_enabled(&v) {
-            if let Some(Some(f)) = v.msix.first() {
-                self.fire(f);
+        // MSI-X enabled by the guest (vectors assigned): vector 0; else MSI;
+        // else INTx unless masked.
+        let slot = {
+            let v = self.table.vectors();
+            if v.msix.iter().any(Option::is_some) {
+                v.msix[0].is_some().then_some(0)
+            } else if v.msi.is_some() {
+                Some(self.msi_slot())
+            } else {
+                (v.intx.is_some() && !v.intx_masked).then(|| self.intx_slot())
             }
-        } else if let Some(f) = &v.msi {
-            self.fire(f);
-        } else if let (Some(f), false) = (&v.intx, v.intx_masked) {
-            self.fire(f);
+        };
+        if let Some(s) = slot {
+            self.signaller.raise(s);
         }
     }
 }
@@ -330,26 +418,35 @@ mod tests {
         (f, e)
     }
 
-    fn fired(e: &EventFd) -> bool {
+    fn irq10() -> EventIrq {
+        EventIrq::new("test", 10).unwrap()
+    }
+
+    /// The interrupts raised so far were signalled, and `e` got one.
+    fn fired(irq: &EventIrq, e: &EventFd) -> bool {
+        assert!(irq.flush(std::time::Duration::from_secs(5)));
         e.read().is_ok()
     }
 
     #[test]
     fn msix_assign_replace_deassign() {
-        let irq = EventIrq::new(10);
+        let irq = irq10();
         let (f0, e0) = efd();
         let (f1, e1) = efd();
         let trig = VFIO_IRQ_SET_ACTION_TRIGGER | VFIO_IRQ_SET_DATA_EVENTFD;
         irq.set_irqs(VFIO_PCI_MSIX_IRQ_INDEX, trig, 0, 2, vec![f0, f1])
             .unwrap();
         irq.msix(1);
-        assert!(fired(&e1) && !fired(&e0));
+        assert!(fired(&irq, &e1) && !fired(&irq, &e0));
         irq.legacy();
-        assert!(fired(&e0), "legacy cause goes to vector 0 under MSI-X");
+        assert!(
+            fired(&irq, &e0),
+            "legacy cause goes to vector 0 under MSI-X"
+        );
         irq.set_irqs(VFIO_PCI_MSIX_IRQ_INDEX, trig, 1, 1, vec![])
             .unwrap();
         irq.msix(1);
-        assert!(!fired(&e1), "de-assigned");
+        assert!(!fired(&irq, &e1), "de-assigned");
         irq.msix(99);
         irq.set_irqs(
             VFIO_PCI_MSIX_IRQ_INDEX,
@@ -360,12 +457,12 @@ mod tests {
         )
         .unwrap();
         irq.msix(0);
-        assert!(!fired(&e0));
+        assert!(!fired(&irq, &e0));
     }
 
     #[test]
     fn bad_requests_are_errors() {
-        let irq = EventIrq::new(10);
+        let irq = irq10();
         let trig = VFIO_IRQ_SET_ACTION_TRIGGER | VFIO_IRQ_SET_DATA_EVENTFD;
         assert_eq!(
             irq.set_irqs(7, trig, 0, 1, vec![]),
@@ -398,7 +495,7 @@ mod tests {
 
     #[test]
     fn blocking_fds_never_block_a_signal() {
-        let irq = EventIrq::new(10);
+        let irq = irq10();
         let trig = VFIO_IRQ_SET_ACTION_TRIGGER | VFIO_IRQ_SET_DATA_EVENTFD;
         // A blocking eventfd one below its maximum, and a full blocking pipe.
         let (_full, f0) = full_eventfd();
@@ -423,9 +520,11 @@ mod tests {
         });
         done.recv_timeout(std::time::Duration::from_secs(5))
             .expect("signalling blocked");
+        assert!(irq.flush(std::time::Duration::from_secs(5)));
         assert_eq!(irq.counters().coalesced.load(Ordering::Relaxed), 2);
         drop(rd);
         irq.msix(1);
+        assert!(irq.flush(std::time::Duration::from_secs(5)));
         assert_eq!(irq.counters().failed.load(Ordering::Relaxed), 1, "EPIPE");
         // A regular file is refused.
         let file = File::open("/proc/self/exe").unwrap();
@@ -440,7 +539,7 @@ mod tests {
     /// make the next interrupt wait.
     #[test]
     fn a_client_clearing_o_nonblock_later_blocks_nothing() {
-        let irq = std::sync::Arc::new(EventIrq::new(10));
+        let irq = std::sync::Arc::new(irq10());
         let trig = VFIO_IRQ_SET_ACTION_TRIGGER | VFIO_IRQ_SET_DATA_EVENTFD;
         let (full, f0) = full_eventfd();
         irq.set_irqs(VFIO_PCI_MSIX_IRQ_INDEX, trig, 0, 1, vec![f0])
@@ -456,7 +555,53 @@ mod tests {
         });
         done.recv_timeout(std::time::Duration::from_secs(5))
             .expect("signalling blocked");
+        assert!(irq.flush(std::time::Duration::from_secs(5)));
         assert_eq!(irq.counters().coalesced.load(Ordering::Relaxed), 1);
+    }
+
+    /// A client that flips `O_NONBLOCK` on its full eventfd as fast as it
+    /// can will, sooner or later, clear it between nicemu's check of the flag
+    /// and its write. Raising an interrupt must not wait even then: the
+    /// thread that raises it may be another port's (the switch delivers
+    /// directly) or hold the device's locks.
+    #[test]
+    fn a_client_racing_o_nonblock_blocks_no_raising_thread() {
+        let irq = std::sync::Arc::new(irq10());
+        let trig = VFIO_IRQ_SET_ACTION_TRIGGER | VFIO_IRQ_SET_DATA_EVENTFD;
+        let (full, f0) = full_eventfd();
+        irq.set_irqs(VFIO_PCI_MSIX_IRQ_INDEX, trig, 0, 1, vec![f0])
+            .unwrap();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flipper = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    // SAFETY: flips the status flags of the description
+                    // `full` shares with nicemu, as a client can.
+                    unsafe {
+                        libc::fcntl(full.as_raw_fd(), libc::F_SETFL, 0);
+                        libc::fcntl(full.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK);
+                    }
+                }
+                full
+            })
+        };
+        let (tx, done) = std::sync::mpsc::channel();
+        let i2 = irq.clone();
+        std::thread::spawn(move || {
+            for _ in 0..200_000 {
+                i2.msix(0);
+            }
+            let _ = tx.send(());
+        });
+        let r = done.recv_timeout(std::time::Duration::from_secs(20));
+        stop.store(true, Ordering::Relaxed);
+        let full = flipper.join().unwrap();
+        // Unblock a waiting writer, if any, so the test process can end.
+        // SAFETY: sets the flags of our own description.
+        unsafe { libc::fcntl(full.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK) };
+        let _ = full.read();
+        r.expect("raising an interrupt waited for the client");
     }
 
     #[test]
@@ -483,20 +628,20 @@ mod tests {
 
     #[test]
     fn msi_then_intx_fallback() {
-        let irq = EventIrq::new(10);
+        let irq = irq10();
         let trig = VFIO_IRQ_SET_ACTION_TRIGGER | VFIO_IRQ_SET_DATA_EVENTFD;
         let (f, e) = efd();
         irq.set_irqs(VFIO_PCI_INTX_IRQ_INDEX, trig, 0, 1, vec![f])
             .unwrap();
         irq.legacy();
-        assert!(fired(&e));
+        assert!(fired(&irq, &e));
         let (g, m) = efd();
         irq.set_irqs(VFIO_PCI_MSI_IRQ_INDEX, trig, 0, 1, vec![g])
             .unwrap();
         irq.legacy();
-        assert!(fired(&m) && !fired(&e));
+        assert!(fired(&irq, &m) && !fired(&irq, &e));
         irq.clear();
         irq.legacy();
-        assert!(!fired(&m));
+        assert!(!fired(&irq, &m));
     }
 }

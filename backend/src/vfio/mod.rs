@@ -9,6 +9,7 @@
 pub mod irq;
 pub mod memory;
 pub mod server;
+pub mod signaller;
 pub mod wire;
 
 use std::fs::File;

@@ -139,6 +139,7 @@ impl VirtioNetPort {
             Box::new(port),
             GsoPeers::for_switch(switch),
         ));
+        backend.start_signaller().map_err(listen_err)?;
         let _ = direct.backend.set(backend.clone());
         let inner = Arc::new(Shared {
             backend: backend.clone(),

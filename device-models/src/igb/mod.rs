@@ -262,11 +262,17 @@ impl Igb {
     }
 
     /// Connects or disconnects the emulated cable; the guest sees a link status
-    /// change interrupt.
+    /// change interrupt. Frames the transmit queues held while the link was
+    /// down go out when it is back.
     pub fn set_cable(&self, up: bool) {
-        let mut c = self.ctl();
-        c.phy.set_cable(up);
-        self.check_link_change(&mut c);
+        {
+            let mut c = self.ctl();
+            c.phy.set_cable(up);
+            self.check_link_change(&mut c);
+        }
+        if up {
+            (0..NUM_QUEUES).for_each(|q| self.tx_doorbell(q));
+        }
     }
 
     /// Software/device reset (CTRL.RST, §4.3.1): registers to defaults except
@@ -346,11 +352,6 @@ impl Igb {
     /// The PHY loops transmitted frames back.
     fn phy_loopback(&self) -> bool {
         self.link.load(Ordering::Acquire) & LINK_PHY_LOOPBACK != 0
-    }
-
-    /// The PHY has link.
-    fn phy_link_up(&self) -> bool {
-        self.link.load(Ordering::Acquire) & LINK_UP != 0
     }
 
     fn link_up(&self) -> bool {
