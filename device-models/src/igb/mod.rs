@@ -229,13 +229,21 @@ impl Igb {
         {
             let mut c = d.ctl();
             d.device_reset(&mut c);
-            // Powered on with the cable in long ago: the link is already up.
-            c.phy.complete_autoneg();
-            c.phy.take_autoneg_started();
-            d.sync_link(&c);
-            c.link_reported = c.phy.link_up();
+            d.link_as_at_power_on(&mut c);
         }
         d
+    }
+
+    /// The link as a function that was powered on with the cable in long ago has it:
+    /// autonegotiation long done. Also after a function reset (a new vfio-user
+    /// client, DEVICE_RESET, FLR), which stands for a freshly powered function; the
+    /// driver's own PHY and MAC resets still renegotiate.
+    fn link_as_at_power_on(&self, c: &mut Ctl) {
+        c.phy.complete_autoneg();
+        c.phy.take_autoneg_started();
+        c.autoneg_done_ns = None;
+        self.sync_link(c);
+        c.link_reported = c.phy.link_up();
     }
 
     fn ctl(&self) -> MutexGuard<'_, Ctl> {
@@ -322,18 +330,28 @@ impl Igb {
         }
     }
 
-    /// Timer: completes a due autonegotiation (link up, ICR.LSC), or re-arms
-    /// for it (the transport keeps one deadline, the earliest).
+    /// Timer: completes a due autonegotiation (link up, ICR.LSC) and sends what the
+    /// queues held without link, as a cable connect does; or re-arms for it (the
+    /// transport keeps one deadline, the earliest).
     fn autoneg_timer(&self, now_ns: u64) {
-        let mut c = self.ctl();
-        match c.autoneg_done_ns {
-            Some(at) if now_ns >= at => {
-                c.autoneg_done_ns = None;
-                c.phy.complete_autoneg();
-                self.check_link_change(&mut c);
+        let up = {
+            let mut c = self.ctl();
+            match c.autoneg_done_ns {
+                Some(at) if now_ns >= at => {
+                    c.autoneg_done_ns = None;
+                    c.phy.complete_autoneg();
+                    self.check_link_change(&mut c);
+                    c.phy.link_up()
+                }
+                Some(at) => {
+                    self.env.timer.arm(at);
+                    false
+                }
+                None => false,
             }
-            Some(at) => self.env.timer.arm(at),
-            None => {}
+        };
+        if up {
+            (0..NUM_QUEUES).for_each(|q| self.tx_doorbell(q));
         }
     }
 
@@ -648,7 +666,7 @@ impl NicFunction for Igb {
             let mut c = self.ctl();
             c.config.reset();
             self.device_reset(&mut c);
-            self.track_autoneg(&mut c);
+            self.link_as_at_power_on(&mut c);
             // The control totals (`ctl stats`) run for the life of the
             // process: a reset clears the guest's registers, not them.
             self.io.reset();
