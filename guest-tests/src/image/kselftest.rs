@@ -30,7 +30,8 @@ pub const TOOLS: &[&str] = &[
 /// Modules the selftests use besides the drivers: `fq` / `etf` qdiscs under `prio` with
 /// an `fw` filter (so_txtime.py), `clsact` (sch_ingress) with `flower` / `matchall`
 /// filters and `skbedit` actions (ring_reconfig.py), macsec with its `gcm(aes)` cipher
-/// (macsec.py), netconsole (netpoll_basic.py), tunnels (tso.py, csum and GRO variants,
+/// (macsec.py), pppoe (its GRO handlers: gro.py's sw_pppoe cases), xfrm_user and ESP
+/// with its offload (ipsec_vxlan.py), netconsole (netpoll_basic.py), tunnels (tso.py, csum and GRO variants,
 /// hw_stats_l3_gre.sh).
 pub const MODULES: &[&str] = &[
     "sch_fq",
@@ -43,6 +44,12 @@ pub const MODULES: &[&str] = &[
     "act_skbedit",
     "macsec",
     "gcm",
+    "pppoe",
+    "xfrm_user",
+    "esp4",
+    "esp4_offload",
+    "esp6",
+    "esp6_offload",
     "netconsole",
     "ipip",
     "ip_gre",
