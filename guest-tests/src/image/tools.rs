@@ -26,9 +26,8 @@ pub const OPTIONAL: &[&str] = &[
     "/usr/sbin/phc_ctl",
     "/usr/sbin/hwstamp_ctl",
     "/usr/bin/perf",
-    // xdp-tools: the `xdp` scenario's benchmark and the peer's traffic generator.
+    // xdp-tools: the `xdp` scenario's benchmark.
     "/usr/sbin/xdp-bench",
-    "/usr/sbin/xdp-trafficgen",
 ];
 
 /// Data files copied when present (no libraries of their own): libxdp's dispatcher,
