@@ -226,19 +226,17 @@ impl Igb {
             faults: SharedFaults::default(),
             ts: Mutex::new(TimeSync::new(BasePeriod::I82576, now)),
         };
-        {
-            let mut c = d.ctl();
-            d.device_reset(&mut c);
-            d.link_as_at_power_on(&mut c);
-        }
+        d.settled_reset(&mut d.ctl());
         d
     }
 
-    /// The link as a function that was powered on with the cable in long ago has it:
-    /// autonegotiation long done. Also after a function reset (a new vfio-user
-    /// client, DEVICE_RESET, FLR), which stands for a freshly powered function; the
-    /// driver's own PHY and MAC resets still renegotiate.
-    fn link_as_at_power_on(&self, c: &mut Ctl) {
+    /// Reset with the link already negotiated: at power-up the cable has been
+    /// in long ago, and a function-level reset (a new vfio-user client) leaves
+    /// the port's PHY alone (82576 §4.3: FLR resets the function's registers,
+    /// not the link). The driver's own PHY and CTRL.RST writes do restart
+    /// autonegotiation.
+    fn settled_reset(&self, c: &mut Ctl) {
+        self.device_reset(c);
         c.phy.complete_autoneg();
         c.phy.take_autoneg_started();
         c.autoneg_done_ns = None;
@@ -330,18 +328,19 @@ impl Igb {
         }
     }
 
-    /// Timer: completes a due autonegotiation (link up, ICR.LSC) and sends what the
-    /// queues held without link, as a cable connect does; or re-arms for it (the
-    /// transport keeps one deadline, the earliest).
+    /// Timer: completes a due autonegotiation (link up, ICR.LSC), or re-arms
+    /// for it (the transport keeps one deadline, the earliest).
+    /// Frames the transmit queues held while the link was down go out once
+    /// it is up.
     fn autoneg_timer(&self, now_ns: u64) {
-        let up = {
+        let came_up = {
             let mut c = self.ctl();
             match c.autoneg_done_ns {
                 Some(at) if now_ns >= at => {
                     c.autoneg_done_ns = None;
                     c.phy.complete_autoneg();
                     self.check_link_change(&mut c);
-                    c.phy.link_up()
+                    self.link_up()
                 }
                 Some(at) => {
                     self.env.timer.arm(at);
@@ -350,7 +349,7 @@ impl Igb {
                 None => false,
             }
         };
-        if up {
+        if came_up {
             (0..NUM_QUEUES).for_each(|q| self.tx_doorbell(q));
         }
     }
@@ -665,8 +664,7 @@ impl NicFunction for Igb {
         {
             let mut c = self.ctl();
             c.config.reset();
-            self.device_reset(&mut c);
-            self.link_as_at_power_on(&mut c);
+            self.settled_reset(&mut c);
             // The control totals (`ctl stats`) run for the life of the
             // process: a reset clears the guest's registers, not them.
             self.io.reset();
