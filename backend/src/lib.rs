@@ -13,6 +13,7 @@ pub mod sched;
 pub mod signals;
 pub mod socket;
 pub mod switch;
+pub mod threads;
 pub mod timer;
 pub mod trace;
 pub mod vfio;

@@ -255,25 +255,14 @@ fn start_one(
     dev.set_wire_delay_ns(spec.delay_ns);
     // Receive thread: frames from the switch into the device.
     let rx_dev = dev.clone();
-    std::thread::Builder::new()
-        .name(format!("rx-{}", spec.id))
-        .spawn(move || {
-            crate::sched::enter_data_path();
-            while let Some((frame, sent)) = rx.recv_timed() {
-                rx_dev.receive_at(&frame, sent);
-                rx.recycle(frame);
-            }
-        })
-        .map_err(|e| Error::Listen {
-            path: spec.socket.clone(),
-            source: e,
-        })?;
-    timer::spawn(&spec.id, timer, dev.clone(), Arc::new(MonotonicClock)).map_err(|e| {
-        Error::Listen {
-            path: spec.socket.clone(),
-            source: e,
+    crate::threads::spawn(format!("rx-{}", spec.id), move || {
+        crate::sched::enter_data_path();
+        while let Some((frame, sent)) = rx.recv_timed() {
+            rx_dev.receive_at(&frame, sent);
+            rx.recycle(frame);
         }
     })?;
+    timer::spawn(&spec.id, timer, dev.clone(), Arc::new(MonotonicClock))?;
     let tracer = Arc::new(match trace {
         Some(sink) => Tracer::new(true, sink),
         None => Tracer::disabled(),

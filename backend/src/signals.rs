@@ -25,10 +25,7 @@ impl Signals {
             libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut())
         };
         if rc != 0 {
-            return Err(Error::Listen {
-                path: "signals".into(),
-                source: std::io::Error::from_raw_os_error(rc),
-            });
+            return Err(Error::Signals(std::io::Error::from_raw_os_error(rc)));
         }
         Ok(Signals { set })
     }

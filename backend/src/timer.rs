@@ -56,13 +56,11 @@ pub fn spawn(
     timer: Arc<DeviceTimer>,
     dev: SharedDevice,
     clock: Arc<dyn Clock>,
-) -> std::io::Result<()> {
-    std::thread::Builder::new()
-        .name(format!("timer-{id}"))
-        .spawn(move || loop {
-            let now = timer.wait(clock.as_ref());
-            dev.on_timer(now);
-        })?;
+) -> Result<(), crate::error::Error> {
+    crate::threads::spawn(format!("timer-{id}"), move || loop {
+        let now = timer.wait(clock.as_ref());
+        dev.on_timer(now);
+    })?;
     Ok(())
 }
 

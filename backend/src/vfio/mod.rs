@@ -163,35 +163,29 @@ impl VfioPort {
         let server = Server::bind(&self.id, socket, tables)?;
         let path: PathBuf = socket.to_path_buf();
         let id = self.id.clone();
-        let handle = std::thread::Builder::new()
-            .name(format!("vfio-{id}"))
-            .spawn(move || {
-                crate::sched::enter_data_path();
-                loop {
-                    log::info!("{id}: waiting for a vfio-user client on {}", path.display());
-                    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        server.serve_one(&mut self)
-                    }));
-                    match r {
-                        Ok(Ok(())) => log::info!("{id}: client disconnected"),
-                        Ok(Err(e @ ConnError::Accept(_))) => {
-                            // No client was served; do not spin on e.g. EMFILE.
-                            log::warn!("{id}: {e}");
-                            std::thread::sleep(std::time::Duration::from_millis(100));
-                            continue;
-                        }
-                        Ok(Err(e)) => log::warn!("{id}: client connection dropped: {e}"),
-                        Err(_) => {
-                            log::error!("{id}: panic while serving the client; connection dropped")
-                        }
+        let handle = crate::threads::spawn(format!("vfio-{id}"), move || {
+            crate::sched::enter_data_path();
+            loop {
+                log::info!("{id}: waiting for a vfio-user client on {}", path.display());
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    server.serve_one(&mut self)
+                }));
+                match r {
+                    Ok(Ok(())) => log::info!("{id}: client disconnected"),
+                    Ok(Err(e @ ConnError::Accept(_))) => {
+                        // No client was served; do not spin on e.g. EMFILE.
+                        log::warn!("{id}: {e}");
+                        std::thread::sleep(std::time::Duration::from_millis(100));
+                        continue;
                     }
-                    self.disconnect();
+                    Ok(Err(e)) => log::warn!("{id}: client connection dropped: {e}"),
+                    Err(_) => {
+                        log::error!("{id}: panic while serving the client; connection dropped")
+                    }
                 }
-            })
-            .map_err(|e| Error::Listen {
-                path: socket.to_path_buf(),
-                source: e,
-            })?;
+                self.disconnect();
+            }
+        })?;
         Ok(handle)
     }
 }
