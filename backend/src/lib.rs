@@ -6,7 +6,6 @@ pub mod config;
 pub mod control;
 pub mod error;
 pub mod fdb;
-pub mod memfile;
 pub mod outfile;
 pub mod ports;
 pub mod sched;

@@ -24,7 +24,7 @@ use super::offload::{self as voff, accept, NetHdr, MAX_HDR_LEN};
 use super::rx::{self, RxOutcome};
 use super::tx::{self, TxChainError, MAX_TX_BYTES};
 use crate::switch::Switch;
-use crate::vfio::irq::Signalled;
+use vfio_user_server::irq::{signal_unprepared, Signalled};
 
 /// Most guest memory regions of a vhost-user connection (QEMU sends a
 /// handful; the protocol's SET_MEM_TABLE carries at most 8).
@@ -36,7 +36,7 @@ pub const MAX_MEM_TOTAL: u64 = 1 << 40;
 /// Checks a vhost-user memory table (SET_MEM_TABLE or ADD_MEM_REGION, as
 /// the vhost-user-backend crate mapped it): at most [`MAX_MEM_REGIONS`] and
 /// [`MAX_MEM_TOTAL`] bytes, each region inside a file that cannot shrink
-/// ([`crate::memfile`]), so no access is SIGBUS.
+/// ([`vfio_user_server::memfile`]), so no access is SIGBUS.
 pub fn check_memory(mem: &GuestMemoryMmap<()>) -> Result<(), String> {
     use vm_memory::{GuestMemoryBackend, GuestMemoryRegion};
     if mem.num_regions() > MAX_MEM_REGIONS {
@@ -53,7 +53,7 @@ pub fn check_memory(mem: &GuestMemoryMmap<()>) -> Result<(), String> {
         let Some(fo) = r.file_offset() else {
             return Err("a region without a file".into());
         };
-        crate::memfile::pin_range(fo.file(), fo.start(), r.len())
+        vfio_user_server::memfile::pin_range(fo.file(), fo.start(), r.len())
             .map_err(|e| format!("region at {:#x}: {e}", r.start_addr().0))?;
     }
     Ok(())
@@ -565,12 +565,12 @@ impl NetBackend {
     }
 
     /// Signals the used ring of `vr` to the guest without ever blocking
-    /// (a full call eventfd coalesces; see [`crate::vfio::irq`]).
+    /// (a full call eventfd coalesces; see [`vfio_user_server::irq`]).
     fn signal(&self, vr: &VringState<GuestMemoryAtomic<GuestMemoryMmap<()>>>) {
         let Some(call) = vr.get_call() else {
             return;
         };
-        match crate::vfio::irq::signal_unprepared(call) {
+        match signal_unprepared(call) {
             Signalled::Sent => {}
             Signalled::Coalesced => inc(&self.port_counters.irq_coalesced),
             Signalled::Failed => inc(&self.port_counters.irq_failed),

@@ -1,6 +1,6 @@
 //! Guest memory from vfio-user DMA map/unmap requests: each mapping is an fd
 //! region QEMU shares (memory-backend-memfd, share=on), mmapped here and
-//! assembled into the bounds-checked [`DmaView`] the device uses.
+//! assembled into the bounds-checked [`DmaMaps`] the device uses.
 //!
 //! Limits (vfio-user §"VFIO_USER_DMA_MAP"; kernel VFIO type1 answers the same
 //! errnos): at most [`MAX_DMA_MAPS`] mappings (advertised as `max_dma_maps`)
@@ -12,20 +12,26 @@ use std::fs::File;
 use std::os::unix::fs::MetadataExt;
 use std::sync::Arc;
 
-use device_models::{DmaView, GuestRam};
 use vm_memory::mmap::MmapRegion;
-use vm_memory::{FileOffset, GuestAddress, GuestRegionMmap};
+use vm_memory::{FileOffset, GuestAddress, GuestMemoryMmap, GuestRegionMmap};
 
-use super::wire::DmaMapFlags;
+use crate::codec::DmaMapFlags;
+use crate::limits::{MAX_DMA_MAPS, MAX_DMA_TOTAL};
 use crate::memfile::{self, MemFileError};
 
-/// Most mappings at once (QEMU maps guest RAM in a handful of sections; the
-/// BIOS's PAM shadowing adds a few dozen at most).
-pub const MAX_DMA_MAPS: usize = 256;
+/// Guest memory made of the client's mappings, bounds-checked on every access.
+pub type GuestRam = GuestMemoryMmap<()>;
 
-/// Most bytes mapped at once, over all mappings (1 TiB of address space per
-/// function).
-pub const MAX_DMA_TOTAL: u64 = 1 << 40;
+/// What the device reaches by DMA: the guest memory it may read and the part
+/// of it it may write (a mapping's access flags, as an IOMMU enforces them: a
+/// read-only mapping is in `read` only).
+#[derive(Clone, Debug, Default)]
+pub struct DmaMaps {
+    /// Memory the device may read.
+    pub read: GuestRam,
+    /// Memory the device may write.
+    pub write: GuestRam,
+}
 
 /// Why a DMA map or unmap request failed.
 #[derive(Debug, thiserror::Error)]
@@ -244,8 +250,8 @@ impl DmaTable {
 
     /// The guest memory these mappings form: readable mappings in `read`,
     /// writable ones in `write`.
-    pub fn memory(&self) -> DmaView {
-        DmaView {
+    pub fn memory(&self) -> DmaMaps {
+        DmaMaps {
             read: self.collect(DmaMapFlags::READ),
             write: self.collect(DmaMapFlags::WRITE),
         }
@@ -271,7 +277,7 @@ impl DmaTable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memfile::tests::memfd;
+    use crate::memfile::testutil::memfd;
     use vm_memory::Bytes;
 
     const RW: DmaMapFlags = DmaMapFlags(3);

@@ -1,9 +1,9 @@
-//! vfio-user wire format: the message header and the payloads of the
-//! commands nicemu serves, parsed from and encoded to bytes explicitly.
+//! The vfio-user codec: the message header and the payloads of the commands
+//! this server serves, parsed from and encoded to bytes explicitly.
 //!
 //! Section names refer to QEMU's `docs/interop/vfio-user.rst` (the protocol
 //! specification). The specification says messages are in the host's byte
-//! order; nicemu only builds for little-endian hosts (checked below), so every
+//! order; this crate only builds for little-endian hosts (checked below), so every
 //! field is read and written as little-endian.
 //!
 //! Parsing never panics and never allocates more than the bytes it was given:
@@ -12,7 +12,7 @@
 use serde::{Deserialize, Serialize};
 
 #[cfg(target_endian = "big")]
-compile_error!("vfio-user messages are host-endian; nicemu's wire code assumes little-endian");
+compile_error!("vfio-user messages are host-endian; this codec assumes little-endian");
 
 /// Size of the header that starts every message (§"Header").
 pub const HEADER_SIZE: usize = 16;
@@ -22,7 +22,7 @@ pub const MAJOR: u16 = 0;
 /// Highest protocol minor version spoken.
 pub const MINOR: u16 = 0;
 
-/// Page size nicemu accepts DMA mappings in (4 KiB; §"VFIO_USER_VERSION",
+/// Page size the server accepts DMA mappings in (4 KiB; §"VFIO_USER_VERSION",
 /// capability `pgsizes`).
 pub const PAGE_SIZE: u64 = 4096;
 
@@ -68,7 +68,7 @@ pub enum Command {
 }
 
 impl Command {
-    /// The command of a header's command number; `None` for numbers nicemu
+    /// The command of a header's command number; `None` for numbers the server
     /// does not serve (unknown ones, server-to-client ones such as DMA_READ,
     /// and optional ones it does not advertise such as REGION_WRITE_MULTI).
     pub fn from_u16(n: u16) -> Option<Command> {
@@ -91,7 +91,7 @@ impl Command {
 
 /// A malformed or unacceptable message payload.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum WireError {
+pub enum CodecError {
     /// The payload ends before the structure it must hold.
     #[error("{what} needs {need} payload bytes, message has {len}")]
     Short {
@@ -124,8 +124,8 @@ pub enum WireError {
     /// VERSION data is not a JSON object of the documented shape.
     #[error("VERSION capability data is not valid: {0}")]
     BadJson(String),
-    /// A protocol major version nicemu does not speak.
-    #[error("protocol version {major}.{minor} not supported (nicemu speaks {MAJOR}.{MINOR})")]
+    /// A protocol major version the server does not speak.
+    #[error("protocol version {major}.{minor} not supported (the server speaks {MAJOR}.{MINOR})")]
     Major {
         /// Major proposed.
         major: u16,
@@ -134,12 +134,12 @@ pub enum WireError {
     },
 }
 
-impl WireError {
+impl CodecError {
     /// The errno an error reply carries for this error.
     pub fn errno(&self) -> i32 {
         match self {
-            WireError::TooLarge { .. } => libc::E2BIG,
-            WireError::Major { .. } => libc::ENOTSUP,
+            CodecError::TooLarge { .. } => libc::E2BIG,
+            CodecError::Major { .. } => libc::ENOTSUP,
             _ => libc::EINVAL,
         }
     }
@@ -156,9 +156,9 @@ struct Fields<'a> {
 
 impl<'a> Fields<'a> {
     /// Starts reading `what`, which takes `need` bytes, from `b`.
-    fn new(b: &'a [u8], what: &'static str, need: usize) -> Result<Self, WireError> {
+    fn new(b: &'a [u8], what: &'static str, need: usize) -> Result<Self, CodecError> {
         if b.len() < need {
-            return Err(WireError::Short {
+            return Err(CodecError::Short {
                 what,
                 need,
                 len: b.len(),
@@ -172,9 +172,9 @@ impl<'a> Fields<'a> {
         })
     }
 
-    fn take<const N: usize>(&mut self) -> Result<[u8; N], WireError> {
+    fn take<const N: usize>(&mut self) -> Result<[u8; N], CodecError> {
         let end = self.at + N;
-        let s = self.b.get(self.at..end).ok_or(WireError::Short {
+        let s = self.b.get(self.at..end).ok_or(CodecError::Short {
             what: self.what,
             need: self.need.max(end),
             len: self.b.len(),
@@ -185,15 +185,15 @@ impl<'a> Fields<'a> {
         Ok(a)
     }
 
-    fn u16(&mut self) -> Result<u16, WireError> {
+    fn u16(&mut self) -> Result<u16, CodecError> {
         self.take().map(u16::from_le_bytes)
     }
 
-    fn u32(&mut self) -> Result<u32, WireError> {
+    fn u32(&mut self) -> Result<u32, CodecError> {
         self.take().map(u32::from_le_bytes)
     }
 
-    fn u64(&mut self) -> Result<u64, WireError> {
+    fn u64(&mut self) -> Result<u64, CodecError> {
         self.take().map(u64::from_le_bytes)
     }
 
@@ -293,7 +293,7 @@ impl Header {
 
 /// Capabilities exchanged in VERSION's JSON data (§"VFIO_USER_VERSION",
 /// table "Capabilities"). Absent members take the specification's defaults;
-/// members nicemu does not know are ignored (later minor versions add some).
+/// members the server does not know are ignored (later minor versions add some).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Capabilities {
     /// Most file descriptors the sender accepts in one message (default 1).
@@ -349,24 +349,24 @@ pub struct Version {
 impl Version {
     /// Parses a VERSION payload: major, minor, then optional NUL-terminated
     /// UTF-8 JSON. Major must be [`MAJOR`].
-    pub fn parse(payload: &[u8]) -> Result<Version, WireError> {
+    pub fn parse(payload: &[u8]) -> Result<Version, CodecError> {
         let mut f = Fields::new(payload, "VERSION", 4)?;
         let major = f.u16()?;
         let minor = f.u16()?;
         if major != MAJOR {
-            return Err(WireError::Major { major, minor });
+            return Err(CodecError::Major { major, minor });
         }
         let json = f.rest();
         let data = if json.is_empty() {
             VersionData::default()
         } else {
             let Some((0, text)) = json.split_last() else {
-                return Err(WireError::NotTerminated);
+                return Err(CodecError::NotTerminated);
             };
             let text = text.split(|&c| c == 0).next().unwrap_or(&[]);
             serde_json::from_slice(text).map_err(|e| {
                 // serde quotes offending input; keep log lines short.
-                WireError::BadJson(e.to_string().chars().take(160).collect())
+                CodecError::BadJson(e.to_string().chars().take(160).collect())
             })?
         };
         Ok(Version { major, minor, data })
@@ -436,7 +436,7 @@ impl DmaMap {
     pub const SIZE: usize = 32;
 
     /// Parses the payload.
-    pub fn parse(payload: &[u8]) -> Result<DmaMap, WireError> {
+    pub fn parse(payload: &[u8]) -> Result<DmaMap, CodecError> {
         let mut f = Fields::new(payload, "DMA_MAP", Self::SIZE)?;
         Ok(DmaMap {
             argsz: f.u32()?,
@@ -467,7 +467,7 @@ impl DmaUnmap {
     pub const SIZE: usize = 24;
 
     /// Parses the payload.
-    pub fn parse(payload: &[u8]) -> Result<DmaUnmap, WireError> {
+    pub fn parse(payload: &[u8]) -> Result<DmaUnmap, CodecError> {
         let mut f = Fields::new(payload, "DMA_UNMAP", Self::SIZE)?;
         Ok(DmaUnmap {
             argsz: f.u32()?,
@@ -487,7 +487,7 @@ impl DmaUnmap {
 }
 
 /// DEVICE_GET_INFO reply (§"VFIO_USER_DEVICE_GET_INFO"). The request carries
-/// the same structure with only `argsz` set, which nicemu does not need: the
+/// the same structure with only `argsz` set, which the server does not need: the
 /// reply is always the fixed 16 bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DeviceInfo {
@@ -527,7 +527,7 @@ impl RegionInfoRequest {
     pub const SIZE: usize = 32;
 
     /// Parses the payload.
-    pub fn parse(payload: &[u8]) -> Result<RegionInfoRequest, WireError> {
+    pub fn parse(payload: &[u8]) -> Result<RegionInfoRequest, CodecError> {
         let mut f = Fields::new(payload, "DEVICE_GET_REGION_INFO", Self::SIZE)?;
         let argsz = f.u32()?;
         let _flags = f.u32()?;
@@ -539,7 +539,7 @@ impl RegionInfoRequest {
 /// One region as advertised in DEVICE_GET_REGION_INFO replies.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RegionInfo {
-    /// `VFIO_REGION_INFO_FLAG_*` (nicemu never sets MMAP or CAPS).
+    /// `VFIO_REGION_INFO_FLAG_*` (the server never sets MMAP or CAPS).
     pub flags: u32,
     /// Region index.
     pub index: u32,
@@ -578,7 +578,7 @@ impl RegionIoFdsRequest {
     pub const SIZE: usize = 16;
 
     /// Parses the payload.
-    pub fn parse(payload: &[u8]) -> Result<RegionIoFdsRequest, WireError> {
+    pub fn parse(payload: &[u8]) -> Result<RegionIoFdsRequest, CodecError> {
         let mut f = Fields::new(payload, "DEVICE_GET_REGION_IO_FDS", Self::SIZE)?;
         Ok(RegionIoFdsRequest {
             argsz: f.u32()?,
@@ -604,7 +604,7 @@ impl IrqInfoRequest {
     pub const SIZE: usize = 16;
 
     /// Parses the payload.
-    pub fn parse(payload: &[u8]) -> Result<IrqInfoRequest, WireError> {
+    pub fn parse(payload: &[u8]) -> Result<IrqInfoRequest, CodecError> {
         let mut f = Fields::new(payload, "DEVICE_GET_IRQ_INFO", Self::SIZE)?;
         let argsz = f.u32()?;
         let _flags = f.u32()?;
@@ -657,7 +657,7 @@ impl<'a> SetIrqs<'a> {
     pub const SIZE: usize = 20;
 
     /// Parses the payload.
-    pub fn parse(payload: &'a [u8]) -> Result<SetIrqs<'a>, WireError> {
+    pub fn parse(payload: &'a [u8]) -> Result<SetIrqs<'a>, CodecError> {
         let mut f = Fields::new(payload, "DEVICE_SET_IRQS", Self::SIZE)?;
         Ok(SetIrqs {
             argsz: f.u32()?,
@@ -687,10 +687,10 @@ impl RegionAccess {
     pub const SIZE: usize = 16;
 
     /// Parses a REGION_READ payload; `count` must not exceed `max_xfer`.
-    pub fn parse_read(payload: &[u8], max_xfer: u32) -> Result<RegionAccess, WireError> {
+    pub fn parse_read(payload: &[u8], max_xfer: u32) -> Result<RegionAccess, CodecError> {
         let a = Self::parse(payload, "REGION_READ")?;
         if a.count > max_xfer {
-            return Err(WireError::TooLarge {
+            return Err(CodecError::TooLarge {
                 count: a.count,
                 max: max_xfer,
             });
@@ -700,17 +700,17 @@ impl RegionAccess {
 
     /// Parses a REGION_WRITE payload: the fixed part and exactly `count`
     /// data bytes, `count` not above `max_xfer`.
-    pub fn parse_write(payload: &[u8], max_xfer: u32) -> Result<(RegionAccess, &[u8]), WireError> {
+    pub fn parse_write(payload: &[u8], max_xfer: u32) -> Result<(RegionAccess, &[u8]), CodecError> {
         let a = Self::parse(payload, "REGION_WRITE")?;
         if a.count > max_xfer {
-            return Err(WireError::TooLarge {
+            return Err(CodecError::TooLarge {
                 count: a.count,
                 max: max_xfer,
             });
         }
         let data = payload.get(Self::SIZE..).unwrap_or(&[]);
         if data.len() != a.count as usize {
-            return Err(WireError::CountMismatch {
+            return Err(CodecError::CountMismatch {
                 count: a.count,
                 len: data.len(),
             });
@@ -718,7 +718,7 @@ impl RegionAccess {
         Ok((a, data))
     }
 
-    fn parse(payload: &[u8], what: &'static str) -> Result<RegionAccess, WireError> {
+    fn parse(payload: &[u8], what: &'static str) -> Result<RegionAccess, CodecError> {
         let mut f = Fields::new(payload, what, Self::SIZE)?;
         Ok(RegionAccess {
             offset: f.u64()?,
@@ -813,7 +813,7 @@ mod tests {
     fn malformed_version_is_an_error_not_a_panic() {
         assert!(matches!(
             Version::parse(&[0, 0, 0]),
-            Err(WireError::Short {
+            Err(CodecError::Short {
                 need: 4,
                 len: 3,
                 ..
@@ -821,7 +821,7 @@ mod tests {
         ));
         assert_eq!(
             Version::parse(&version_payload(0, 0, b"{}")),
-            Err(WireError::NotTerminated)
+            Err(CodecError::NotTerminated)
         );
         for bad in [
             &b"\xff\xfe\0"[..],
@@ -833,7 +833,7 @@ mod tests {
             b"{\0}\0",
         ] {
             let r = Version::parse(&version_payload(0, 0, bad));
-            assert!(matches!(r, Err(WireError::BadJson(_))), "{bad:?}: {r:?}");
+            assert!(matches!(r, Err(CodecError::BadJson(_))), "{bad:?}: {r:?}");
             assert_eq!(r.unwrap_err().errno(), libc::EINVAL);
         }
         let long = format!(
@@ -841,11 +841,11 @@ mod tests {
             "x".repeat(5000)
         );
         match Version::parse(&version_payload(0, 0, long.as_bytes())) {
-            Err(WireError::BadJson(m)) => assert!(m.chars().count() <= 160, "{m}"),
+            Err(CodecError::BadJson(m)) => assert!(m.chars().count() <= 160, "{m}"),
             other => panic!("{other:?}"),
         }
         let r = Version::parse(&version_payload(1, 0, b""));
-        assert_eq!(r, Err(WireError::Major { major: 1, minor: 0 }));
+        assert_eq!(r, Err(CodecError::Major { major: 1, minor: 0 }));
         assert_eq!(r.unwrap_err().errno(), libc::ENOTSUP);
     }
 
@@ -963,7 +963,7 @@ mod tests {
         assert_eq!((r.offset, r.region, r.count), (0x2818, 0, 4));
         assert!(matches!(
             RegionAccess::parse_write(&p, 4096),
-            Err(WireError::CountMismatch { count: 4, len: 0 })
+            Err(CodecError::CountMismatch { count: 4, len: 0 })
         ));
         p.extend_from_slice(&7u32.to_le_bytes());
         let (w, data) = RegionAccess::parse_write(&p, 4096).unwrap();
