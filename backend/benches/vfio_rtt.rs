@@ -3,6 +3,7 @@
 //! (In a TCG guest add QEMU's share; see README.)
 //!
 //! Run: `cargo bench -p nicemu --bench vfio_rtt`.
+#![allow(clippy::unwrap_used, reason = "a benchmark that cannot set up stops")]
 
 use std::sync::Arc;
 use std::time::Instant;

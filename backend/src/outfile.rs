@@ -178,7 +178,7 @@ mod tests {
             Err(OutputError::Exists(_))
         ));
         assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
-        assert!(create_new(&d.join("fresh")).is_ok());
+        create_new(&d.join("fresh")).unwrap();
         let _ = std::fs::remove_dir_all(d);
     }
 

@@ -50,7 +50,7 @@ pub fn bind_private(path: &Path) -> std::io::Result<UnixListener> {
     }
     addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
     for (d, s) in addr.sun_path.iter_mut().zip(bytes) {
-        *d = *s as libc::c_char;
+        *d = libc::c_char::from_ne_bytes([*s]);
     }
     // SAFETY: plain socket(2) call; the result is checked.
     let fd =
@@ -93,7 +93,7 @@ fn peer_cred(s: &UnixStream) -> std::io::Result<libc::ucred> {
             libc::SOL_SOCKET,
             libc::SO_PEERCRED,
             (&raw mut cred).cast(),
-            &mut len,
+            &raw mut len,
         )
     })?;
     Ok(cred)

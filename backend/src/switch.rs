@@ -358,7 +358,7 @@ mod tests {
         let ma = [2, 0, 0, 0, 0, 0xa];
         let mb = [2, 0, 0, 0, 0, 0xb];
         a.transmit(&frame(mb, ma));
-        assert!(rb.rx.try_recv().is_ok());
+        rb.rx.try_recv().unwrap();
         assert!(rc.rx.try_recv().is_ok(), "unknown destination floods");
         b.transmit(&frame(ma, mb));
         let got = ra.recv().unwrap();
@@ -437,7 +437,7 @@ mod tests {
         let (b, rb) = sw.attach();
         a.transmit(&[0xff; 13]);
         a.transmit(&[]);
-        assert!(rb.rx.try_recv().is_err());
+        rb.rx.try_recv().unwrap_err();
         assert_eq!(a.counters.runt_drops.load(Ordering::Relaxed), 2);
         assert_eq!(b.counters.rx_frames.load(Ordering::Relaxed), 0);
     }

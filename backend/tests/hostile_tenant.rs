@@ -8,6 +8,11 @@
 //! its frames go out and the frames sent to it arrive. nicemu ends with its
 //! RSS and descriptor count within budget and error counters that say what
 //! happened.
+#![allow(
+    clippy::unwrap_used,
+    clippy::too_many_lines,
+    reason = "tests: a step that fails panics, and a scenario reads best in one piece"
+)]
 
 mod common;
 

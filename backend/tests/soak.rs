@@ -7,6 +7,11 @@
 //! stay flat; frames are conserved at the switch (every frame a port sent is
 //! delivered to or dropped at its peer's queue, counted), and the devices'
 //! own counters are compared with what the switch handed them.
+#![allow(
+    clippy::unwrap_used,
+    clippy::too_many_lines,
+    reason = "tests: a step that fails panics, and a scenario reads best in one piece"
+)]
 
 mod common;
 

@@ -1,5 +1,10 @@
 //! Integration tests: start the `nicemu` binary and drive an igb function over
 //! a real vfio-user socket with the `vfio_user` crate's client, as QEMU would.
+#![allow(
+    clippy::unwrap_used,
+    clippy::too_many_lines,
+    reason = "tests: a step that fails panics, and a scenario reads best in one piece"
+)]
 
 mod common;
 

@@ -888,7 +888,7 @@ mod tests {
             (0x1000, 0x8000_0000, 1 << 20)
         );
         assert!(m.flags.contains(DmaMapFlags::READ) && m.flags.contains(DmaMapFlags::WRITE));
-        assert!(DmaMap::parse(&p[..31]).is_err());
+        DmaMap::parse(&p[..31]).unwrap_err();
         let u = DmaUnmap::parse(&p[..24]).unwrap();
         assert_eq!((u.argsz, u.address, u.size), (32, 0x1000, 0x8000_0000));
         assert!(u.flags.contains(DmaUnmapFlags::ALL), "bit 1 of flags 3");
@@ -896,7 +896,7 @@ mod tests {
         let mut out = Vec::new();
         u.encode(&mut out);
         assert_eq!(out, &p[..24]);
-        assert!(DmaUnmap::parse(&p[..23]).is_err());
+        DmaUnmap::parse(&p[..23]).unwrap_err();
     }
 
     #[test]
@@ -929,11 +929,11 @@ mod tests {
         assert_eq!(out, [16, 0, 0, 0, 1, 0, 0, 0, 4, 0, 0, 0, 10, 0, 0, 0]);
         let r = RegionInfoRequest::parse(&[32, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0].repeat(3)).unwrap();
         assert_eq!((r.argsz, r.index), (32, 2));
-        assert!(RegionInfoRequest::parse(&[0; 31]).is_err());
+        RegionInfoRequest::parse(&[0; 31]).unwrap_err();
         let r = IrqInfoRequest::parse(&[16, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0]).unwrap();
         assert_eq!(r.index, 4);
-        assert!(IrqInfoRequest::parse(&[0; 15]).is_err());
-        assert!(RegionIoFdsRequest::parse(&[0; 15]).is_err());
+        IrqInfoRequest::parse(&[0; 15]).unwrap_err();
+        RegionIoFdsRequest::parse(&[0; 15]).unwrap_err();
         assert_eq!(RegionIoFdsRequest::parse(&[0; 16]).unwrap().index, 0);
     }
 
@@ -947,7 +947,7 @@ mod tests {
         assert_eq!((s.index, s.start, s.count, s.data.len()), (4, 1, 2, 0));
         p.extend_from_slice(&[1, 0]);
         assert_eq!(SetIrqs::parse(&p).unwrap().data, &[1, 0]);
-        assert!(SetIrqs::parse(&p[..19]).is_err());
+        SetIrqs::parse(&p[..19]).unwrap_err();
     }
 
     #[test]
@@ -982,7 +982,7 @@ mod tests {
         .encode(&mut huge);
         let e = RegionAccess::parse_read(&huge, 4096).unwrap_err();
         assert_eq!(e.errno(), libc::E2BIG);
-        assert!(RegionAccess::parse_write(&huge, 4096).is_err());
-        assert!(RegionAccess::parse_read(&huge[..15], 4096).is_err());
+        RegionAccess::parse_write(&huge, 4096).unwrap_err();
+        RegionAccess::parse_read(&huge[..15], 4096).unwrap_err();
     }
 }

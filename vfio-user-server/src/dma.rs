@@ -295,7 +295,7 @@ mod tests {
             m.read.read_obj::<u32>(GuestAddress(0x10_0010)).unwrap(),
             0xdead_beef
         );
-        assert!(m.read.read_obj::<u32>(GuestAddress(0x20_0000)).is_err());
+        m.read.read_obj::<u32>(GuestAddress(0x20_0000)).unwrap_err();
         let e = t
             .map(0x10_8000, 0x1_0000, 0, RW, Some(memfd(0x1_0000, true)))
             .unwrap_err();
@@ -312,11 +312,10 @@ mod tests {
             "part of a mapping"
         );
         t.unmap(0x10_0000, 0x1_0000).unwrap();
-        assert!(t
-            .memory()
+        t.memory()
             .read
             .read_obj::<u32>(GuestAddress(0x10_0010))
-            .is_err());
+            .unwrap_err();
         assert!(t.is_empty());
     }
 
@@ -330,17 +329,17 @@ mod tests {
             .unwrap();
         t.map(0x2000, 0x1000, 0x2000, DmaMapFlags(0), g()).unwrap();
         let v = t.memory();
-        assert!(v.read.read_obj::<u32>(GuestAddress(0)).is_ok());
+        v.read.read_obj::<u32>(GuestAddress(0)).unwrap();
         assert!(
             v.write.write_obj(1u32, GuestAddress(0)).is_err(),
             "read-only"
         );
-        assert!(v.write.write_obj(1u32, GuestAddress(0x1000)).is_ok());
+        v.write.write_obj(1u32, GuestAddress(0x1000)).unwrap();
         assert!(
             v.read.read_obj::<u32>(GuestAddress(0x1000)).is_err(),
             "write-only"
         );
-        assert!(v.read.read_obj::<u32>(GuestAddress(0x2000)).is_err());
+        v.read.read_obj::<u32>(GuestAddress(0x2000)).unwrap_err();
         assert_eq!(t.files.len(), 1, "one descriptor for one file");
     }
 

@@ -79,6 +79,8 @@ const CMSG_SPACE_FDS: usize =
     unsafe { libc::CMSG_SPACE((MAX_MSG_FDS * std::mem::size_of::<RawFd>()) as u32) } as usize;
 
 const _: () = assert!(CMSG_SPACE_FDS >= MAX_MSG_FDS * std::mem::size_of::<RawFd>());
+const _: () = assert!(CMSG_SPACE_FDS <= u32::MAX as usize);
+const _: () = assert!(std::mem::size_of::<RawFd>() == 4);
 
 /// Control-message buffer, aligned as `struct cmsghdr` requires.
 #[repr(C, align(8))]
@@ -95,20 +97,23 @@ pub(crate) fn recv_with_fds(sock: &UnixStream, buf: &mut [u8], fds: &mut Fds) ->
     let mut cmsg = CmsgBuf([0; CMSG_SPACE_FDS]);
     // SAFETY: msghdr is plain data for which all-zero is a valid value.
     let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = &mut iov;
+    msg.msg_iov = &raw mut iov;
     msg.msg_iovlen = 1;
     msg.msg_control = cmsg.0.as_mut_ptr().cast();
-    msg.msg_controllen = CMSG_SPACE_FDS as _;
+    // usize on glibc, u32 on musl; the size fits either (checked above).
+    #[allow(clippy::useless_conversion)]
+    let controllen = CMSG_SPACE_FDS.try_into().unwrap_or(0);
+    msg.msg_controllen = controllen;
     // SAFETY: `msg` points at `iov`, which describes `buf` (mutably borrowed,
     // `buf.len()` bytes), and at `cmsg` (`msg_controllen` bytes); both outlive
     // the call. The kernel writes only within those lengths.
-    let n = unsafe { libc::recvmsg(sock.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC) };
+    let n = unsafe { libc::recvmsg(sock.as_raw_fd(), &raw mut msg, libc::MSG_CMSG_CLOEXEC) };
     if n < 0 {
         return Err(io::Error::last_os_error());
     }
     // SAFETY: `msg` was filled by recvmsg; CMSG_FIRSTHDR returns null or a
     // header inside `cmsg` within `msg_controllen`.
-    let mut c = unsafe { libc::CMSG_FIRSTHDR(&msg) };
+    let mut c = unsafe { libc::CMSG_FIRSTHDR(&raw const msg) };
     while !c.is_null() {
         // SAFETY: `c` is non-null and points at a complete, aligned cmsghdr
         // inside `cmsg` (CMSG_FIRSTHDR/CMSG_NXTHDR check the bounds).
@@ -120,18 +125,20 @@ pub(crate) fn recv_with_fds(sock: &UnixStream, buf: &mut [u8], fds: &mut Fds) ->
             let len = len as usize;
             let count = len.saturating_sub(head) / std::mem::size_of::<RawFd>();
             // SAFETY: `c` is a valid header; its data follows it in `cmsg`.
-            let data = unsafe { libc::CMSG_DATA(c) }.cast::<RawFd>();
+            let data = unsafe { libc::CMSG_DATA(c) };
             for i in 0..count {
+                let at = i * std::mem::size_of::<RawFd>();
                 // SAFETY: the kernel wrote `count` descriptors at `data`,
                 // inside `cmsg`; read_unaligned needs no alignment.
-                let fd = unsafe { data.add(i).read_unaligned() };
+                let fd = unsafe { data.add(at).cast::<[u8; 4]>().read_unaligned() };
+                let fd = RawFd::from_ne_bytes(fd);
                 // SAFETY: SCM_RIGHTS installed `fd` in this process for us;
                 // nothing else owns it.
                 fds.push(unsafe { OwnedFd::from_raw_fd(fd) });
             }
         }
         // SAFETY: `msg` and `c` are valid as above.
-        c = unsafe { libc::CMSG_NXTHDR(&msg, c) };
+        c = unsafe { libc::CMSG_NXTHDR(&raw const msg, c) };
     }
     if msg.msg_flags & libc::MSG_CTRUNC != 0 {
         fds.overflow = true;

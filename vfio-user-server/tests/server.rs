@@ -2,6 +2,11 @@
 //! The server against a recording device, over a real unix socket: replies,
 //! posted writes, typed errors reaching the client as errnos, read-ahead of
 //! bursts, and descriptors reaching the message that carried them.
+#![allow(
+    clippy::unwrap_used,
+    clippy::too_many_lines,
+    reason = "tests: a step that fails panics, and a scenario reads best in one piece"
+)]
 
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, RawFd};

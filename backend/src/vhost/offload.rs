@@ -291,9 +291,9 @@ mod tests {
             gso_type: VIRTIO_NET_HDR_GSO_TCPV6 as u8,
             ..h
         };
-        assert!(tso_request(&v6, &f).is_err());
-        assert!(tso_request(&NetHdr { gso_size: 0, ..h }, &f).is_err());
-        assert!(tso_request(&h, &f[..40]).is_err());
+        tso_request(&v6, &f).unwrap_err();
+        tso_request(&NetHdr { gso_size: 0, ..h }, &f).unwrap_err();
+        tso_request(&h, &f[..40]).unwrap_err();
     }
 
     #[test]

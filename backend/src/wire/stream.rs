@@ -131,8 +131,8 @@ mod tests {
         assert!(read_frame(&mut &b[..], &mut buf).unwrap());
         assert_eq!(buf, [1, 2, 3]);
         assert!(!read_frame(&mut &[][..], &mut buf).unwrap());
-        assert!(read_frame(&mut &[0, 0, 0, 0][..], &mut buf).is_err());
-        assert!(read_frame(&mut &[0xff, 0, 0, 1][..], &mut buf).is_err());
+        read_frame(&mut &[0, 0, 0, 0][..], &mut buf).unwrap_err();
+        read_frame(&mut &[0xff, 0, 0, 1][..], &mut buf).unwrap_err();
         assert!(
             read_frame(&mut &[0, 0, 0, 9, 1][..], &mut buf).is_err(),
             "truncated"

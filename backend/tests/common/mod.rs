@@ -64,7 +64,12 @@ impl Nicemu {
 
     pub fn stop(mut self) -> (std::process::ExitStatus, PathBuf) {
         // SAFETY: sending SIGTERM to our own child process by its pid.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        unsafe {
+            libc::kill(
+                libc::pid_t::try_from(self.child.id()).unwrap(),
+                libc::SIGTERM,
+            )
+        };
         let st = self.child.wait().unwrap();
         (st, self.dir.clone())
     }
