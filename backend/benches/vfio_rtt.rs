@@ -26,7 +26,7 @@ fn main() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let sock = dir.join("igb.sock");
-    let irq = Arc::new(EventIrq::new(igb::MSIX_VECTORS));
+    let irq = Arc::new(EventIrq::new("igb0", igb::MSIX_VECTORS).unwrap());
     let env = DeviceEnv {
         irq: irq.clone(),
         wire: Arc::new(RecordingWire::default()),

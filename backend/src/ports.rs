@@ -233,7 +233,7 @@ fn start_one(
     let direct = Arc::new(DirectDevice::default());
     let (port, rx) = switch.attach_direct(Some(direct.clone()));
     let counters = port.counters.clone();
-    let irq = Arc::new(EventIrq::new(vectors));
+    let irq = Arc::new(EventIrq::new(&spec.id, vectors)?);
     let timer = Arc::new(DeviceTimer::default());
     let env = DeviceEnv {
         irq: irq.clone(),

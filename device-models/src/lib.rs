@@ -113,8 +113,10 @@ impl std::fmt::Debug for DeviceEnv {
     }
 }
 
-/// Counters of guest programming errors a device tolerated (bad input is
-/// dropped and counted, never fatal).
+/// nicemu's own counters of a device: guest programming errors it tolerated
+/// (bad input is dropped and counted, never fatal) and frames it dropped
+/// where the hardware counts nothing, so every frame the switch hands a
+/// device is accounted for.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct GuestErrors {
     /// Descriptor or buffer addresses outside guest memory.
@@ -130,6 +132,18 @@ pub struct GuestErrors {
     /// Transmit doorbells and received frames that found bus mastering off
     /// (PCI COMMAND.BME clear): nothing fetched, the frame dropped.
     pub dma_blocked: u64,
+    /// Frames from the wire dropped because the function had no link (or
+    /// its MAC looped back and did not listen to the wire). The hardware
+    /// never sees such a frame, so no statistics register counts it.
+    pub rx_no_link: u64,
+    /// Frames dropped because the receiver was disabled (RCTL.EN /
+    /// RXCTRL.RXEN clear). The statistics registers "only increment if
+    /// receives are enabled" (82576 §8.19, 82599 §8.2.3.23), so only nicemu
+    /// counts these.
+    pub rx_disabled: u64,
+    /// Frames the destination address or VLAN filters rejected (§7.1.1;
+    /// counted by no statistics register).
+    pub rx_filtered: u64,
 }
 
 impl GuestErrors {
@@ -142,6 +156,9 @@ impl GuestErrors {
             ("tx_oversize", self.tx_oversize),
             ("unknown_regs", self.unknown_regs),
             ("dma_blocked", self.dma_blocked),
+            ("rx_no_link", self.rx_no_link),
+            ("rx_disabled", self.rx_disabled),
+            ("rx_filtered", self.rx_filtered),
         ]
     }
 }
@@ -155,6 +172,9 @@ pub struct ErrorCounters {
     tx_oversize: AtomicU64,
     unknown_regs: AtomicU64,
     dma_blocked: AtomicU64,
+    rx_no_link: AtomicU64,
+    rx_disabled: AtomicU64,
+    rx_filtered: AtomicU64,
 }
 
 impl ErrorCounters {
@@ -186,6 +206,18 @@ impl ErrorCounters {
     pub fn dma_blocked(&self) {
         self.dma_blocked.fetch_add(1, Ordering::Relaxed);
     }
+    /// A frame from the wire dropped for want of link.
+    pub fn rx_no_link(&self) {
+        self.rx_no_link.fetch_add(1, Ordering::Relaxed);
+    }
+    /// A frame dropped at a disabled receiver.
+    pub fn rx_disabled(&self) {
+        self.rx_disabled.fetch_add(1, Ordering::Relaxed);
+    }
+    /// A frame the address or VLAN filters rejected.
+    pub fn rx_filtered(&self) {
+        self.rx_filtered.fetch_add(1, Ordering::Relaxed);
+    }
     /// The counters now.
     pub fn snapshot(&self) -> GuestErrors {
         GuestErrors {
@@ -195,6 +227,9 @@ impl ErrorCounters {
             tx_oversize: self.tx_oversize.load(Ordering::Relaxed),
             unknown_regs: self.unknown_regs.load(Ordering::Relaxed),
             dma_blocked: self.dma_blocked.load(Ordering::Relaxed),
+            rx_no_link: self.rx_no_link.load(Ordering::Relaxed),
+            rx_disabled: self.rx_disabled.load(Ordering::Relaxed),
+            rx_filtered: self.rx_filtered.load(Ordering::Relaxed),
         }
     }
 }

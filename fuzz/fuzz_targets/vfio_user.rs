@@ -185,7 +185,7 @@ fuzz_target!(|data: &[u8]| {
     });
     let before = open_fds();
     {
-        let irq = Arc::new(EventIrq::new(igb::MSIX_VECTORS));
+        let irq = Arc::new(EventIrq::new("fuzz", igb::MSIX_VECTORS).expect("signaller thread"));
         let env = DeviceEnv {
             irq: irq.clone(),
             wire: Arc::new(Nowhere),

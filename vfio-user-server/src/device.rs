@@ -7,9 +7,11 @@ use vfio_bindings::bindings::vfio::{
     VFIO_PCI_NUM_REGIONS, VFIO_REGION_INFO_FLAG_READ, VFIO_REGION_INFO_FLAG_WRITE,
 };
 
+use std::fs::File;
+
 use crate::codec::{IrqInfo, RegionInfo};
 use crate::dma::DmaMaps;
-use crate::irq::Interrupts;
+use crate::error::IrqError;
 
 /// A PCI function served over vfio-user.
 ///
@@ -39,9 +41,26 @@ pub trait PciDevice {
     /// uses the memory it had before: the server replies to DMA_UNMAP after
     /// this returns, and the client may then reuse the memory.
     fn set_dma(&mut self, dma: DmaMaps);
-    /// The function's interrupts; the server assigns them the eventfds of
-    /// SET_IRQS and drops those when the client goes away.
-    fn interrupts(&self) -> &Interrupts;
+    /// Number of MSI-X vectors (DEVICE_GET_IRQ_INFO; INTx and MSI have one
+    /// each).
+    fn msix_vectors(&self) -> u32;
+    /// DEVICE_SET_IRQS, with kernel VFIO's `VFIO_DEVICE_SET_IRQS` semantics:
+    /// `flags` holds one `VFIO_IRQ_SET_DATA_*` (NONE or EVENTFD; BOOL is
+    /// refused before) and one `VFIO_IRQ_SET_ACTION_*`. With
+    /// `VFIO_IRQ_SET_DATA_EVENTFD`, `fds` is empty (de-assign vectors
+    /// `start..start + count`) or holds one fd per vector. The fds are the
+    /// client's: the device must not let a write to one wait for the client.
+    fn set_irqs(
+        &mut self,
+        index: u32,
+        flags: u32,
+        start: u32,
+        count: u32,
+        fds: Vec<File>,
+    ) -> Result<(), IrqError>;
+    /// The client went away: drop every interrupt fd it assigned, and return
+    /// only once none of them is written any more.
+    fn clear_irqs(&mut self);
 }
 
 /// Flags of a readable and writable region.
@@ -79,7 +98,7 @@ impl DeviceTables {
             .map(|index| {
                 let count = match index {
                     VFIO_PCI_INTX_IRQ_INDEX | VFIO_PCI_MSI_IRQ_INDEX => 1,
-                    VFIO_PCI_MSIX_IRQ_INDEX => device.interrupts().msix_vectors(),
+                    VFIO_PCI_MSIX_IRQ_INDEX => device.msix_vectors(),
                     _ => 0,
                 };
                 IrqInfo {

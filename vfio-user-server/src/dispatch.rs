@@ -241,7 +241,6 @@ impl<'a, D: PciDevice> Dispatcher<'a, D> {
             fds.len()
         );
         self.device
-            .interrupts()
             .set_irqs(s.index, s.flags, s.start, s.count, fds)?;
         Ok(())
     }

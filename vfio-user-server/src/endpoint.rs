@@ -58,7 +58,7 @@ impl<D: PciDevice> Endpoint<D> {
     /// resets the device (after every connection).
     pub fn disconnect(&mut self) {
         self.dma.clear();
-        self.device.interrupts().clear();
+        self.device.clear_irqs();
         self.device.set_dma(self.dma.memory());
         self.device.reset();
     }

@@ -6,7 +6,6 @@ use std::io;
 
 use crate::codec::CodecError;
 use crate::dma::DmaError;
-use crate::irq::IrqError;
 use crate::limits::{MAX_MSG_FDS, MAX_MSG_SIZE, MSG_DEADLINE};
 
 /// Why a connection ended (other than the client closing it between
@@ -49,6 +48,46 @@ pub enum ConnError {
     /// speak.
     #[error("version negotiation failed: {0}")]
     Version(#[source] CodecError),
+}
+
+/// Why the device refused a SET_IRQS request.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum IrqError {
+    /// Index not INTx/MSI/MSI-X.
+    #[error("interrupt index {0} not supported")]
+    BadIndex(u32),
+    /// start + count beyond the vectors of the index.
+    #[error("vectors {start}..{end} beyond the {max} of index {index}")]
+    OutOfRange {
+        /// Index.
+        index: u32,
+        /// First vector.
+        start: u32,
+        /// One past the last.
+        end: u64,
+        /// Vectors available.
+        max: u32,
+    },
+    /// More fds than vectors.
+    #[error("{fds} eventfds for {count} vectors")]
+    TooManyFds {
+        /// Fds sent.
+        fds: usize,
+        /// Vectors addressed.
+        count: u32,
+    },
+    /// An fd whose writes could block whatever its flags (a regular file,
+    /// a device), or that cannot be made non-blocking.
+    #[error("interrupt fd is not an eventfd, pipe or socket ({0})")]
+    NotSignallable(String),
+}
+
+impl IrqError {
+    /// The errno of the error reply (kernel VFIO answers malformed
+    /// `VFIO_DEVICE_SET_IRQS` with the same).
+    pub fn errno(&self) -> i32 {
+        libc::EINVAL
+    }
 }
 
 /// A message that is not a well-formed command: what the message alone

@@ -3,16 +3,16 @@
 //! in the docs refer to it).
 //!
 //! The device implements [`PciDevice`]: config space and BAR accesses,
-//! reset, the guest memory it reaches by DMA ([`DmaMaps`]) and its
-//! interrupts ([`Interrupts`]). The server owns the rest: the socket's
-//! framing and descriptors, the codec ([`codec`]),
-//! typed requests, a dispatcher with one method per command, the client's
-//! DMA mappings ([`dma`], checked by [`memfile`]) and the eventfds it assigns
-//! to interrupts ([`irq`]).
+//! reset, the guest memory it reaches by DMA ([`DmaMaps`]) and the eventfds
+//! the client assigns to its interrupts (SET_IRQS). The server owns the
+//! rest: the socket's framing and descriptors, the codec ([`codec`]), typed
+//! requests, a dispatcher with one method per command, and the client's DMA
+//! mappings ([`dma`], checked by [`memfile`]).
 //!
 //! ```no_run
-//! # use vfio_user_server::{DmaMaps, Endpoint, Interrupts, PciDevice, Server};
-//! struct Nothing(Interrupts);
+//! # use std::fs::File;
+//! # use vfio_user_server::{DmaMaps, Endpoint, IrqError, PciDevice, Server};
+//! struct Nothing;
 //! impl PciDevice for Nothing {
 //!     fn config_size(&self) -> u64 { 4096 }
 //!     fn bar_size(&self, bar: u32) -> u64 { if bar == 0 { 0x1000 } else { 0 } }
@@ -22,10 +22,14 @@
 //!     fn bar_write(&mut self, _: u32, _: u64, _: &[u8]) {}
 //!     fn reset(&mut self) {}
 //!     fn set_dma(&mut self, _: DmaMaps) {}
-//!     fn interrupts(&self) -> &Interrupts { &self.0 }
+//!     fn msix_vectors(&self) -> u32 { 4 }
+//!     fn set_irqs(&mut self, _: u32, _: u32, _: u32, _: u32, _: Vec<File>) -> Result<(), IrqError> {
+//!         Ok(())
+//!     }
+//!     fn clear_irqs(&mut self) {}
 //! }
 //! let listener = std::os::unix::net::UnixListener::bind("/tmp/dev.sock")?;
-//! let endpoint = Endpoint::new("dev0", Nothing(Interrupts::new(4)));
+//! let endpoint = Endpoint::new("dev0", Nothing);
 //! Server::new(listener, endpoint).run();
 //! # Ok::<(), std::io::Error>(())
 //! ```
@@ -38,7 +42,6 @@ pub mod dma;
 mod endpoint;
 mod error;
 mod fds;
-pub mod irq;
 pub mod limits;
 pub mod memfile;
 mod request;
@@ -47,6 +50,5 @@ mod server;
 pub use device::{DeviceTables, PciDevice};
 pub use dma::DmaMaps;
 pub use endpoint::Endpoint;
-pub use error::{CommandError, ConnError, RequestError};
-pub use irq::Interrupts;
+pub use error::{CommandError, ConnError, IrqError, RequestError};
 pub use server::Server;

@@ -1,21 +1,24 @@
 //! An igb/ixgbe function served to QEMU over vfio-user (QEMU
 //! `vfio-user-pci`) by the [`vfio_user_server`] crate.
 //!
-//! [`NicPort`] adapts a device model ([`NicFunction`]) to the server's
-//! [`PciDevice`] and traces register accesses on the way; [`VfioPort`] runs
-//! the server on its own thread. The server accepts one client at a time;
+//! [`NicPort`] adapts a device model ([`NicFunction`]) and its interrupts
+//! ([`EventIrq`], signalled by the function's [`signaller`] thread) to the
+//! server's [`PciDevice`], and traces register accesses on the way;
+//! [`VfioPort`] runs the server on its own thread. The server accepts one client at a time;
 //! when the client goes away (VM shut down, QEMU killed, malformed stream)
 //! the device is reset and the socket accepts the next client. A panic
 //! while serving is contained to the connection.
 
 pub mod irq;
+pub mod signaller;
 
+use std::fs::File;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::sync::Arc;
 
 use device_models::{DmaView, NicFunction};
-use vfio_user_server::{ConnError, DmaMaps, Endpoint, Interrupts, PciDevice, Server};
+use vfio_user_server::{ConnError, DmaMaps, Endpoint, IrqError, PciDevice, Server};
 
 use crate::error::Error;
 use crate::trace::{Dir, Tracer};
@@ -122,8 +125,23 @@ impl PciDevice for NicPort {
         });
     }
 
-    fn interrupts(&self) -> &Interrupts {
-        &self.irq
+    fn msix_vectors(&self) -> u32 {
+        self.irq.msix_vectors()
+    }
+
+    fn set_irqs(
+        &mut self,
+        index: u32,
+        flags: u32,
+        start: u32,
+        count: u32,
+        fds: Vec<File>,
+    ) -> Result<(), IrqError> {
+        self.irq.set_irqs(index, flags, start, count, fds)
+    }
+
+    fn clear_irqs(&mut self) {
+        self.irq.clear();
     }
 }
 

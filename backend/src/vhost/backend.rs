@@ -3,14 +3,15 @@
 //! the switch and the receive path out of it.
 
 use std::collections::HashMap;
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, RwLock};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, RwLock, Weak};
 use std::time::Duration;
 
 use device_models::offload::{segment_tcp, OffloadError};
 use device_models::{rss, FrameSink};
 use vhost::vhost_user::message::VhostUserProtocolFeatures;
-use vhost_user_backend::{VhostUserBackend, VringRwLock, VringState, VringT};
+use vhost_user_backend::{VhostUserBackend, VringRwLock, VringT};
 use virtio_queue::QueueT;
 use vm_memory::{GuestAddressSpace, GuestMemoryAtomic, GuestMemoryMmap};
 use vmm_sys_util::epoll::EventSet;
@@ -24,7 +25,8 @@ use super::offload::{self as voff, accept, NetHdr, MAX_HDR_LEN};
 use super::rx::{self, RxOutcome};
 use super::tx::{self, TxChainError, MAX_TX_BYTES};
 use crate::switch::Switch;
-use vfio_user_server::irq::{signal_unprepared, Signalled};
+use crate::vfio::irq::{make_non_blocking, Signalled};
+use crate::vfio::signaller::{IrqTargets, Signaller, Target};
 
 /// Most guest memory regions of a vhost-user connection (QEMU sends a
 /// handful; the protocol's SET_MEM_TABLE carries at most 8).
@@ -187,6 +189,9 @@ pub struct NetBackend {
     /// GSO kinds this port's driver accepts now (`offload::accept`).
     accept: Arc<AtomicU8>,
     token: u64,
+    /// Writes the call eventfds ([`crate::vfio::signaller`]): no thread that
+    /// places a frame or takes a chain waits for the frontend.
+    signaller: OnceLock<Signaller>,
 }
 
 impl std::fmt::Debug for NetBackend {
@@ -307,6 +312,7 @@ impl NetBackend {
             peers,
             accept: Arc::new(AtomicU8::new(0)),
             token: process_token(),
+            signaller: OnceLock::new(),
         }
     }
 
@@ -387,13 +393,17 @@ impl NetBackend {
         }
         self.update_accept();
         self.wake();
+        // A call write still waiting on the departed frontend's eventfd ends.
+        if let Some(sig) = self.signaller.get() {
+            sig.release();
+        }
     }
 
     /// Offers a frame from the switch to the guest. With `try_only`, returns
     /// `Busy` instead of waiting for a receive queue lock.
     pub fn deliver(&self, frame: &[u8], try_only: bool) -> Delivery {
         if !self.link_up.load(Ordering::Acquire) {
-            inc(&self.port_counters.link_drops);
+            inc(&self.port_counters.rx_link_drops);
             return Delivery::Done;
         }
         let (mem, neg) = {
@@ -535,7 +545,7 @@ impl NetBackend {
             return Delivery::Busy;
         }
         if vr.needs_notification().unwrap_or(true) {
-            self.signal(&vr);
+            self.notify(2 * q);
         }
         Delivery::Done
     }
@@ -565,19 +575,29 @@ impl NetBackend {
     }
 
     /// Signals the used ring of `vr` to the guest without ever blocking
-    /// (a full call eventfd coalesces; see [`vfio_user_server::irq`]).
-    fn signal(&self, vr: &VringState<GuestMemoryAtomic<GuestMemoryMmap<()>>>) {
-        let Some(call) = vr.get_call() else {
-            return;
-        };
-        match signal_unprepared(call) {
-            Signalled::Sent => {}
-            Signalled::Coalesced => inc(&self.port_counters.irq_coalesced),
-            Signalled::Failed => inc(&self.port_counters.irq_failed),
+    /// (a full call eventfd coalesces; see [`crate::vfio::irq`]).
+    /// Starts the thread that signals the port's call eventfds.
+    pub fn start_signaller(self: &Arc<Self>) -> Result<(), crate::error::Error> {
+        let weak = Arc::downgrade(self);
+        let s = Signaller::spawn(&self.id, weak as Weak<dyn IrqTargets>)?;
+        let _ = self.signaller.set(s);
+        Ok(())
+    }
+
+    /// Signals virtqueue `index`'s call eventfd (used buffers), from the
+    /// signaller thread.
+    fn notify(&self, index: usize) {
+        if let Some(s) = self.signaller.get() {
+            s.raise(index);
         }
     }
 
-    /// Processes the transmit queue of pair `q`.
+    /// Waits until every used-ring signal raised so far was written, at most
+    /// `limit`; false on timeout or without a signaller.
+    pub fn flush_signals(&self, limit: Duration) -> bool {
+        self.signaller.get().is_some_and(|s| s.flush(limit))
+    }
+
     fn process_tx(&self, q: usize, vring: &Vring) {
         let (mem, neg, event_idx) = {
             let c = self.conn();
@@ -617,7 +637,7 @@ impl NetBackend {
             }
         }
         if vr.needs_notification().unwrap_or(true) {
-            self.signal(&vr);
+            self.notify(2 * q + 1);
         }
     }
 
@@ -625,7 +645,7 @@ impl NetBackend {
     /// switch, applying the offloads its header asks for.
     fn send(&self, c: &QueueCounters, side: &mut TxSide, hdr_len: usize) {
         if !self.link_up.load(Ordering::Acquire) {
-            inc(&self.port_counters.link_drops);
+            inc(&self.port_counters.tx_link_drops);
             return;
         }
         let Some(hdr) = NetHdr::parse(&side.buf) else {
@@ -700,6 +720,41 @@ impl NetBackend {
         let mut tx = lock(&pair.tx);
         if tx.vring.is_none() {
             tx.vring = Some(txv.clone());
+        }
+    }
+}
+
+/// The call eventfds by virtqueue index (receive queue 2n, transmit 2n+1).
+impl IrqTargets for NetBackend {
+    fn target(&self, index: usize) -> Option<Target> {
+        let pair = self.queues.get(index / 2)?;
+        let side = if index.is_multiple_of(2) {
+            lock(&pair.rx).vring.clone()
+        } else {
+            lock(&pair.tx).vring.clone()
+        }?;
+        // A duplicate, so no vring lock is held while writing.
+        let fd = {
+            let state = side.get_ref();
+            let call = state.get_call().as_ref()?;
+            // SAFETY: the fd belongs to `call`, alive while `state` is held.
+            let b = unsafe { std::os::fd::BorrowedFd::borrow_raw(call.as_raw_fd()) };
+            b.try_clone_to_owned()
+        };
+        match fd {
+            Ok(fd) if make_non_blocking(&fd) => Some(Target::Owned(fd)),
+            _ => {
+                self.signalled(index, Signalled::Failed);
+                None
+            }
+        }
+    }
+
+    fn signalled(&self, _index: usize, outcome: Signalled) {
+        match outcome {
+            Signalled::Sent | Signalled::Interrupted => {}
+            Signalled::Coalesced => inc(&self.port_counters.irq_coalesced),
+            Signalled::Failed => inc(&self.port_counters.irq_failed),
         }
     }
 }

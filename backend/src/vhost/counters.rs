@@ -68,8 +68,10 @@ counters!(
 counters!(
     /// Counters of the whole port.
     PortCounters / PortStats {
-        /// Frames dropped because the link was down.
-        link_drops,
+        /// Frames from the switch dropped because the link was down.
+        rx_link_drops,
+        /// Frames the guest sent dropped because the link was down.
+        tx_link_drops,
         /// Frames from the switch dropped because no driver was ready.
         rx_not_ready,
         /// Connections accepted.

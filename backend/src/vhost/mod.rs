@@ -135,6 +135,7 @@ impl VirtioNetPort {
             Box::new(port),
             GsoPeers::for_switch(switch),
         ));
+        backend.start_signaller()?;
         let _ = direct.backend.set(backend.clone());
         let inner = Arc::new(Shared {
             backend: backend.clone(),

@@ -2,7 +2,10 @@
 //! shared "guest RAM" files, ring set-up the way the igb driver does it.
 #![allow(dead_code)]
 
+pub mod account;
+pub mod nic;
 pub mod raw;
+pub mod virtio;
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};

@@ -31,6 +31,9 @@ use crate::{Bar, DeviceEnv, DmaMemory, DmaView, ErrorCounters, GuestRam, NicFunc
 
 pub use eeprom::NVM_WORDS;
 pub use pci::{DEVICE_82576, MSIX_VECTORS, VENDOR_INTEL};
+/// The 82576's PHY model, for the shared PHY's unit tests.
+#[cfg(test)]
+pub(crate) use phy::IGP03 as phy_model_for_tests;
 use regs::*;
 
 /// CTRL bits (82576 §8.2.1).
@@ -137,6 +140,8 @@ struct Ctl {
     phy: Phy,
     /// Link state last reported through ICR.LSC.
     link_reported: bool,
+    /// When the PHY's autonegotiation under way completes (device clock).
+    autoneg_done_ns: Option<u64>,
 }
 
 /// [`Igb::link`] bit: the PHY has link.
@@ -210,6 +215,7 @@ impl Igb {
                 nvm: eeprom::image(cfg.mac),
                 phy: Phy::new(phy::IGP03),
                 link_reported: false,
+                autoneg_done_ns: None,
             }),
             link: AtomicU8::new(0),
             txq: (0..NUM_QUEUES)
@@ -220,7 +226,15 @@ impl Igb {
             faults: SharedFaults::default(),
             ts: Mutex::new(TimeSync::new(BasePeriod::I82576, now)),
         };
-        d.device_reset(&mut d.ctl());
+        {
+            let mut c = d.ctl();
+            d.device_reset(&mut c);
+            // Powered on with the cable in long ago: the link is already up.
+            c.phy.complete_autoneg();
+            c.phy.take_autoneg_started();
+            d.sync_link(&c);
+            c.link_reported = c.phy.link_up();
+        }
         d
     }
 
@@ -248,11 +262,17 @@ impl Igb {
     }
 
     /// Connects or disconnects the emulated cable; the guest sees a link status
-    /// change interrupt.
+    /// change interrupt. Frames the transmit queues held while the link was
+    /// down go out when it is back.
     pub fn set_cable(&self, up: bool) {
-        let mut c = self.ctl();
-        c.phy.set_cable(up);
-        self.check_link_change(&mut c);
+        {
+            let mut c = self.ctl();
+            c.phy.set_cable(up);
+            self.check_link_change(&mut c);
+        }
+        if up {
+            (0..NUM_QUEUES).for_each(|q| self.tx_doorbell(q));
+        }
     }
 
     /// Software/device reset (CTRL.RST, §4.3.1): registers to defaults except
@@ -290,6 +310,33 @@ impl Igb {
         self.ts().reset(self.env.clock.now_ns());
     }
 
+    /// Schedules the end of an autonegotiation the PHY started (a restart
+    /// moves it): [`crate::phy::AUTONEG_NS`] from now, on the device timer.
+    fn track_autoneg(&self, c: &mut Ctl) {
+        if c.phy.take_autoneg_started() {
+            let at = self.env.clock.now_ns() + crate::phy::AUTONEG_NS;
+            c.autoneg_done_ns = Some(at);
+            self.env.timer.arm(at);
+        } else if !c.phy.negotiating() {
+            c.autoneg_done_ns = None;
+        }
+    }
+
+    /// Timer: completes a due autonegotiation (link up, ICR.LSC), or re-arms
+    /// for it (the transport keeps one deadline, the earliest).
+    fn autoneg_timer(&self, now_ns: u64) {
+        let mut c = self.ctl();
+        match c.autoneg_done_ns {
+            Some(at) if now_ns >= at => {
+                c.autoneg_done_ns = None;
+                c.phy.complete_autoneg();
+                self.check_link_change(&mut c);
+            }
+            Some(at) => self.env.timer.arm(at),
+            None => {}
+        }
+    }
+
     /// Mirrors the PHY's state into [`Self::link`] for the data path.
     fn sync_link(&self, c: &Ctl) {
         let mut v = 0;
@@ -305,11 +352,6 @@ impl Igb {
     /// The PHY loops transmitted frames back.
     fn phy_loopback(&self) -> bool {
         self.link.load(Ordering::Acquire) & LINK_PHY_LOOPBACK != 0
-    }
-
-    /// The PHY has link.
-    fn phy_link_up(&self) -> bool {
-        self.link.load(Ordering::Acquire) & LINK_UP != 0
     }
 
     fn link_up(&self) -> bool {
@@ -330,6 +372,7 @@ impl Igb {
 
     /// Raises ICR.LSC when the link state differs from what was last reported.
     fn check_link_change(&self, c: &mut Ctl) {
+        self.track_autoneg(c);
         self.sync_link(c);
         let up = self.link_up();
         if up != c.link_reported {
@@ -605,6 +648,7 @@ impl NicFunction for Igb {
             let mut c = self.ctl();
             c.config.reset();
             self.device_reset(&mut c);
+            self.track_autoneg(&mut c);
             // The control totals (`ctl stats`) run for the life of the
             // process: a reset clears the guest's registers, not them.
             self.io.reset();
@@ -712,8 +756,9 @@ impl NicFunction for Igb {
         self.ts().set_rx_delay_ns(ns);
     }
 
-    fn on_timer(&self, _now_ns: u64) {
+    fn on_timer(&self, now_ns: u64) {
         self.deliver_eicr(&mut lock(&self.intr));
+        self.autoneg_timer(now_ns);
     }
 
     fn error_counters(&self) -> Vec<(&'static str, u64)> {

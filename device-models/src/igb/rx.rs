@@ -41,7 +41,12 @@ impl Igb {
     /// this returns true.
     pub(super) fn rx_frame(&self, frame: &[u8], sent: Option<u64>, wait: bool) -> bool {
         let rctl = self.regs.peek(RCTL);
-        if rctl & rctl::EN == 0 || !self.link_up() {
+        if !self.link_up() {
+            self.errors.rx_no_link();
+            return true;
+        }
+        if rctl & rctl::EN == 0 {
+            self.errors.rx_disabled();
             return true;
         }
         let (rss, rss_type) = if frame.len() >= 14 {
@@ -80,6 +85,7 @@ impl Igb {
             return true;
         }
         if !self.rx_accept(frame, rctl) {
+            self.errors.rx_filtered();
             return true;
         }
         let ts = self.rx_timestamp(frame, sent);

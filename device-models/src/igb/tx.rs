@@ -4,7 +4,7 @@
 
 use super::intr::Dir;
 use super::regs::*;
-use super::{ctrl, rctl, tctl, Igb};
+use super::{rctl, tctl, Igb};
 use crate::txframe::{queue_pass, FinishSettings, Finished, FrameOpts, TxQueue};
 
 /// TSICR / TSIM: transmit time stamp taken.
@@ -14,7 +14,11 @@ impl Igb {
     /// Processes transmit queue `qi` after its tail moved: at most one pass over
     /// the ring per doorbell, under that queue's lock only.
     pub(super) fn tx_doorbell(&self, qi: usize) {
-        if qi >= NUM_QUEUES || self.regs.peek(TCTL) & tctl::EN == 0 || self.faults.tx_stalled(qi) {
+        if qi >= NUM_QUEUES
+            || self.regs.peek(TCTL) & tctl::EN == 0
+            || !self.tx_link()
+            || self.faults.tx_stalled(qi)
+        {
             return;
         }
         let base = TXQ_BASE + qi as u32 * QUEUE_STRIDE;
@@ -60,14 +64,23 @@ impl Igb {
         }
     }
 
+    /// The MAC can send: the PHY has link or loops back, or the MAC loops
+    /// back. Without link the 82576 stops transmit DMA — "We've lost link,
+    /// so the controller stops DMA" (`igb_watchdog_task`, which then resets
+    /// the function to flush what is queued): a doorbell fetches nothing
+    /// and queued frames go out when the link returns ([`Igb::set_cable`]).
+    pub(super) fn tx_link(&self) -> bool {
+        self.link_up() || self.regs.peek(RCTL) & rctl::LBM_MASK == rctl::LBM_MAC
+    }
+
     /// Puts a finished frame on the wire, or back into the receiver when the
-    /// PHY or MAC loops back.
+    /// PHY or MAC loops back (the pass that fetched it found the link up).
     fn tx_out(&self, frame: &[u8], sent: u64) {
         self.count_tx(frame);
         let mac_loop = self.regs.peek(RCTL) & rctl::LBM_MASK == rctl::LBM_MAC;
         if self.phy_loopback() || mac_loop {
             self.rx_frame(frame, Some(sent), true);
-        } else if self.regs.peek(CTRL) & ctrl::SLU != 0 || self.phy_link_up() {
+        } else {
             self.env.wire.transmit_at(frame, sent);
         }
     }

@@ -238,11 +238,17 @@ impl Ixgbe {
     }
 
     /// Connects or disconnects the emulated link partner; the guest sees a link
-    /// status change interrupt.
+    /// status change interrupt. Frames the transmit queues held while the
+    /// link was down go out when it is back.
     pub fn set_cable(&self, up: bool) {
-        let mut c = self.ctl();
-        c.cable = up;
-        self.check_link_change(&mut c);
+        {
+            let mut c = self.ctl();
+            c.cable = up;
+            self.check_link_change(&mut c);
+        }
+        if up {
+            (0..NUM_QUEUES).for_each(|q| self.tx_doorbell(q));
+        }
     }
 
     /// Software / link reset (CTRL.RST, CTRL.LNK_RST, §4.2.1): registers to
@@ -289,10 +295,14 @@ impl Ixgbe {
         self.link.load(Ordering::Acquire)
     }
 
-    /// A frame from the wire: dropped (consumed) without link or while the
-    /// MAC loops back, else [`Self::rx_frame`].
+    /// A frame from the wire: dropped (consumed, counted as `rx_no_link`)
+    /// without link or while the MAC loops back, else [`Self::rx_frame`].
     fn wire_rx(&self, frame: &[u8], sent: Option<u64>, wait: bool) -> bool {
-        !self.link_up() || self.loopback() || self.rx_frame(frame, sent, wait)
+        if !self.link_up() || self.loopback() {
+            self.errors.rx_no_link();
+            return true;
+        }
+        self.rx_frame(frame, sent, wait)
     }
 
     fn loopback(&self) -> bool {

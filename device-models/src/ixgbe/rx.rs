@@ -45,6 +45,7 @@ impl Ixgbe {
     /// this returns true.
     pub(super) fn rx_frame(&self, frame: &[u8], sent: Option<u64>, wait: bool) -> bool {
         if self.regs.peek(RXCTRL) & RXCTRL_RXEN == 0 {
+            self.errors.rx_disabled();
             return true;
         }
         let (hash, ty) = if frame.len() >= 14 {
@@ -86,6 +87,7 @@ impl Ixgbe {
             return true;
         }
         if !self.rx_accept(frame, tagged) {
+            self.errors.rx_filtered();
             return true;
         }
         let ts = self.rx_timestamp(frame, sent);

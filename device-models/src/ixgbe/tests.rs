@@ -884,3 +884,53 @@ fn control_totals_survive_a_function_reset() {
     crate::NicFunction::reset(&d);
     assert_eq!(total(&d), 1);
 }
+
+/// A nicemu counter by name (`ctl stats`' guest_errors list); 0 when absent.
+fn nicemu_counter(d: &Ixgbe, name: &str) -> u64 {
+    crate::NicFunction::error_counters(d)
+        .into_iter()
+        .find(|(n, _)| *n == name)
+        .map_or(0, |c| c.1)
+}
+
+/// As on the igb: without link the 82599 stops transmit DMA
+/// (`ixgbe_watchdog_flush_tx`: "We've lost link, so the controller stops
+/// DMA") and sends the held frame when the link is back; frames from the
+/// wire that cannot arrive (no link, MAC loopback), that reach a disabled
+/// receiver (no statistics register counts those: "only increments if
+/// receives are enabled") or that the filters reject are counted by nicemu.
+#[test]
+fn no_link_holds_transmits_and_every_frame_not_received_is_counted() {
+    let (mut d, t) = dev();
+    setup_rings(&mut d, 16);
+    wr(&d, FCTRL, fctrl::BAM);
+    d.set_cable(false);
+    send(&d, 0, 16, &lbtest_frame());
+    assert!(t.wire.take().is_empty(), "nothing on the wire without link");
+    assert_eq!(rd(&d, txq_base(0) + q::H), 0, "TDH stays");
+    assert_eq!(rd(&d, stat::GPTC), 0);
+    d.receive(&lbtest_frame());
+    assert_eq!(nicemu_counter(&d, "rx_no_link"), 1);
+    d.set_cable(true);
+    assert_eq!(t.wire.take().len(), 1, "the held frame leaves at link up");
+    assert_eq!(rd(&d, txq_base(0) + q::H), 1);
+    assert_eq!(rd(&d, stat::GPTC), 1);
+    // The MAC looped back: the wire is not listened to.
+    let v = rd(&d, HLREG0) | hlreg0::LPBK;
+    wr(&d, HLREG0, v);
+    d.receive(&lbtest_frame());
+    assert_eq!(nicemu_counter(&d, "rx_no_link"), 2);
+    let v = rd(&d, HLREG0) & !hlreg0::LPBK;
+    wr(&d, HLREG0, v);
+    // Receiver disabled.
+    wr(&d, RXCTRL, 0);
+    d.receive(&lbtest_frame());
+    assert_eq!(nicemu_counter(&d, "rx_disabled"), 1);
+    // Enabled, addressed to another station.
+    wr(&d, RXCTRL, 1);
+    let mut f = vec![0u8; 60];
+    f[..6].copy_from_slice(&[0x52, 0x54, 0, 0, 0, 1]);
+    d.receive(&f);
+    assert_eq!(nicemu_counter(&d, "rx_filtered"), 1);
+    assert_eq!(rd(&d, stat::GPRC) + rd(&d, stat::MPC), 0);
+}

@@ -16,6 +16,7 @@ impl Ixgbe {
     pub(super) fn tx_doorbell(&self, qi: usize) {
         if qi >= NUM_QUEUES
             || self.regs.peek(DMATXCTL) & DMATXCTL_TE == 0
+            || !(self.link_up() || self.loopback())
             || self.faults.tx_stalled(qi)
         {
             return;
@@ -67,12 +68,15 @@ impl Ixgbe {
     }
 
     /// Puts a finished frame on the wire, or back into the receiver when the
-    /// MAC loops back (HLREG0.LPBK).
+    /// MAC loops back (HLREG0.LPBK). The doorbell found the link up or the
+    /// MAC looped back: without either the 82599 stops transmit DMA ("We've
+    /// lost link, so the controller stops DMA", `ixgbe_watchdog_flush_tx`)
+    /// and held frames go out when the link returns ([`Ixgbe::set_cable`]).
     fn tx_out(&self, qi: usize, frame: &[u8], sent: u64) {
         self.count_tx(qi, frame);
         if self.loopback() {
             self.rx_frame(frame, Some(sent), true);
-        } else if self.link_up() {
+        } else {
             self.env.wire.transmit_at(frame, sent);
         }
     }
