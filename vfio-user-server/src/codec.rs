@@ -71,6 +71,7 @@ impl Command {
     /// The command of a header's command number; `None` for numbers the server
     /// does not serve (unknown ones, server-to-client ones such as DMA_READ,
     /// and optional ones it does not advertise such as REGION_WRITE_MULTI).
+    #[inline]
     pub fn from_u16(n: u16) -> Option<Command> {
         Some(match n {
             1 => Command::Version,
@@ -156,6 +157,7 @@ struct Fields<'a> {
 
 impl<'a> Fields<'a> {
     /// Starts reading `what`, which takes `need` bytes, from `b`.
+    #[inline]
     fn new(b: &'a [u8], what: &'static str, need: usize) -> Result<Self, CodecError> {
         if b.len() < need {
             return Err(CodecError::Short {
@@ -172,6 +174,7 @@ impl<'a> Fields<'a> {
         })
     }
 
+    #[inline]
     fn take<const N: usize>(&mut self) -> Result<[u8; N], CodecError> {
         let end = self.at + N;
         let s = self.b.get(self.at..end).ok_or(CodecError::Short {
@@ -185,32 +188,39 @@ impl<'a> Fields<'a> {
         Ok(a)
     }
 
+    #[inline]
     fn u16(&mut self) -> Result<u16, CodecError> {
         self.take().map(u16::from_le_bytes)
     }
 
+    #[inline]
     fn u32(&mut self) -> Result<u32, CodecError> {
         self.take().map(u32::from_le_bytes)
     }
 
+    #[inline]
     fn u64(&mut self) -> Result<u64, CodecError> {
         self.take().map(u64::from_le_bytes)
     }
 
     /// The bytes after the fields read so far.
+    #[inline]
     fn rest(&self) -> &'a [u8] {
         self.b.get(self.at..).unwrap_or(&[])
     }
 }
 
+#[inline]
 fn put_u16(out: &mut Vec<u8>, v: u16) {
     out.extend_from_slice(&v.to_le_bytes());
 }
 
+#[inline]
 fn put_u32(out: &mut Vec<u8>, v: u32) {
     out.extend_from_slice(&v.to_le_bytes());
 }
 
+#[inline]
 fn put_u64(out: &mut Vec<u8>, v: u64) {
     out.extend_from_slice(&v.to_le_bytes());
 }
@@ -232,6 +242,7 @@ pub struct Header {
 
 impl Header {
     /// Parses a header.
+    #[inline]
     pub fn parse(b: &[u8; HEADER_SIZE]) -> Header {
         let le16 = |i: usize| u16::from_le_bytes([b[i], b[i + 1]]);
         let le32 = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
@@ -245,6 +256,7 @@ impl Header {
     }
 
     /// Encodes the header.
+    #[inline]
     pub fn encode(&self) -> [u8; HEADER_SIZE] {
         let mut b = [0u8; HEADER_SIZE];
         b[0..2].copy_from_slice(&self.message_id.to_le_bytes());
@@ -256,17 +268,20 @@ impl Header {
     }
 
     /// Message type bits ([`flags::COMMAND`] or [`flags::REPLY`]).
+    #[inline]
     pub fn msg_type(&self) -> u32 {
         self.flags & flags::TYPE_MASK
     }
 
     /// The sender asked for no reply.
+    #[inline]
     pub fn no_reply(&self) -> bool {
         self.flags & flags::NO_REPLY != 0
     }
 
     /// The successful reply header to this command, for a reply of
     /// `message_size` bytes in all.
+    #[inline]
     pub fn reply(&self, message_size: u32) -> Header {
         Header {
             message_id: self.message_id,
@@ -280,6 +295,7 @@ impl Header {
     /// The error reply to this command: the header alone, with the Error
     /// flag and `errno` (§"Header": "If an error occurs, the reply message
     /// must only include the reply header").
+    #[inline]
     pub fn error_reply(&self, errno: i32) -> Header {
         Header {
             message_id: self.message_id,
@@ -687,6 +703,7 @@ impl RegionAccess {
     pub const SIZE: usize = 16;
 
     /// Parses a REGION_READ payload; `count` must not exceed `max_xfer`.
+    #[inline]
     pub fn parse_read(payload: &[u8], max_xfer: u32) -> Result<RegionAccess, CodecError> {
         let a = Self::parse(payload, "REGION_READ")?;
         if a.count > max_xfer {
@@ -700,6 +717,7 @@ impl RegionAccess {
 
     /// Parses a REGION_WRITE payload: the fixed part and exactly `count`
     /// data bytes, `count` not above `max_xfer`.
+    #[inline]
     pub fn parse_write(payload: &[u8], max_xfer: u32) -> Result<(RegionAccess, &[u8]), CodecError> {
         let a = Self::parse(payload, "REGION_WRITE")?;
         if a.count > max_xfer {
@@ -718,6 +736,7 @@ impl RegionAccess {
         Ok((a, data))
     }
 
+    #[inline]
     fn parse(payload: &[u8], what: &'static str) -> Result<RegionAccess, CodecError> {
         let mut f = Fields::new(payload, what, Self::SIZE)?;
         Ok(RegionAccess {
@@ -728,6 +747,7 @@ impl RegionAccess {
     }
 
     /// Encodes the fixed part.
+    #[inline]
     pub fn encode(&self, out: &mut Vec<u8>) {
         put_u64(out, self.offset);
         put_u32(out, self.region);

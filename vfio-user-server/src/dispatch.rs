@@ -293,6 +293,7 @@ impl<'a, D: PciDevice> Dispatcher<'a, D> {
 }
 
 /// The access lies inside an existing region.
+#[inline]
 fn check_region(tables: &DeviceTables, a: &RegionAccess) -> Result<(), CommandError> {
     let size = match tables.regions.get(a.region as usize) {
         Some(r) if r.size > 0 => r.size,

@@ -11,6 +11,7 @@ use crate::limits::MAX_MSG_FDS;
 
 /// File descriptors received with one message.
 pub(crate) struct Fds {
+    /// `fds[..len]` may hold descriptors; the slots after them are empty.
     fds: [Option<OwnedFd>; MAX_MSG_FDS],
     /// Descriptors held.
     pub(crate) len: usize,
@@ -38,9 +39,10 @@ impl Fds {
         }
     }
 
-    /// Closes every descriptor.
+    /// Closes every descriptor (slots from `len` on are always empty).
+    #[inline]
     pub(crate) fn clear(&mut self) {
-        self.fds.iter_mut().for_each(|f| *f = None);
+        self.fds[..self.len].iter_mut().for_each(|f| *f = None);
         self.len = 0;
         self.overflow = false;
     }

@@ -81,6 +81,7 @@ pub(crate) enum IrqData {
 
 /// The command a message holds, once its type and the number of its
 /// descriptors fit one the server serves.
+#[inline]
 pub(crate) fn command_of(hdr: &Header, fds: &Fds) -> Result<Command, RequestError> {
     if hdr.msg_type() != codec::flags::COMMAND {
         return Err(RequestError::NotCommand(hdr.msg_type()));
@@ -97,6 +98,7 @@ pub(crate) fn command_of(hdr: &Header, fds: &Fds) -> Result<Command, RequestErro
 }
 
 /// Most descriptors each command may carry.
+#[inline]
 fn max_fds(cmd: Option<Command>) -> usize {
     match cmd {
         Some(Command::DmaMap) => 1,
@@ -109,6 +111,7 @@ impl<'a> Request<'a> {
     /// Parses the payload of `cmd`, taking the descriptors it uses from
     /// `fds`. REGION_READ may ask for at most `max_read` bytes (what the
     /// client accepts in a reply).
+    #[inline]
     pub(crate) fn parse(
         cmd: Command,
         payload: &'a [u8],
