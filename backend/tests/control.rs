@@ -151,7 +151,8 @@ fn list_stats_capture_faults_link_and_trace() {
         "{text}"
     );
     assert!(n.ctl(&["link", "igb1", "up"]).status.success());
-    assert_ne!(rd(&mut b, 0x8) & 2, 0);
+    // A cable connect autonegotiates (about 1 s, as the PHY does) before STATUS.LU sets.
+    wait_for(|| rd(&mut b, 0x8) & 2 != 0);
 
     // Trace with a filter, switched on at run time.
     let tf = n.path("t.log");

@@ -226,16 +226,22 @@ impl Igb {
             faults: SharedFaults::default(),
             ts: Mutex::new(TimeSync::new(BasePeriod::I82576, now)),
         };
-        {
-            let mut c = d.ctl();
-            d.device_reset(&mut c);
-            // Powered on with the cable in long ago: the link is already up.
-            c.phy.complete_autoneg();
-            c.phy.take_autoneg_started();
-            d.sync_link(&c);
-            c.link_reported = c.phy.link_up();
-        }
+        d.settled_reset(&mut d.ctl());
         d
+    }
+
+    /// Reset with the link already negotiated: at power-up the cable has been
+    /// in long ago, and a function-level reset (a new vfio-user client) leaves
+    /// the port's PHY alone (82576 §4.3: FLR resets the function's registers,
+    /// not the link). The driver's own PHY and CTRL.RST writes do restart
+    /// autonegotiation.
+    fn settled_reset(&self, c: &mut Ctl) {
+        self.device_reset(c);
+        c.phy.complete_autoneg();
+        c.phy.take_autoneg_started();
+        c.autoneg_done_ns = None;
+        self.sync_link(c);
+        c.link_reported = c.phy.link_up();
     }
 
     fn ctl(&self) -> MutexGuard<'_, Ctl> {
@@ -324,16 +330,27 @@ impl Igb {
 
     /// Timer: completes a due autonegotiation (link up, ICR.LSC), or re-arms
     /// for it (the transport keeps one deadline, the earliest).
+    /// Frames the transmit queues held while the link was down go out once
+    /// it is up.
     fn autoneg_timer(&self, now_ns: u64) {
-        let mut c = self.ctl();
-        match c.autoneg_done_ns {
-            Some(at) if now_ns >= at => {
-                c.autoneg_done_ns = None;
-                c.phy.complete_autoneg();
-                self.check_link_change(&mut c);
+        let came_up = {
+            let mut c = self.ctl();
+            match c.autoneg_done_ns {
+                Some(at) if now_ns >= at => {
+                    c.autoneg_done_ns = None;
+                    c.phy.complete_autoneg();
+                    self.check_link_change(&mut c);
+                    self.link_up()
+                }
+                Some(at) => {
+                    self.env.timer.arm(at);
+                    false
+                }
+                None => false,
             }
-            Some(at) => self.env.timer.arm(at),
-            None => {}
+        };
+        if came_up {
+            (0..NUM_QUEUES).for_each(|q| self.tx_doorbell(q));
         }
     }
 
@@ -647,8 +664,7 @@ impl NicFunction for Igb {
         {
             let mut c = self.ctl();
             c.config.reset();
-            self.device_reset(&mut c);
-            self.track_autoneg(&mut c);
+            self.settled_reset(&mut c);
             // The control totals (`ctl stats`) run for the life of the
             // process: a reset clears the guest's registers, not them.
             self.io.reset();

@@ -332,6 +332,7 @@ fn phy_loopback_self_test() {
     assert_eq!(rd(&d, 0x40d8 + 12), 40, "PTC511 bucket (260 bytes)");
     // Without loopback the frame goes to the wire.
     phy_write(&mut d, 0, 0x1140);
+    autoneg_done(&d, &t);
     let v = rd(&d, CTRL) | ctrl::SLU;
     wr(&d, CTRL, v);
     send(&d, 40 % 16, 16, &f);
@@ -681,6 +682,7 @@ fn faults_and_control_counters() {
     wr(&d, CTRL, v);
     setup_rings(&mut d, 16);
     phy_write(&mut d, 0, 0x1140);
+    autoneg_done(&d, &t);
     let v = rd(&d, CTRL) | ctrl::SLU;
     wr(&d, CTRL, v);
     send(&d, 0, 16, &lbtest_frame());
@@ -925,6 +927,8 @@ fn no_link_holds_transmits_and_every_frame_not_received_is_counted() {
     d.receive(&lbtest_frame());
     assert_eq!(nicemu_counter(&d, "rx_no_link"), 1);
     d.set_cable(true);
+    assert!(t.wire.take().is_empty(), "held while autonegotiating");
+    autoneg_done(&d, &t);
     assert_eq!(t.wire.take().len(), 1, "the held frame leaves at link up");
     assert_eq!(rd(&d, 0x3810), 1);
     assert_eq!(rd(&d, stat::GPTC), 1);
