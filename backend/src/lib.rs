@@ -39,6 +39,8 @@ pub struct Cli {
     /// `nicemu ctl …` talks to a running nicemu instead of starting one.
     #[command(subcommand)]
     pub command: Option<Command>,
+    // The doc comment is --help text (clap), where brackets mean optional parts.
+    #[allow(rustdoc::broken_intra_doc_links)]
     /// A PCI function or port: KIND,id=NAME,socket=PATH[,mac=MAC][,net=NET][,queues=N][,delay=NS]
     /// (KIND: igb, ixgbe, virtio-net; net defaults to lan0; delay: wire delay in ns
     /// of frames arriving at an igb/ixgbe port, seen in its PTP receive time

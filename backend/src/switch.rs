@@ -2,7 +2,7 @@
 //! bounded receive queues: a full queue drops (and counts) the frame instead
 //! of blocking the sending guest. Everything a guest can fill is bounded in
 //! bytes as well as entries: the queues ([`PORT_QUEUE`] frames,
-//! [`PORT_QUEUE_BYTES`]), the frame pool ([`POOL_BYTES`]) and the MAC table
+//! [`PORT_QUEUE_BYTES`]), the frame pool (`POOL_BYTES`) and the MAC table
 //! ([`crate::fdb`]).
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -33,7 +33,7 @@ struct Pooled {
 }
 
 /// Recycled frame buffers, so forwarding does not allocate per frame once
-/// warm; at most [`POOL_KEEP`] buffers of [`POOL_BYTES`] in all.
+/// warm; at most `POOL_KEEP` buffers of `POOL_BYTES` in all.
 #[derive(Debug, Default)]
 pub struct FramePool {
     free: Mutex<Pooled>,

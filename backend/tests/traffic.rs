@@ -5,6 +5,11 @@
 //! another port and every frame a port was handed is in its guest's ring or
 //! counted by a named drop counter, and the drivers found exactly the
 //! frames the devices say they placed.
+#![allow(
+    clippy::unwrap_used,
+    clippy::too_many_lines,
+    reason = "tests: a step that fails panics, and a scenario reads best in one piece"
+)]
 
 mod common;
 

@@ -207,7 +207,7 @@ fn dma_loopback_and_msix_over_the_socket() {
         revents: 0,
     };
     // SAFETY: one valid pollfd for the duration of the call.
-    let ready = unsafe { libc::poll(&mut pfd, 1, 5000) };
+    let ready = unsafe { libc::poll(&raw mut pfd, 1, 5000) };
     assert_eq!(ready, 1, "RX vector fired");
     assert_eq!(ev.read().unwrap(), 1, "RX vector fired once");
     assert_eq!(rd(&mut c, 0x4074), 1, "GPRC");

@@ -560,7 +560,7 @@ mod tests {
         );
         c.mss = 100;
         c.maclen = 127;
-        assert!(segment_tcp(&f, &c, &mut seg, |_| {}).is_err());
+        segment_tcp(&f, &c, &mut seg, |_| {}).unwrap_err();
         let mut short = vec![0u8; 20];
         assert!(apply_checksums(&mut short, &ctx_tcp4(0), true, true).is_err());
         // Found by cargo fuzz: MACLEN at the end of the frame, IPLEN 0.
@@ -583,7 +583,7 @@ mod tests {
         let mut c = ctx_tcp4(10);
         c.iplen = 0;
         let mut seg = Vec::new();
-        assert!(segment_tcp(&f, &c, &mut seg, |_| {}).is_err());
+        segment_tcp(&f, &c, &mut seg, |_| {}).unwrap_err();
     }
 
     #[test]

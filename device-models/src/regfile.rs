@@ -318,7 +318,7 @@ impl<H: Copy + 'static> RegFile<H> {
     pub fn read(&self, offset: u64) -> Option<(RegId, u32)> {
         let id = self.decode(offset)?;
         let def = self.def(id);
-        let slot = &self.vals[Self::canonical(def, id.elem as u32)];
+        let slot = &self.vals[Self::canonical(def, u32::from(id.elem))];
         match def.access {
             Access::WriteOnly => Some((id, 0)),
             Access::ClearOnRead => Some((id, slot.swap(0, Ordering::Relaxed))),
@@ -330,7 +330,7 @@ impl<H: Copy + 'static> RegFile<H> {
     pub fn write(&self, offset: u64, raw: u32) -> Option<Written<H>> {
         let id = self.decode(offset)?;
         let def = self.def(id);
-        let slot = &self.vals[Self::canonical(def, id.elem as u32)];
+        let slot = &self.vals[Self::canonical(def, u32::from(id.elem))];
         let apply = |old: u32| match def.access {
             Access::Rw | Access::WriteOnly => (old & !def.wmask) | (raw & def.wmask),
             Access::W1c => old & !(raw & def.wmask),

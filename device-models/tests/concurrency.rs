@@ -3,6 +3,11 @@
 //! clears) the statistics. Nothing deadlocks, and every frame is counted
 //! exactly once: received (GPRC) or missed (MPC), and the counts the driver
 //! read plus what is left equal the frames sent.
+#![allow(
+    clippy::unwrap_used,
+    clippy::too_many_lines,
+    reason = "tests: a step that fails panics, and a scenario reads best in one piece"
+)]
 
 use std::sync::atomic::{AtomicU64, Ordering};
 

@@ -228,7 +228,7 @@ mod tests {
                 );
             }
         }
-        assert!(by_name("nope").is_err());
+        by_name("nope").unwrap_err();
     }
 
     fn args(argv: &[&str]) -> ExperimentArgs {

@@ -95,7 +95,7 @@ fn dispatch(cmd: cli::Command) -> Result<i32> {
         }
         cli::Command::Run(args) => {
             let r = run::run(&args)?;
-            Ok(if r.passed() { 0 } else { 1 })
+            Ok(i32::from(!r.passed()))
         }
         cli::Command::Merge(args) => {
             let reports = args
@@ -106,7 +106,7 @@ fn dispatch(cmd: cli::Command) -> Result<i32> {
             let m = report::merge::merge(&reports)?;
             run::write_outputs(&m, None, &args.out)?;
             println!("{}", report::markdown::render(&m));
-            Ok(if m.passed() { 0 } else { 1 })
+            Ok(i32::from(!m.passed()))
         }
         cli::Command::Compare(args) => {
             let (a, b) = match args.files.as_slice() {
@@ -163,7 +163,7 @@ fn run_experiment(x: &cli::ExperimentArgs) -> Result<i32> {
         args.rounds
     );
     let r = run::run(&args)?;
-    Ok(if r.passed() { 0 } else { 1 })
+    Ok(i32::from(!r.passed()))
 }
 
 fn fail(e: &Error) -> i32 {

@@ -302,14 +302,14 @@ mod tests {
 
     #[test]
     fn bad_files_and_values_are_clear_errors() {
-        assert!(MatrixFile::parse("kernel = [\"sid\"]", "t").is_err());
+        MatrixFile::parse("kernel = [\"sid\"]", "t").unwrap_err();
         let f = MatrixFile::parse("[params]\n\"ping.cnt\" = 1\n", "t").unwrap();
-        assert!(Matrix::build(Some(f), &Overrides::default()).is_err());
+        Matrix::build(Some(f), &Overrides::default()).unwrap_err();
         let o = Overrides {
             scenarios: vec!["pong".into()],
             ..Default::default()
         };
-        assert!(Matrix::build(None, &o).is_err());
+        Matrix::build(None, &o).unwrap_err();
     }
 
     #[test]
@@ -346,7 +346,7 @@ mod tests {
             topology: Some(Topology::InteropIgb),
             ..Default::default()
         };
-        assert!(Matrix::build(None, &o).is_err());
+        Matrix::build(None, &o).unwrap_err();
     }
 
     #[test]

@@ -143,7 +143,7 @@ mod tests {
 
     #[test]
     fn unknown_devices_and_quoting() {
-        assert!(vectors(&args("e1000", Topology::Single), Path::new("x")).is_err());
+        vectors(&args("e1000", Topology::Single), Path::new("x")).unwrap_err();
         assert_eq!(quote("a b"), "'a b'");
         assert_eq!(quote("it's"), "'it'\\''s'");
         assert_eq!(quote("q35,memory-backend=mem"), "q35,memory-backend=mem");

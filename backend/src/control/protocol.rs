@@ -26,7 +26,7 @@ pub enum FaultSpec {
     NvmCorrupt,
     /// Set a counter (e.g. near its wrap point).
     CounterPreset {
-        /// Counter name as `nicemu ctl stats` prints it (GPRC, GORC, RQDPC[0]…).
+        /// Counter name as `nicemu ctl stats` prints it (`GPRC`, `GORC`, `RQDPC[0]`…).
         name: String,
         /// Value.
         value: u64,

@@ -99,7 +99,7 @@ pub fn prepare_fd(f: &impl AsRawFd) -> Result<(), IrqError> {
     // SAFETY: fstat writes into a zeroed stat buffer we own.
     let mode = unsafe {
         let mut st: libc::stat = std::mem::zeroed();
-        if libc::fstat(fd, &mut st) != 0 {
+        if libc::fstat(fd, &raw mut st) != 0 {
             return Err(IrqError::NotSignallable(
                 std::io::Error::last_os_error().to_string(),
             ));

@@ -80,7 +80,7 @@ impl Negotiated {
     }
 }
 
-/// Size of the configuration space served: mac[6], status, max_virtqueue_pairs.
+/// Size of the configuration space served: `mac[6]`, `status`, `max_virtqueue_pairs`.
 pub const CONFIG_LEN: usize = 10;
 
 /// The device configuration space (little-endian fields).

@@ -135,7 +135,7 @@ struct Ctl {
 ///
 /// Locking (see the crate documentation): registers, counters and guest error
 /// counts are atomics; each transmit queue's frame assembly and each receive
-/// queue's ring are behind their own lock; the interrupt logic ([`Intr`]), the
+/// queue's ring are behind their own lock; the interrupt logic (`Intr`), the
 /// time stamp latches and the control state have short locks of their own.
 /// The order, for paths that take several: `ctl` → transmit queue → receive
 /// queue → (`intr`, `ts`).

@@ -40,7 +40,12 @@ pub fn only_in_modules(makefile: &str, config: &HashMap<String, String>, file: &
                 .filter(|(var, _)| var.starts_with("obj-"))
                 .flat_map(|(var, objs)| {
                     objs.iter()
-                        .filter(|o| o.ends_with(".o"))
+                        // An object is NAME.o exactly (kbuild's own rule).
+                        .filter(|o| {
+                            std::path::Path::new(o)
+                                .extension()
+                                .is_some_and(|e| e == "o")
+                        })
                         .map(move |_| var_goal(var, config))
                 })
                 .collect();

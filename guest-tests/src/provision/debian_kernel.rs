@@ -151,9 +151,11 @@ fn find_deb(dir: &Path, pkg: &str) -> Option<PathBuf> {
         .flatten()
         .map(|e| e.path())
         .find(|p| {
-            p.file_name()
+            let named = p
+                .file_name()
                 .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with(&format!("{pkg}_")) && n.ends_with(".deb"))
+                .is_some_and(|n| n.starts_with(&format!("{pkg}_")));
+            named && p.extension().is_some_and(|e| e == "deb")
         })
 }
 

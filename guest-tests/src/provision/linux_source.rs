@@ -361,7 +361,7 @@ mod tests {
 
     #[test]
     fn debian_version_must_match_upstream() {
-        assert!(check_upstream("7.2.13-1", "7.2.13", "r").is_ok());
+        check_upstream("7.2.13-1", "7.2.13", "r").unwrap();
         assert!(check_upstream("7.2.14-1", "7.2.13", "r").is_err());
     }
 

@@ -62,6 +62,6 @@ mod tests {
         assert_eq!(m.scenarios.last().unwrap(), "stats");
         assert_eq!(m.wall_secs, 200.0);
         assert!(m.shard.is_none());
-        assert!(merge(&[]).is_err());
+        merge(&[]).unwrap_err();
     }
 }

@@ -17,7 +17,7 @@ use crate::params::Params;
 pub struct Perf;
 
 /// (children %, self %, symbol) of a `perf report --children` line
-/// ("     7.55%     0.50%  [k] __netdev_pick_tx").
+/// (`     7.55%     0.50%  [k] __netdev_pick_tx`).
 pub fn parse_report_line(l: &str) -> Option<(f64, f64, String)> {
     let mut w = l.split_whitespace();
     let children = num(w.next()?.strip_suffix('%')?)?;

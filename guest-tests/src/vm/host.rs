@@ -480,7 +480,7 @@ mod tests {
             a.ctl_args(&w("trace DUT on --file t.log")).unwrap(),
             w("ctl --control /run/c/ctl.sock trace igb0 on --file /run/c/t.log")
         );
-        assert!(a.ctl_args(&w("trace DUT on --file")).is_err());
+        a.ctl_args(&w("trace DUT on --file")).unwrap_err();
     }
 
     #[test]
@@ -506,8 +506,8 @@ mod tests {
             w("ctl --control /run/c/ctl.sock capture --count=3 igb0 /run/c/x.pcap")
         );
         // The control socket is the harness's choice.
-        assert!(a.ctl_args(&w("--control=x list")).is_err());
-        assert!(a.ctl_args(&w("--control x list")).is_err());
+        a.ctl_args(&w("--control=x list")).unwrap_err();
+        a.ctl_args(&w("--control x list")).unwrap_err();
     }
 
     #[test]

@@ -67,7 +67,9 @@ fn set_affinity(tid: i32, core: usize) -> bool {
     // SAFETY: `core` is below the host's core count, far under CPU_SETSIZE (1024).
     unsafe { libc::CPU_SET(core, &mut set) };
     // SAFETY: `set` is a valid cpu_set_t of the size passed; tid names a thread we started.
-    unsafe { libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0 }
+    unsafe {
+        libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &raw const set) == 0
+    }
 }
 
 /// Pins QEMU `qemu`'s vCPU threads once all `plan.vcpus` exist, and nicemu `nicemu`'s

@@ -210,7 +210,7 @@ mod tests {
             r.contains("sweep_us=1368.0\n") && r.contains("read_us=57.00\n"),
             "{r}"
         );
-        assert!(report(Path::new("/nonexistent/x")).is_err());
+        report(Path::new("/nonexistent/x")).unwrap_err();
         std::fs::write(&p, "     1.000000 igb0 R BAR0+0x0b628 RXSTMPH 0x0\n     1.500000 igb0 R BAR0+0x0b628 RXSTMPH 0x0\n").unwrap();
         let c = count_report(&p).unwrap();
         std::fs::remove_file(&p).unwrap();
