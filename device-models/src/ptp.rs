@@ -319,7 +319,7 @@ pub fn find_ptp<F: Fn(u16) -> bool>(frame: &[u8], f: &RxFilter<F>) -> Option<Ptp
             udp: false,
         });
     }
-    let p = crate::rss::parse(frame)?;
+    let p = net_util::parse(frame)?;
     let l4 = p.l4?;
     if p.proto != 17 {
         return None;
