@@ -324,6 +324,20 @@ impl NetBackend {
         self.conn.write().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The token marking GSO trailers of this process (tests build such
+    /// frames).
+    #[cfg(test)]
+    pub(crate) fn token(&self) -> u64 {
+        self.token
+    }
+
+    /// Sets the GSO kinds passed to this port as they are (tests; nicemu
+    /// passes none unless `NICEMU_VHOST_GSO_PASS=1`).
+    #[cfg(test)]
+    pub(crate) fn set_accept(&self, bits: u8) {
+        self.accept.store(bits, Ordering::Release);
+    }
+
     /// Recomputes which GSO kinds other ports may pass to this one.
     pub(crate) fn update_accept(&self) {
         let neg = self.conn().neg;
