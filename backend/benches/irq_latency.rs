@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Interrupt latency without a VM: from a device thread raising MSI-X
 //! vector 0 to the client's eventfd becoming readable, through the
 //! function's signaller thread (`nicemu::vfio::signaller`), against the

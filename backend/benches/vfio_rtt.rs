@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! vfio-user register access cost through nicemu's server, without QEMU: a
 //! client on the same machine reads STATUS and posts RDT writes in a loop.
 //! (In a TCG guest add QEMU's share; see README.)

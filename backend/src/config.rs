@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Parsing of the command-line device and wire specifications
 //! (`kind,key=value,...`) into typed configuration.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Errors of the nicemu process, each with a message that says what to fix.
 
 use std::path::PathBuf;

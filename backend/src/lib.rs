@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The `nicemu` process: command line, ports (vfio-user functions), the L2
 //! switch joining them, register tracing and signal handling.
 

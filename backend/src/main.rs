@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! `nicemu`: emulated Intel NICs for QEMU. See `nicemu --help`.
 
 use clap::Parser as _;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Starting the configured ports — igb/ixgbe functions served over
 //! vfio-user (device model, switch attachment, receive thread, timer,
 //! vfio-user server) and virtio-net ports served over vhost-user — and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Scheduling policy of nicemu's data-path threads (`--sched`).
 //!
 //! A guest rings a doorbell (TDT, RDT, EIMS…) as a posted vfio-user write: the

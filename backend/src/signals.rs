@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! SIGINT/SIGTERM handling: the signals are blocked in every thread and
 //! collected synchronously by the main thread with `sigwait`.
 

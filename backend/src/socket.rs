@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Listening sockets of nicemu (vfio-user, vhost-user, control, stream wire).
 //!
 //! Every socket is created with mode 0600 whatever the umask: the socket is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The L2 learning switch joining the ports of one network, and per-port
 //! bounded receive queues: a full queue drops (and counts) the frame instead
 //! of blocking the sending guest. Everything a guest can fill is bounded in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The threads nicemu starts with its ports (servers, receive threads,
 //! timers, the control socket): named, and a thread that cannot start is a
 //! typed error that names it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Device timers: one thread per device sleeps until the earliest deadline the
 //! device armed (interrupt moderation, link timers) and then calls
 //! [`PciFunction::on_timer`](device_models::PciFunction::on_timer).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Register access tracing (`--trace-regs[=FILE]`): one line per access with
 //! time, device, direction, location, decoded register name and value.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Integration tests of the control socket: two igb functions on one network,
 //! driven over vfio-user as a guest driver would, steered and observed with
 //! `nicemu ctl`.

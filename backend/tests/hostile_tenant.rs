@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! One nicemu, three tenants: igb `evil` is driven by a hostile vfio-user
 //! client doing everything issue 14 lists for the client side (DMA maps past
 //! their file, a memfd shrunk under a mapping, unsealable files, thousands of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Soak (`ci/soak`, or `cargo test --release -p nicemu --test soak -- --ignored
 //! --nocapture`): SOAK_SECS (default 600) of traffic between two igb functions
 //! driven over vfio-user, with link flaps, function resets and client

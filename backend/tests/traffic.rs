@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Frames between the three kinds of port — an igb and an ixgbe function
 //! driven over vfio-user, a virtio-net port driven over vhost-user by the
 //! `vhost` crate's frontend — each way, with frames too long for the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Hostile vfio-user clients against the `nicemu` binary, over a raw unix
 //! socket: every malformed message gets an error reply or ends the
 //! connection, nicemu never dies, leaks no descriptors, and the next

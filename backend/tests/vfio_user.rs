@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Integration tests: start the `nicemu` binary and drive an igb function over
 //! a real vfio-user socket with the `vfio_user` crate's client, as QEMU would.
 #![allow(

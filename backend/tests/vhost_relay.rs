@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The vhost-user relay between a port's socket and its request handler:
 //! only the frontend that connected to the port's socket reaches the
 //! handler; no other local process can attach to it first.

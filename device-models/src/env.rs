@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! What a device gets from its environment (the crate's only way out):
 //! where it signals interrupts, where its transmitted frames go, the clock,
 //! and where it asks to be called back.

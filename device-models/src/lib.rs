@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Transport-free models of Intel NICs: igb (82576) and ixgbe (82599).
 //!
 //! A device is a state machine behind [`NicFunction`]: a [`PciFunction`]

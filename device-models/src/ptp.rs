@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! IEEE 1588 time synchronisation unit shared by the 82576 (datasheet §7.9,
 //! registers §8.15) and the 82599 (datasheet §7.9, registers §8.2.3.26).
 //!

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Descriptor ring geometry and bounded guest-memory access, shared by the
 //! transmit and receive engines of igb and ixgbe (82576 §7.1.3 / §7.2.2,
 //! 82599 §7.1.9 / §7.2.3: base, length in bytes, head and tail indices).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Test doubles for device unit tests: recording interrupt sink and wire,
 //! in-memory guest RAM.
 #![allow(

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Concurrency of one function: frames for several receive queues arrive from
 //! several threads while a transmit queue runs and the driver reads (and so
 //! clears) the statistics. Nothing deadlocks, and every frame is counted

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Hostile guest input: random register programs, random descriptor rings
 //! and random frames must leave the device responsive, never panicking, with
 //! bounded work (each test finishes in well under a second).

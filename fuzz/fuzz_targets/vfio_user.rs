@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Fuzzes nicemu's vfio-user server over a real igb: the input is a sequence
 //! of messages (any command, any payload, posted or not, framing broken on
 //! purpose) each sent with descriptors from a menu — eventfds, a blocking

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Checks of what the repository ships for other tools: the CI templates' nicemu-guest
 //! commands parse with the harness's real flags (and name files that exist), and the libvirt
 //! domain example is well-formed XML whose `<qemu:commandline>` is what `qemu-args` prints.

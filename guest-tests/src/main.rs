@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! `nicemu-guest`: the guest test harness for nicemu.
 
 mod build;

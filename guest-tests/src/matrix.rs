@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The test matrix: kernels × devices, each cell one guest running the scenarios.
 //! Built from a TOML file (the shipped `matrix/default.toml` when nothing is given) with
 //! command-line flags overriding it; `--shard K/N` keeps every N-th cell.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! `qemu-args`: the nicemu command and the QEMU arguments for a device set, the same ones
 //! `run` uses (`run::nicemu_cell`), for launchers other than the harness (virtme-ng's
 //! `--qemu-opts`, libvirt's `<qemu:commandline>`, a script). vfio-user and vhost-user need

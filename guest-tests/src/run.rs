@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The `run` command: build the matrix, provision, build one image per kernel, boot one
 //! guest per (kernel, device) cell, evaluate the scenarios, report.
 

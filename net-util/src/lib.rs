@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Packet helpers shared by nicemu's emulated NICs (igb, ixgbe) and its
 //! virtio-net ports: finding the IP and L4 headers of an Ethernet frame,
 //! Internet checksums (RFC 1071) and their offloads, TCP and UDP segmentation and the

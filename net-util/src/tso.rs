@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! TCP and UDP segmentation (82576 §7.2.4, 82599 §7.2.4 TSO/USO; virtio-net
 //! `VIRTIO_NET_HDR_GSO_TCPV4/6`): one large frame becomes MSS-sized
 //! segments with replicated headers and their checksums.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The vfio-user codec: the message header and the payloads of the commands
 //! this server serves, parsed from and encoded to bytes explicitly.
 //!

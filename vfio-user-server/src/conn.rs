@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! One client connection: framing, receiving (with descriptors) and replying.
 //!
 //! The client (QEMU, or anything else that connects) is untrusted. Every

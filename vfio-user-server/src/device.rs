@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The device behind the server: what vfio-user commands reach of a PCI
 //! function, and the region and interrupt tables advertised for it.
 

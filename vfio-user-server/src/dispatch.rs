@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The dispatcher: one method per command, each doing what the command asks
 //! of the device, its DMA table or its interrupts, and appending the reply
 //! payload.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Guest memory from vfio-user DMA map/unmap requests: each mapping is an fd
 //! region QEMU shares (memory-backend-memfd, share=on), mmapped here and
 //! assembled into the bounds-checked [`DmaMaps`] the device uses.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The server side of one device: the device, the DMA table its client
 //! built and the tables advertised for it, served one connection at a time.
 

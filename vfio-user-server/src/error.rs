@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Why a command failed (answered with an error reply carrying an errno) and
 //! why a connection ended. Every error is typed down to its errno: nothing
 //! goes through `std::io::Error` to pick one.

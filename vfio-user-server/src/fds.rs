@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! File descriptors that arrive with a message (SCM_RIGHTS): received into a
 //! fixed array of [`MAX_MSG_FDS`], never more, and closed unless a command
 //! takes them.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! A vfio-user server for one PCI device, bounded and safe against a hostile
 //! client. Written from QEMU's `docs/interop/vfio-user.rst` (section names
 //! in the docs refer to it).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The bounds the server holds every client to. The first three are
 //! advertised in the VERSION reply (§"VFIO_USER_VERSION", capabilities
 //! `max_msg_fds`, `max_data_xfer_size`, `max_dma_maps`).

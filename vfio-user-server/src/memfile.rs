@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Guest memory files a client hands nicemu (vfio-user DMA_MAP, vhost-user
 //! SET_MEM_TABLE): before one is mapped, its size must cover the mapping and
 //! must not be able to shrink while mapped. A mapped page past a file's end

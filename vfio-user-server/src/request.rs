@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! A command message parsed into what it asks (§"Commands"), with the
 //! descriptors it carried.
 //!

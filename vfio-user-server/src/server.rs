@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! A listening vfio-user socket: accepts one client at a time and serves it
 //! against its [`Endpoint`]; after each client the device is reset and the
 //! next one accepted.

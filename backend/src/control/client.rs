@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! `nicemu ctl`: sends one request to a running nicemu's control socket and
 //! prints the answer, human-readable by default or as JSON with `--json`.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Control requests and responses (one JSON object per line).
 
 use serde::{Deserialize, Serialize};

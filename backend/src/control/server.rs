@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The control socket server: answers requests about the running ports.
 
 use std::io::{BufRead, BufReader, Read, Write};

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Interrupt delivery to QEMU through the eventfds of vfio-user `SET_IRQS`
 //! (vfio-user spec §"VFIO_USER_DEVICE_SET_IRQS"; kernel VFIO semantics of
 //! `VFIO_IRQ_SET_*`): INTx, MSI and MSI-X, each vector replaceable or

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! An igb/ixgbe function served to QEMU over vfio-user (QEMU
 //! `vfio-user-pci`) by the [`vfio_user_server`] crate.
 //!

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Interrupt signalling that never makes a device thread wait for a client.
 //!
 //! An interrupt fd (a vfio-user SET_IRQS eventfd, a vhost-user call eventfd)

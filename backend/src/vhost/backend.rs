@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The vhost-user-net backend: feature negotiation, configuration space,
 //! queue workers (one epoll thread per queue pair), the transmit path into
 //! the switch and the receive path out of it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! virtio-net feature bits this backend offers and its device configuration
 //! space (virtio 1.2 §5.1.3, §5.1.4).
 

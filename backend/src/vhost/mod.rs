@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! virtio-net ports served over vhost-user.
 //!
 //! Each `--device virtio-net` port is one [`VirtioNetPort`]: a vhost-user-net

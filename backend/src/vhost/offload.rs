@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The virtio-net header (virtio 1.2 §5.1.6) and the offloads it asks for:
 //! checksum completion, TCP segmentation (through the shared
 //! `net_util` helpers), and the in-process GSO trailer that lets

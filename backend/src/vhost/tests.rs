@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Descriptor-chain edge cases over `virtio_queue` mock queues: every guest
 //! mistake ends in a defined outcome (drop + reason), never a panic.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The stream wire: a unix socket speaking QEMU's `-netdev stream` framing
 //! (each frame preceded by its length as a 32-bit big-endian integer). nicemu
 //! listens; a QEMU peer connects with

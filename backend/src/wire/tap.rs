@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The tap wire: a Linux tap interface (`/dev/net/tun`, IFF_TAP | IFF_NO_PI)
 //! joined to a switch, so the host or other programs see the emulated network.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Helpers shared by the integration tests: start nicemu, talk vfio-user,
 //! shared "guest RAM" files, ring set-up the way the igb driver does it.
 #![allow(dead_code)]

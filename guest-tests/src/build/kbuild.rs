@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Which changed source files end up only in loadable modules: kbuild's object lists of the
 //! file's directory Makefile (`obj-y`, `obj-m`, `obj-$(CONFIG_X)`, composite `NAME-y` /
 //! `NAME-objs` / `NAME-$(CONFIG_X)`) evaluated against the kernel's `.config`

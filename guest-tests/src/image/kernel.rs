@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The guest kernel: which bzImage and which modules directory.
 
 use std::path::{Path, PathBuf};

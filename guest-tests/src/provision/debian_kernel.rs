@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Debian kernels other than the sid root's own: trixie's `linux-image-amd64` and
 //! `linux-image-rt-amd64` (PREEMPT_RT). apt inside the sid root resolves and downloads the
 //! `.deb` with a private configuration (its own sources list, lists and status under

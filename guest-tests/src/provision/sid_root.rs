@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The Debian sid root made with debootstrap: QEMU 11, the guest kernel + modules and the
 //! guest tools. Built into `sid-root.tmp` and renamed when complete; a stamp file inside
 //! the root records the package list, so a longer list apt-installs the extra packages.

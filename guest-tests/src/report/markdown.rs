@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Markdown results table: one row per (kernel, device), one column per scenario with its
 //! status and headline, then the problems (failures, skips, broken boots) in detail.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Merging results of several runs (e.g. the shards of one matrix) into one report.
 
 use super::{RunReport, SCHEMA};

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! `perf`: where the sending CPU spends its time, the seed 002 evidence. `perf record -a -g
 //! -e cpu-clock` (a software clock: no PMU needed under TCG) runs around one netperf test
 //! (`perf.test`, default `UDP_STREAM:1`, with `netperf.duration` and `netperf.cpumask`), then

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! `ptp`: `ethtool -T` timestamping capabilities and the PTP hardware clock through
 //! `phc_ctl`: get, set, get (≈ set value), adj +10 s, get (≈ +10 s), freq set and read back.
 //! Then, per PHC (device under test and peer), a rate check: `phc_ctl -- freq F cmp wait 10

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! `rss`: receive-side scaling as the guest driver sees it (issues 4 and 5). For every
 //! `ethtool -L IFACE combined N` (N = 1 … the driver's maximum, or `rss.max_combined`):
 //! netperf TCP_CRR to the peer, to three data ports (a new connection, so a new TCP 4-tuple,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! `stats`: send known traffic and check the counters. Two readings without traffic must be
 //! equal (no double counting of clear-on-read registers); then N pings of S bytes payload and
 //! N broadcast pings (the peer ignores broadcast echo, so they get no reply) must move

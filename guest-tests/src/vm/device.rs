@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Devices under test and the QEMU arguments that attach them.
 
 use std::fmt;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Host-side actions a guest scenario asks for while it runs.
 //!
 //! A scenario prints `@@NICEMU-HOST <scenario> <tag> <verb> <args…>` on the serial console;

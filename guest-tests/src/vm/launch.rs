@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Booting one guest: the QEMU command line, a bounded wait for the end marker while
 //! the serial console is logged, and the outcome.
 

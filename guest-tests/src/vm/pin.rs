@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Pinning QEMU's vCPU threads and nicemu's threads to host cores (`--pin`), so the host
 //! scheduler does not move a guest CPU between cores or stack both vCPUs on one while
 //! another core idles: vCPU i runs on core i mod N, nicemu's threads on the core after the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Statistics sweeps seen from nicemu: from a register trace (`nicemu ctl trace DEV on
 //! --filter 0x4000-0x4fff --file F`, lines `SECS.USEC DEV R BAR0+0xOFFSET NAME VALUE`) the
 //! runs of statistics-register reads — igb_update_stats() reads the 82576's statistics
