@@ -806,8 +806,7 @@ fn run_cell(
     d: &RunDir,
 ) -> Result<CellRun> {
     let dev = cell.device;
-    let topo = ctx.matrix.topology;
-    let mut t = target(topo, dev);
+    let mut t = target(ctx.matrix.topology, dev);
     t.module_version = img
         .built
         .iter()
@@ -822,24 +821,7 @@ fn run_cell(
         &initrd_host,
     )?;
     let mut s = spec(ctx, accel, &img.guest_path, initrd_guest, d);
-    let mut nicemu = None;
-    let mut host = None;
-    if let (Some(kind), Some(bin)) = (dev.nicemu_kind(), ctx.nicemu_bin) {
-        let delay_ns = ctx.matrix.params.num("ptp.delay_ns").max(0.0) as u64;
-        let c = nicemu_cell(bin, kind, topo, dev, d, delay_ns, virtio_queues(ctx));
-        let log = d.host.join("nicemu.log");
-        println!("  nicemu {} (log {})", c.args.join(" "), log.display());
-        nicemu = Some(NicemuProcess::start(bin, &c.args, &c.sockets, &log)?);
-        s.extra = c.qemu;
-        host = Some(c.host);
-    } else {
-        s.extra = dev.qemu_args(
-            &d.guest.to_string_lossy(),
-            &[],
-            topo.macs(),
-            virtio_queues(ctx),
-        );
-    }
+    let (mut nicemu, mut host) = attach_ports(ctx, dev, d, &mut s)?;
     if ctx.args.pin {
         let plan = crate::vm::pin::PinPlan::new(ctx.args.smp, host_cores());
         s.pin = Some((plan, nicemu.as_ref().map(|n| n.pid())));
@@ -859,7 +841,57 @@ fn run_cell(
         .iter()
         .map(|sc| scenario::evaluate(sc.as_ref(), &console, &t))
         .collect();
-    let boot = match (&out.exit, out.to_done) {
+    Ok(CellRun {
+        kernel: String::new(),
+        kernel_label: String::new(),
+        kernel_release: String::new(),
+        device: dev.name().into(),
+        cell: cell.index,
+        boot: boot_text(&out, &s),
+        secs_to_userspace: out.to_userspace.map(round),
+        secs_to_result: out.to_done.map(round),
+        wall_secs: 0.0,
+        error: nicemu_note,
+        setup: Some(setup_result),
+        scenarios: results,
+        console_tail: console_tail(&out, &console, &s),
+        dir: d.host.to_string_lossy().into_owned(),
+        side: None,
+        round: None,
+    })
+}
+
+/// The guest's network ports: nicemu started for a nicemu device (its QEMU
+/// arguments into `s`, and the host actions its guest may ask for), else
+/// QEMU's own device.
+fn attach_ports(
+    ctx: &Ctx,
+    dev: DeviceKind,
+    d: &RunDir,
+    s: &mut BootSpec,
+) -> Result<(Option<NicemuProcess>, Option<HostActions>)> {
+    let topo = ctx.matrix.topology;
+    if let (Some(kind), Some(bin)) = (dev.nicemu_kind(), ctx.nicemu_bin) {
+        let delay_ns = ctx.matrix.params.num("ptp.delay_ns").max(0.0) as u64;
+        let c = nicemu_cell(bin, kind, topo, dev, d, delay_ns, virtio_queues(ctx));
+        let log = d.host.join("nicemu.log");
+        println!("  nicemu {} (log {})", c.args.join(" "), log.display());
+        let nicemu = NicemuProcess::start(bin, &c.args, &c.sockets, &log)?;
+        s.extra = c.qemu;
+        return Ok((Some(nicemu), Some(c.host)));
+    }
+    s.extra = dev.qemu_args(
+        &d.guest.to_string_lossy(),
+        &[],
+        topo.macs(),
+        virtio_queues(ctx),
+    );
+    Ok((None, None))
+}
+
+/// How the boot ended, in a word or a sentence.
+fn boot_text(out: &launch::BootOutcome, s: &BootSpec) -> String {
+    match (&out.exit, out.to_done) {
         (_, Some(_)) => "ok".to_owned(),
         (Exit::TimedOut, None) => format!("timeout after {} s", s.timeout.as_secs()),
         (Exit::Exited(code), None) => format!(
@@ -867,11 +899,18 @@ fn run_cell(
             code.map(|c| c.to_string())
                 .unwrap_or_else(|| "signal".into())
         ),
-    };
-    // Scenario failures carry their own reasons; the console tail is for broken boots.
-    let failed = out.to_done.is_none();
-    let mut tail = if failed { out.tail(15) } else { Vec::new() };
-    if failed && console.boot_uptime.is_none() {
+    }
+}
+
+/// The console's last lines for a broken boot (scenario failures carry their
+/// own reasons), with QEMU's last log lines when the guest never reached
+/// userspace.
+fn console_tail(out: &launch::BootOutcome, console: &Console, s: &BootSpec) -> Vec<String> {
+    if out.to_done.is_some() {
+        return Vec::new();
+    }
+    let mut tail = out.tail(15);
+    if console.boot_uptime.is_none() {
         let qlog = std::fs::read_to_string(&s.qemu_log).unwrap_or_default();
         let last: Vec<String> = qlog
             .lines()
@@ -881,24 +920,7 @@ fn run_cell(
             .collect();
         tail.extend(last.into_iter().rev());
     }
-    Ok(CellRun {
-        kernel: String::new(),
-        kernel_label: String::new(),
-        kernel_release: String::new(),
-        device: dev.name().into(),
-        cell: cell.index,
-        boot,
-        secs_to_userspace: out.to_userspace.map(round),
-        secs_to_result: out.to_done.map(round),
-        wall_secs: 0.0,
-        error: nicemu_note,
-        setup: Some(setup_result),
-        scenarios: results,
-        console_tail: tail,
-        dir: d.host.to_string_lossy().into_owned(),
-        side: None,
-        round: None,
-    })
+    tail
 }
 
 fn print_cell(done: usize, total: usize, r: &CellRun) {
