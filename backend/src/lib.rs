@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //! The `nicemu` process: command line, ports (vfio-user functions), the L2
 //! switch joining them, register tracing and signal handling.
+// The length rule is for non-test code (tests read best as one scenario).
+#![cfg_attr(test, allow(clippy::too_many_lines))]
 
 pub mod capture;
 pub mod config;
