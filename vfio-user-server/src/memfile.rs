@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-//! Guest memory files a client hands nicemu (vfio-user DMA_MAP, vhost-user
+//! Guest memory files a client hands a device server (vfio-user DMA_MAP, vhost-user
 //! SET_MEM_TABLE): before one is mapped, its size must cover the mapping and
 //! must not be able to shrink while mapped. A mapped page past a file's end
 //! is SIGBUS on first touch, and a signal ends every port of the process.
