@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! `ethtool`: every operation of the igb and ixgbe drivers' `ethtool_ops` (igb_ethtool.c,
 //! ixgbe_ethtool.c of Linux 7.2), run once against the device under test, each answer
 //! checked against what an 82576 or 82599 and its driver give. Settings are read back and
