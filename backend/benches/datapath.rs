@@ -1,15 +1,17 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Model throughput without a VM: frames/s from igb A's TX ring through the
 //! switch into igb B's RX ring, for 64-byte and 1500-byte frames, including the
 //! driver-side work of posting descriptors and refilling buffers.
 //!
 //! Run: `cargo bench -p nicemu --bench datapath`.
+#![allow(clippy::unwrap_used, reason = "a benchmark that cannot set up stops")]
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use device_models::igb::{Igb, IgbConfig};
 use device_models::testutil::{ram, RecordingIrq};
-use device_models::{DeviceEnv, GuestRam, MonotonicClock, NicFunction, TimerSink};
+use device_models::{DeviceEnv, GuestRam, MonotonicClock, NetPort, PciFunction, TimerSink};
 use nicemu::switch::{DirectRx, Switch};
 use vm_memory::{Bytes, GuestAddress};
 
@@ -26,7 +28,7 @@ impl TimerSink for NoTimer {
 
 struct Direct(Arc<Igb>);
 impl DirectRx for Direct {
-    fn try_receive(&self, frame: &[u8]) -> bool {
+    fn try_deliver(&self, frame: &[u8], _: u64) -> bool {
         self.0.receive(frame);
         true
     }

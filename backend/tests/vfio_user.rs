@@ -1,5 +1,11 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Integration tests: start the `nicemu` binary and drive an igb function over
 //! a real vfio-user socket with the `vfio_user` crate's client, as QEMU would.
+#![allow(
+    clippy::unwrap_used,
+    clippy::too_many_lines,
+    reason = "tests: a step that fails panics, and a scenario reads best in one piece"
+)]
 
 mod common;
 
@@ -195,6 +201,15 @@ fn dma_loopback_and_msix_over_the_socket() {
     assert_eq!(u16::from_le_bytes([wb[12], wb[13]]), 128, "RX length");
     assert_eq!(wb[8] & 3, 3, "DD|EOP");
     assert_eq!(ram.get(0x40000, 128), frame);
+    // The port's signaller thread writes the eventfd: wait for it.
+    let mut pfd = libc::pollfd {
+        fd: ev.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd for the duration of the call.
+    let ready = unsafe { libc::poll(&raw mut pfd, 1, 5000) };
+    assert_eq!(ready, 1, "RX vector fired");
     assert_eq!(ev.read().unwrap(), 1, "RX vector fired once");
     assert_eq!(rd(&mut c, 0x4074), 1, "GPRC");
     // DMA outside the mapping: the device survives and keeps answering.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Faults the control path injects, shared by igb and ixgbe, each shown to
 //! the guest driver the way real hardware would show it: CRC-errored frames
 //! (CRCERRS), receive starvation (MPC/RNBC), a stalled transmit queue (the
@@ -85,6 +86,7 @@ impl Faults {
     }
 
     /// True while transmit queue `q` is stalled.
+    #[inline]
     pub fn tx_stalled(&self, q: usize) -> bool {
         q < 128 && self.stalled_tx & (1 << q) != 0
     }
@@ -114,6 +116,7 @@ impl SharedFaults {
         r
     }
 
+    #[inline]
     fn idle(&self) -> bool {
         !self.armed.load(Ordering::Acquire)
     }
@@ -124,6 +127,7 @@ impl SharedFaults {
     }
 
     /// See [`Faults::take_rx`].
+    #[inline]
     pub fn take_rx(&self) -> Option<RxFault> {
         if self.idle() {
             return None;
@@ -132,6 +136,7 @@ impl SharedFaults {
     }
 
     /// See [`Faults::tx_stalled`].
+    #[inline]
     pub fn tx_stalled(&self, q: usize) -> bool {
         !self.idle() && self.with(|x| x.tx_stalled(q))
     }

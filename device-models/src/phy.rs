@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! An IEEE 802.3 clause-22 copper PHY behind an MDIO interface.
 //!
 //! Models the basic registers (802.3 §22.2.4): control with self-clearing reset
@@ -46,14 +47,16 @@ pub const MII_SR_LINK_STATUS: u16 = 1 << 2;
 /// Status: autonegotiation complete.
 pub const MII_SR_AUTONEG_COMPLETE: u16 = 1 << 5;
 
-/// How long autonegotiation with the ideal partner takes. IEEE 802.3 clause 28
-/// makes 1000BASE-T wait out `link_fail_inhibit_timer` (750–1000 ms) after the
-/// FLP exchange before link comes up, so real copper PHYs need a second or
-/// more. A driver that restarts its link (igb on every open, reset and
-/// `ethtool -L`/`-G`) sees no link meanwhile; with link at once instead,
-/// `igb_update_stats` (which skips while `link_speed == 0`) published the
-/// freshly zeroed ring counters after each re-allocation and
-/// stats.py's procfs_downup_hammer saw the totals go backwards.
+/// How long autonegotiation with the ideal partner takes: 1 s, IEEE 802.3 clause 28's
+/// `link_fail_inhibit_timer` (750-1000 ms for 1000BASE-T) after the FLP exchange; real
+/// parts take that or longer (igb's own link test waits 5 s, `igb_link_test`). A
+/// driver that restarts its link (igb on every open, reset, `ethtool -L`/`-G` and XDP
+/// attach) sees no link meanwhile. With link at once, `igb_update_stats` (which skips
+/// while `link_speed == 0`) published the ring counters `igb_reinit_queues` had just
+/// zeroed and stats.py's procfs_downup_hammer saw the totals go backwards; it still
+/// does when a TCG guest spends longer than this between two resets. 2 s made that
+/// rarer but failed xdp.py's single-buffer cases, which send one datagram right after
+/// attaching their program (the attach resets the port) and give up within 2 s.
 pub const AUTONEG_NS: u64 = 1_000_000_000;
 
 /// A PHY register's reset value and writable bits.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! IEEE 1588 time synchronisation unit shared by the 82576 (datasheet §7.9,
 //! registers §8.15) and the 82599 (datasheet §7.9, registers §8.2.3.26).
 //!
@@ -232,7 +233,7 @@ impl SysTime {
         };
     }
 
-    /// Guest write of TIMADJH: steps SYSTIM by ±(TIMADJH[30:0]:TIMADJL).
+    /// Guest write of TIMADJH: steps SYSTIM by ±(`TIMADJH[30:0]:TIMADJL`).
     pub fn write_timadjh(&mut self, now: u64, v: u32) {
         self.timadjh = v;
         self.rebase(now);
@@ -319,7 +320,7 @@ pub fn find_ptp<F: Fn(u16) -> bool>(frame: &[u8], f: &RxFilter<F>) -> Option<Ptp
             udp: false,
         });
     }
-    let p = crate::rss::parse(frame)?;
+    let p = net_util::parse(frame)?;
     let l4 = p.l4?;
     if p.proto != 17 {
         return None;
@@ -586,7 +587,7 @@ mod tests {
                 let nominal = ns(c.value_at(t1 + d) - before, shift);
                 let ppb_got = (measured / nominal - 1.0) * 1e9;
                 // Resolution: 1/IV (0.12 ppb on igb, 75 ppb on ixgbe).
-                let tol = 1e9 / (timinca & 0xff_ffff) as f64 + 1.0;
+                let tol = 1e9 / f64::from(timinca & 0xff_ffff) + 1.0;
                 assert!((ppb_got - ppb as f64).abs() < tol, "{ppb}: {ppb_got}");
             }
         }
@@ -652,7 +653,7 @@ mod tests {
         c.step_ns(100, 1_000_000_000);
         assert_eq!(c.value_at(100), (1_000_000_100u64) << 19);
         c.step_ns(100, -2_000_000_000);
-        assert_eq!(c.value_at(100) as i64 >> 19, -999_999_900);
+        assert_eq!(c.value_at(100).cast_signed() >> 19, -999_999_900);
         c.step_ns(100, i64::MIN);
     }
 

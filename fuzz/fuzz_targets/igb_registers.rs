@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Fuzzes the igb register file and data path: the input seeds guest memory
 //! (descriptors and buffers) and then is a program of register reads/writes at
 //! any offset with any value and width, received frames and timer ticks
@@ -6,7 +7,7 @@
 
 use device_models::igb::{Igb, IgbConfig};
 use device_models::testutil::{ram, run_program, TestEnv};
-use device_models::NicFunction;
+use device_models::PciFunction;
 use libfuzzer_sys::fuzz_target;
 use vm_memory::{Bytes, GuestAddress};
 

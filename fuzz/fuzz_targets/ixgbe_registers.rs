@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Fuzzes the ixgbe register file and data path the same way as
 //! `igb_registers`: guest memory seeded from the input, then a program of
 //! register accesses, frames and timer ticks. The device must never panic.
@@ -5,7 +6,7 @@
 
 use device_models::ixgbe::{Ixgbe, IxgbeConfig, SfpKind};
 use device_models::testutil::{ram, run_program, TestEnv};
-use device_models::NicFunction;
+use device_models::PciFunction;
 use libfuzzer_sys::fuzz_target;
 use vm_memory::{Bytes, GuestAddress};
 

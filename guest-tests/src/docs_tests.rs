@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Checks of what the repository ships for other tools: the CI templates' nicemu-guest
 //! commands parse with the harness's real flags (and name files that exist), and the libvirt
 //! domain example is well-formed XML whose `<qemu:commandline>` is what `qemu-args` prints, and
@@ -142,7 +143,7 @@ fn the_readme_s_build_examples_are_real_commands() {
 fn template_checker_catches_a_wrong_flag() {
     let bad = "run: target/release/nicemu-guest run --shards 1/4\n";
     let c = commands(bad);
-    assert!(Cli::try_parse_from(&c[0]).is_err());
+    Cli::try_parse_from(&c[0]).unwrap_err();
 }
 
 #[test]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Scenario parameters: `scenario.key=value` pairs from the matrix file and `--param`.
 //!
 //! Every scenario documents its keys and defaults in [`KNOWN`]; unknown keys are an error so
@@ -135,6 +136,11 @@ pub const KNOWN: &[(&str, &str, &str)] = &[
         "kselftest.tests",
         "all",
         "selftests to run, comma-separated: ping.py (= drivers/net:ping.py), hw/csum.py (= drivers/net/hw:csum.py), or full kselftest names; all = every program of drivers/net and drivers/net/hw",
+    ),
+    (
+        "xdp.duration",
+        "5",
+        "seconds of each xdp-bench mode (drop, pass, tx, redirect) under the peer's xdp-trafficgen flood",
     ),
     (
         "kselftest.timeout",

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Frames from the switch that found their receive queue without buffers
 //! wait here, one FIFO per queue pair, so a queue the guest has not refilled
 //! holds up only its own flows: frames for other queues are still delivered
@@ -14,8 +15,9 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-use super::backend::{Delivery, NetBackend};
+use super::backend::NetBackend;
 use super::counters::inc;
+use device_models::Delivery;
 
 /// Frames each queue pair's FIFO holds before new ones are dropped.
 pub const PER_QUEUE: usize = 512;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Per-queue-pair and per-port counters of a virtio-net port.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -20,6 +21,13 @@ macro_rules! counters {
             /// Reads every counter.
             pub fn snapshot(&self) -> $snap {
                 $snap { $($f: self.$f.load(Ordering::Relaxed),)* }
+            }
+        }
+
+        impl $snap {
+            /// The counters by name.
+            pub fn list(&self) -> Vec<(&'static str, u64)> {
+                vec![$((stringify!($f), self.$f),)*]
             }
         }
     };

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The 82576 NVM image (82576 datasheet §6.1, "EEPROM map").
 //!
 //! Words the igb driver reads: 0x00–0x02 MAC address (loaded into RAL0/RAH0 at
@@ -73,6 +74,15 @@ pub fn image(mac: [u8; 6]) -> Nvm {
     n.set_mac(0, mac);
     n.fix_checksum();
     n
+}
+
+/// The MAC address the part loads into RAL0/RAH0 at reset: NVM words 0..2.
+pub fn mac(nvm: &Nvm) -> [u8; 6] {
+    let mut m = [0u8; 6];
+    for i in 0..3 {
+        m[2 * i..2 * i + 2].copy_from_slice(&nvm.word(i).to_le_bytes());
+    }
+    m
 }
 
 #[cfg(test)]

@@ -1,10 +1,11 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Unit tests that drive the 82576 model the way the igb driver does.
 
 use vm_memory::{Bytes, GuestAddress};
 
 use super::*;
 use crate::testutil::{ram, Irq, TestEnv};
-use crate::Clock;
+use crate::{Clock, Delivery, Introspect, NetPort, PciFunction};
 
 const MAC: [u8; 6] = [0x52, 0x54, 0x00, 0x12, 0x34, 0x56];
 
@@ -332,6 +333,7 @@ fn phy_loopback_self_test() {
     assert_eq!(rd(&d, 0x40d8 + 12), 40, "PTC511 bucket (260 bytes)");
     // Without loopback the frame goes to the wire.
     phy_write(&mut d, 0, 0x1140);
+    autoneg_done(&d, &t);
     let v = rd(&d, CTRL) | ctrl::SLU;
     wr(&d, CTRL, v);
     send(&d, 40 % 16, 16, &f);
@@ -482,7 +484,7 @@ fn tcp_frame(sport: u16) -> Vec<u8> {
         tucmd: 0x6,
         ..Default::default()
     };
-    crate::offload::apply_checksums(&mut f, &ctx, true, true).unwrap();
+    crate::txframe::apply_checksums(&mut f, &ctx, true, true).unwrap();
     f
 }
 
@@ -532,7 +534,7 @@ fn a_busy_queue_holds_up_no_other_queue() {
     // Another thread is placing a frame into `busy` (its lock is held).
     let guard = d.rxq[busy].lock().unwrap();
     // Frames for other queues go in, from this thread and from another one.
-    assert!(d.try_receive_at(&tcp_frame(other), 0));
+    assert!((d.deliver(&tcp_frame(other), Some(0), false) == Delivery::Done));
     std::thread::scope(|s| {
         s.spawn(|| d.receive(&tcp_frame(other))).join().unwrap();
     });
@@ -545,7 +547,7 @@ fn a_busy_queue_holds_up_no_other_queue() {
             .unwrap()
     };
     let before = (head(&d, busy), gprc_total(&d));
-    assert!(!d.try_receive_at(&tcp_frame(1000), 0));
+    assert!(!(d.deliver(&tcp_frame(1000), Some(0), false) == Delivery::Done));
     assert_eq!((head(&d, busy), gprc_total(&d)), before);
     // ...and the transmit path does not wait for it either.
     wr(&d, 0x3800, 0x10000);
@@ -561,7 +563,7 @@ fn a_busy_queue_holds_up_no_other_queue() {
     );
     drop(guard);
     // Once free, the queue takes the frame.
-    assert!(d.try_receive_at(&tcp_frame(1000), 0));
+    assert!((d.deliver(&tcp_frame(1000), Some(0), false) == Delivery::Done));
     assert_eq!(head(&d, busy), before.0 + 1);
     assert_eq!(gprc_total(&d), before.1 + 1);
     assert_eq!(head(&d, rss_queue_of(&d, &tcp_frame(other))), 2);
@@ -598,7 +600,7 @@ fn rss_spreads_flows_over_queues_and_reports_hash_and_checksums() {
     assert_eq!(pkt_info & 0xf, 1, "RSS type TCP/IPv4");
     assert_eq!(pkt_info & 0x0110, 0x0110, "packet type IPv4 + TCP");
     let hash: u32 = d.mem().read_obj(GuestAddress(wb + 4)).unwrap();
-    assert_eq!((hash & 0x7f) as u64 % 4, q, "RETA[hash] picked the queue");
+    assert_eq!(u64::from(hash & 0x7f) % 4, q, "RETA[hash] picked the queue");
     let st: u32 = d.mem().read_obj(GuestAddress(wb + 8)).unwrap();
     assert_eq!(st & 0x63, 0x63, "DD|EOP|IPCS|TCPCS");
     assert_eq!(st & 0x6000_0000, 0, "no checksum errors");
@@ -681,6 +683,7 @@ fn faults_and_control_counters() {
     wr(&d, CTRL, v);
     setup_rings(&mut d, 16);
     phy_write(&mut d, 0, 0x1140);
+    autoneg_done(&d, &t);
     let v = rd(&d, CTRL) | ctrl::SLU;
     wr(&d, CTRL, v);
     send(&d, 0, 16, &lbtest_frame());
@@ -890,14 +893,14 @@ fn control_totals_survive_a_function_reset() {
             .unwrap()
     };
     assert_eq!(total(&d, "GPRC"), 1);
-    crate::NicFunction::reset(&d);
+    PciFunction::reset(&d);
     assert_eq!(rd(&d, stat::GPRC), 0, "the guest's register is reset");
     assert_eq!(total(&d, "GPRC"), 1, "the total is not");
 }
 
 /// A nicemu counter by name (`ctl stats`' guest_errors list); 0 when absent.
 fn nicemu_counter(d: &Igb, name: &str) -> u64 {
-    crate::NicFunction::error_counters(d)
+    Introspect::error_counters(d)
         .into_iter()
         .find(|(n, _)| *n == name)
         .map_or(0, |c| c.1)
@@ -925,6 +928,8 @@ fn no_link_holds_transmits_and_every_frame_not_received_is_counted() {
     d.receive(&lbtest_frame());
     assert_eq!(nicemu_counter(&d, "rx_no_link"), 1);
     d.set_cable(true);
+    assert!(t.wire.take().is_empty(), "held while autonegotiating");
+    autoneg_done(&d, &t);
     assert_eq!(t.wire.take().len(), 1, "the held frame leaves at link up");
     assert_eq!(rd(&d, 0x3810), 1);
     assert_eq!(rd(&d, stat::GPTC), 1);
