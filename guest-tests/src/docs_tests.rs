@@ -136,7 +136,7 @@ fn the_readme_s_build_examples_are_real_commands() {
         }
     }
     let bad = "```sh\nnicemu-guest run --kernel-trees /x   # typo\n```\n";
-    assert!(Cli::try_parse_from(&readme_commands(bad)[0]).is_err());
+    Cli::try_parse_from(&readme_commands(bad)[0]).unwrap_err();
 }
 
 #[test]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Resuming an interrupted kernel build safely. kbuild writes a target's `.NAME.cmd` file
 //! only after the command that made `NAME` succeeded (scripts/Kbuild.include,
 //! `cmd_and_savecmd` / `cmd_and_fixdep`), and rebuilds a target whose `.cmd` is missing or

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The kernel build tree an out-of-tree module is built against (Documentation/kbuild/
 //! modules.rst, "Building external modules": `make -C TREE M=DIR modules`), and the root
 //! make runs in:
@@ -147,7 +148,7 @@ mod tests {
             "{cmd}"
         );
         assert!(t.config().unwrap().contains("CONFIG_IGB=m"));
-        assert!(ModuleTree::built(&root, Path::new("/elsewhere/out"), "r").is_err());
+        ModuleTree::built(&root, Path::new("/elsewhere/out"), "r").unwrap_err();
         let _ = std::fs::remove_dir_all(&root);
     }
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Debian build roots for kernels of suites other than sid. A trixie kernel's modules must be
 //! built against trixie's `linux-headers-KVER`, whose `linux-kbuild` and compiler (`gcc-14`)
 //! are trixie's: installing them into the sid root would drag sid's packages into a mix apt
