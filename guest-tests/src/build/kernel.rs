@@ -181,18 +181,23 @@ fn build(sid_root: &Path, cc: &Compiler, src: &str, b: &str, id: &str, log: &Pat
     if removed > 0 {
         println!("build: resuming an interrupted build; {removed} half-written targets removed");
     }
-    let config = format!(
-        "set -e; mkdir -p {b}/out; {make} x86_64_defconfig; \
-         {src}/scripts/kconfig/merge_config.sh -m -O {b}/out {b}/out/.config {fragment}; \
-         {make} olddefconfig"
-    );
-    make::run_in_root(
-        sid_root,
-        &config,
-        log,
-        "configuring (x86_64_defconfig + nicemu.config)",
-    )?;
-    report_unmet(&host_b.join("out/.config"));
+    if configured(&host_b) {
+        println!("build: configuration kept (kbuild re-syncs it if a Kconfig file changed)");
+    } else {
+        let config = format!(
+            "set -e; mkdir -p {b}/out; {make} x86_64_defconfig; \
+             {src}/scripts/kconfig/merge_config.sh -m -O {b}/out {b}/out/.config {fragment}; \
+             {make} olddefconfig"
+        );
+        make::run_in_root(
+            sid_root,
+            &config,
+            log,
+            "configuring (x86_64_defconfig + nicemu.config)",
+        )?;
+        report_unmet(&host_b.join("out/.config"));
+        mark_configured(&host_b)?;
+    }
     make::run_in_root(
         sid_root,
         &format!("{make} bzImage modules"),
@@ -204,6 +209,24 @@ fn build(sid_root: &Path, cc: &Compiler, src: &str, b: &str, id: &str, log: &Pat
     );
     make::run_in_root(sid_root, &install, log, "installing modules")?;
     super::resume::end(&host_b)
+}
+
+/// The stamp written once `out/.config` holds defconfig + the fragment; it holds the fragment.
+const CONFIGURED: &str = "CONFIGURED";
+
+/// Whether `out/.config` of the build directory `b` was made from the current fragment. The
+/// output directory of a tree persists, and configuring again costs ~25 s of an incremental
+/// rebuild; a change to a Kconfig file is still picked up (kbuild's syncconfig runs when
+/// `.config` or any Kconfig is newer than `include/config/auto.conf`).
+fn configured(b: &Path) -> bool {
+    b.join("out/.config").is_file()
+        && std::fs::read_to_string(b.join(CONFIGURED)).is_ok_and(|f| f == FRAGMENT)
+}
+
+/// Records that `b/out/.config` was made from the current fragment.
+fn mark_configured(b: &Path) -> Result<()> {
+    let stamp = b.join(CONFIGURED);
+    std::fs::write(&stamp, FRAGMENT).map_err(|e| Error::io(&stamp, e))
 }
 
 /// The make command line of a build in `b` (inside the chroot). ccache's base directory is
@@ -445,5 +468,18 @@ mod tests {
         let e = check_tree(&d.join("missing")).unwrap_err().to_string();
         assert!(e.contains("--kernel-tree") && !e.contains('\n'), "{e}");
         let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_configuration_is_kept_only_when_made_from_the_same_fragment() {
+        let b = std::env::temp_dir().join(format!("nicemu-configured-{}", std::process::id()));
+        std::fs::create_dir_all(b.join("out")).unwrap();
+        mark_configured(&b).unwrap();
+        assert!(!configured(&b), "no .config yet");
+        std::fs::write(b.join("out/.config"), "CONFIG_IGB=m\n").unwrap();
+        assert!(configured(&b));
+        std::fs::write(b.join(CONFIGURED), "CONFIG_IGB=y\n").unwrap();
+        assert!(!configured(&b), "made from another fragment");
+        let _ = std::fs::remove_dir_all(&b);
     }
 }
