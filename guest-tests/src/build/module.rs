@@ -199,6 +199,21 @@ pub fn jobs() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get())
 }
 
+/// Ends the line [`stamp_dir`] appends.
+const STAMP_MARK: &str = "/* stamped by nicemu-guest */";
+
+/// Whether `copy` (a synced file) is `source`, or `source` plus the version line
+/// [`stamp_dir`] appended: rewriting such a file would give it a new mtime and make kbuild
+/// compile it again on every run of an unchanged driver directory.
+fn holds_source(copy: &[u8], source: &[u8]) -> bool {
+    copy.strip_prefix(source).is_some_and(|rest| {
+        rest.is_empty()
+            || (rest.starts_with(b"MODULE_VERSION(")
+                && rest.ends_with(format!("{STAMP_MARK}\n").as_bytes())
+                && rest.iter().filter(|&&b| b == b'\n').count() == 1)
+    })
+}
+
 /// Appends `MODULE_VERSION("STAMP")` to the file of `dir` that registers the module, unless
 /// the driver sets a version itself. Returns the stamp written, if any.
 fn stamp_dir(dir: &Path, stamp: &str) -> Result<Option<String>> {
@@ -222,7 +237,7 @@ fn stamp_dir(dir: &Path, stamp: &str) -> Result<Option<String>> {
     let Some((p, mut text)) = main else {
         return Ok(None);
     };
-    let line = format!("MODULE_VERSION(\"{stamp}\"); /* stamped by nicemu-guest */\n");
+    let line = format!("MODULE_VERSION(\"{stamp}\"); {STAMP_MARK}\n");
     if !text.ends_with(&line) {
         text.push_str(&line);
         std::fs::write(&p, text).map_err(|e| Error::io(&p, e))?;
@@ -384,7 +399,7 @@ fn sync_sources(from: &Path, to: &Path) -> Result<String> {
     files.sort();
     for (rel, data) in &files {
         let dest = to.join(rel);
-        if std::fs::read(&dest).ok().as_deref() != Some(data.as_slice()) {
+        if !std::fs::read(&dest).is_ok_and(|copy| holds_source(&copy, data)) {
             if let Some(p) = dest.parent() {
                 std::fs::create_dir_all(p).map_err(|e| Error::io(p, e))?;
             }
@@ -485,5 +500,21 @@ mod tests {
         assert_ne!(h1, sync_sources(&from, &to).unwrap());
         assert_eq!(std::fs::read_to_string(to.join("igb_main.c")).unwrap(), "b");
         let _ = std::fs::remove_dir_all(&base);
+    }
+
+    #[test]
+    fn a_stamped_copy_of_an_unchanged_file_is_not_rewritten() {
+        let src = b"module_init(x);\n";
+        let stamped = [
+            &src[..],
+            b"MODULE_VERSION(\"nicemu-1\"); /* stamped by nicemu-guest */\n",
+        ]
+        .concat();
+        assert!(holds_source(src, src));
+        assert!(holds_source(&stamped, src));
+        assert!(!holds_source(&stamped, b"module_init(y);\n"));
+        let extra = [&stamped[..], b"int z;\n"].concat();
+        assert!(!holds_source(&extra, src));
+        assert!(!holds_source(b"module_init(x);\nint z;\n", src));
     }
 }
