@@ -210,7 +210,7 @@ fn holds_source(copy: &[u8], source: &[u8]) -> bool {
         rest.is_empty()
             || (rest.starts_with(b"MODULE_VERSION(")
                 && rest.ends_with(format!("{STAMP_MARK}\n").as_bytes())
-                && rest.iter().filter(|&&b| b == b'\n').count() == 1)
+                && rest.iter().position(|&b| b == b'\n') == Some(rest.len() - 1))
     })
 }
 
