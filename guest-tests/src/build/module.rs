@@ -217,6 +217,7 @@ fn holds_source(copy: &[u8], source: &[u8]) -> bool {
 /// Appends `MODULE_VERSION("STAMP")` to the file of `dir` that registers the module, unless
 /// the driver sets a version itself. Returns the stamp written, if any.
 fn stamp_dir(dir: &Path, stamp: &str) -> Result<Option<String>> {
+    let line = format!("MODULE_VERSION(\"{stamp}\"); {STAMP_MARK}\n");
     let mut main = None;
     for e in std::fs::read_dir(dir)
         .map_err(|e| Error::io(dir, e))?
@@ -227,6 +228,9 @@ fn stamp_dir(dir: &Path, stamp: &str) -> Result<Option<String>> {
             continue;
         }
         let text = std::fs::read_to_string(&p).unwrap_or_default();
+        if text.ends_with(&line) {
+            return Ok(Some(stamp.to_owned()));
+        }
         if text.contains("MODULE_VERSION(") {
             return Ok(None);
         }
@@ -237,11 +241,8 @@ fn stamp_dir(dir: &Path, stamp: &str) -> Result<Option<String>> {
     let Some((p, mut text)) = main else {
         return Ok(None);
     };
-    let line = format!("MODULE_VERSION(\"{stamp}\"); {STAMP_MARK}\n");
-    if !text.ends_with(&line) {
-        text.push_str(&line);
-        std::fs::write(&p, text).map_err(|e| Error::io(&p, e))?;
-    }
+    text.push_str(&line);
+    std::fs::write(&p, text).map_err(|e| Error::io(&p, e))?;
     Ok(Some(stamp.to_owned()))
 }
 
@@ -475,7 +476,12 @@ mod tests {
             stamp_dir(&d, "nicemu-1").unwrap().as_deref(),
             Some("nicemu-1")
         );
-        stamp_dir(&d, "nicemu-1").unwrap();
+        let again = stamp_dir(&d, "nicemu-1").unwrap();
+        assert_eq!(
+            again.as_deref(),
+            Some("nicemu-1"),
+            "an unchanged stamped copy"
+        );
         let main = std::fs::read_to_string(d.join("main.c")).unwrap();
         assert_eq!(main.matches("MODULE_VERSION").count(), 1);
         assert_eq!(std::fs::read_to_string(d.join("a.c")).unwrap(), "int x;\n");
