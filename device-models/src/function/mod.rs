@@ -131,6 +131,8 @@ pub struct Function<M: Model> {
     pub(crate) faults: SharedFaults,
     /// IEEE 1588 clock and time stamp latches (82576 §7.9, 82599 §7.9).
     pub(crate) ts: Mutex<TimeSync>,
+    /// The part's own state ([`Model::State`]).
+    pub(crate) part: M::State,
 }
 
 impl<M: Model> fmt::Debug for Function<M> {
@@ -170,6 +172,7 @@ impl<M: Part> Function<M> {
             intr: Mutex::new(M::intr_state()),
             faults: SharedFaults::default(),
             ts: Mutex::new(TimeSync::new(l.base_period, now)),
+            part: M::State::default(),
             cfg,
             env,
         };

@@ -209,6 +209,10 @@ pub trait Model: Sized + Send + Sync + 'static {
     type Intr: IntrState;
     /// The link medium.
     type Media: Media;
+    /// What else the part keeps beyond its registers (the 82599's Flow
+    /// Director table and receive side coalescing contexts), each piece
+    /// behind its own lock.
+    type State: Default + Send + Sync + 'static;
 
     /// The PCI configuration space after reset.
     fn config_space() -> ConfigSpace;
@@ -317,6 +321,12 @@ pub trait Receive: Model {
     }
     /// Counts a frame queue `qi` had no buffer (or no ring) for.
     fn count_rx_miss(f: &Function<Self>, qi: usize);
+    /// A receive queue chosen for the frame before RSS (the 82599's Flow
+    /// Director, §7.1.2.7), or `None` for the RSS queue. Default: none.
+    fn steer(f: &Function<Self>, frame: &[u8]) -> Option<usize> {
+        let _ = (f, frame);
+        None
+    }
 }
 
 /// What a part's transmitter does its own way.

@@ -51,7 +51,8 @@ impl<M: Part> Function<M> {
             return true;
         }
         let (hash, ty) = self.rss_hash(frame);
-        let qi = self.rx_queue_for(hash, ty) % self.rxq.len();
+        let qi =
+            M::steer(self, frame).unwrap_or_else(|| self.rx_queue_for(hash, ty)) % self.rxq.len();
         let Some(_queue) = lock_or_try(&self.rxq[qi], wait) else {
             return false;
         };

@@ -12,6 +12,7 @@
 
 mod ctl;
 mod eeprom;
+pub mod fdir;
 pub mod intr;
 mod pci;
 pub mod regs;
@@ -103,6 +104,13 @@ pub struct IxgbeConfig {
     pub sfp: SfpKind,
 }
 
+/// What an 82599 function keeps beyond its registers.
+#[derive(Debug, Default)]
+pub struct State {
+    /// The Flow Director's filter table ([`fdir`]).
+    pub fdir: fdir::FlowDirector,
+}
+
 /// The 82599 as a [`Model`] of [`Function`].
 #[derive(Debug)]
 pub struct I82599;
@@ -156,6 +164,7 @@ impl Model for I82599 {
     type Reg = Reg;
     type Intr = Intr;
     type Media = SfpCage;
+    type State = State;
 
     fn config_space() -> ConfigSpace {
         pci::config_space()
@@ -174,6 +183,7 @@ impl Model for I82599 {
     }
     fn reset_registers(f: &Ixgbe) {
         f.regs.reset_all();
+        f.part.fdir.reset();
     }
     fn rxq_base(q: usize) -> u32 {
         rxq_base(q as u32)

@@ -124,6 +124,11 @@ impl Receive for I82599 {
     fn count_rx_miss(f: &Ixgbe, qi: usize) {
         f.count_rx_miss(qi);
     }
+
+    /// The Flow Director's queue (§7.1.2.7), ahead of RSS.
+    fn steer(f: &Ixgbe, frame: &[u8]) -> Option<usize> {
+        f.fdir_steer(frame)
+    }
 }
 
 impl Ixgbe {
