@@ -499,6 +499,7 @@ impl<M: Part> PciFunction for Function<M> {
     }
 
     fn on_timer(&self, now_ns: u64) {
+        M::rx_timer(self, now_ns);
         M::deliver_pending(self, &mut lock(&self.intr));
         self.autoneg_timer(now_ns);
     }

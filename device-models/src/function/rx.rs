@@ -58,7 +58,9 @@ impl<M: Part> Function<M> {
         };
         if self.rx_passes(qi, frame) {
             let ts = self.rx_timestamp(frame, sent);
-            self.rx_to_queue(qi, frame, hash, ty, ts);
+            if !M::rx_place(self, qi, frame, hash, ty, ts) {
+                self.rx_to_queue(qi, frame, hash, ty, ts);
+            }
         }
         true
     }
@@ -176,7 +178,7 @@ impl<M: Part> Function<M> {
 
     /// Places a frame into receive queue `qi` (its lock held), spanning
     /// descriptors if needed.
-    fn rx_to_queue(&self, qi: usize, frame: &[u8], hash: u32, ty: HashType, ts: bool) {
+    pub(crate) fn rx_to_queue(&self, qi: usize, frame: &[u8], hash: u32, ty: HashType, ts: bool) {
         let l = M::LAYOUT;
         let base = M::rxq_base(qi);
         if self.regs.peek(base + q::DCTL) & QUEUE_ENABLE == 0 {

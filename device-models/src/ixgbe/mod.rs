@@ -16,6 +16,7 @@ pub mod fdir;
 pub mod intr;
 mod pci;
 pub mod regs;
+pub mod rsc;
 mod rx;
 pub mod sfp;
 mod stats;
@@ -109,6 +110,8 @@ pub struct IxgbeConfig {
 pub struct State {
     /// The Flow Director's filter table ([`fdir`]).
     pub fdir: fdir::FlowDirector,
+    /// The receive side coalescing contexts ([`rsc`]).
+    pub rsc: rsc::Rsc,
 }
 
 /// The 82599 as a [`Model`] of [`Function`].
@@ -184,6 +187,7 @@ impl Model for I82599 {
     fn reset_registers(f: &Ixgbe) {
         f.regs.reset_all();
         f.part.fdir.reset();
+        f.part.rsc.reset();
     }
     fn rxq_base(q: usize) -> u32 {
         rxq_base(q as u32)

@@ -120,6 +120,8 @@ pub const RQSMR: u32 = 0x2300;
 pub const RDRXCTL: u32 = 0x2f00;
 /// Receive control.
 pub const RXCTRL: u32 = 0x3000;
+/// Receive filter control (RSC_DIS, NFS filtering).
+pub const RFCTL: u32 = 0x5008;
 /// DMA transmit control.
 pub const DMATXCTL: u32 = 0x4a80;
 /// MAC core control 0.
@@ -463,7 +465,7 @@ const OWN: &[RegDef<Hook>] = &[
     RegDef::new("DTXTCPFLGH", 0x4a8c),
     // Receive filters (§8.2.3.7)
     RegDef::new("RXCSUM", RXCSUM).mask(0x3000),
-    RegDef::new("RFCTL", 0x5008),
+    RegDef::new("RFCTL", RFCTL),
     RegDef::new("MAVTV", 0x5010).array(8, 4),
     RegDef::new("FCTRL", FCTRL).mask(0x0000_f702),
     RegDef::new("VLNCTRL", VLNCTRL)
