@@ -189,6 +189,9 @@ pub fn run(args: &RunArgs) -> Result<RunReport> {
     // Every kernel is prepared (built) once, before the rounds boot it again and again.
     let mut prepared = Vec::new();
     let with_ksft = matrix.scenarios.iter().any(|s| s == "kselftest");
+    if matrix.scenarios.iter().any(|s| s == "xsk") {
+        provision::xsk::ensure(&prov.sid_root)?;
+    }
     for (ki, kreq) in requests.iter().enumerate() {
         let tag = if ab {
             side_name(ki).to_ascii_lowercase() + "-"
