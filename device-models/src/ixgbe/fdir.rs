@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The 82599's Flow Director (datasheet §7.1.2.7): filters that steer a
 //! received IPv4/IPv6 flow to a queue ahead of RSS.
 //!

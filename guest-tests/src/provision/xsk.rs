@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! `nicemu-xsk` (`guest-tests/tools/nicemu-xsk.c`, written for this project), the `xsk`
 //! scenario's AF_XDP benchmark: no Debian package has one (xdp-tools' `xdp-bench` has no
 //! AF_XDP mode, the kernel's `xdpsock` sample is not packaged), so it is built inside the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! `xsk`: AF_XDP on the device under test with `nicemu-xsk` (built in the sid root against
 //! libxdp's xsk API, `provision::xsk`): one socket on queue 0 (`ethtool -L combined 1` for
 //! the run, so every flow lands there) in copy mode and in zero-copy mode (ixgbe_xsk.c,
@@ -185,5 +186,16 @@ mod tests {
         );
         let r = super::super::evaluate(&Xsk, &c, &Target::for_test("ixgbe", Some("y")));
         assert!(r.reason.unwrap().contains("rx_drop_copy: no packets moved"));
+    }
+
+    #[test]
+    fn a_real_nicemu_ixgbe_capture_passes_with_its_rates() {
+        const CAPTURE: &str = include_str!("../../tests/fixtures/nicemu-ixgbe-xsk.serial.log");
+        let c = super::super::Console::parse(CAPTURE);
+        let r = super::super::evaluate(&Xsk, &c, &Target::for_test("ixgbe", Some("y")));
+        assert_eq!(r.status, super::super::Status::Pass, "{:?}", r.reason);
+        assert_eq!(r.metrics["rx_drop_copy"]["rx_pps"], 14246.0);
+        assert_eq!(r.metrics["tx_only_zc"]["tx_pps"], 70652.0);
+        assert_eq!(r.metrics["l2fwd_zc"]["intervals"], 7);
     }
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Receive side coalescing of the 82599 (datasheet §7.11): TCP segments of
 //! one connection that arrive in order are merged into one receive
 //! descriptor chain behind the first segment's header, which `ixgbe` turns
@@ -171,7 +172,7 @@ impl Ctx<'_> {
             if c.cur_used == self.bufsize {
                 let (idx, buf) = self.take()?;
                 let st = rx_status(false, 0, 0) | (idx << NEXTP_SHIFT);
-                let info = c.pkt_info as u32 | c.cur_starts.max(1) << RSCCNT_SHIFT;
+                let info = u32::from(c.pkt_info) | c.cur_starts.max(1) << RSCCNT_SHIFT;
                 let d = rsc_writeback(info, c.hash, st, c.cur_used as u16);
                 self.write_back(c.cur, &d)?;
                 c.cur = idx;
@@ -219,7 +220,7 @@ impl Ctx<'_> {
         }
         write_buf(&self.mem.write, at, &hdr[..n])?;
         let st = rx_status(true, 0, c.csum);
-        let info = c.pkt_info as u32 | c.cur_starts.max(1) << RSCCNT_SHIFT;
+        let info = u32::from(c.pkt_info) | c.cur_starts.max(1) << RSCCNT_SHIFT;
         self.write_back(c.cur, &rsc_writeback(info, c.hash, st, c.cur_used as u16))?;
         Ok(())
     }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Which received frames receive side coalescing may merge, and how a
 //! segment relates to an open context (the candidate rules of
 //! [`super`]): TCP straight over IPv4 without options or fragmentation, or

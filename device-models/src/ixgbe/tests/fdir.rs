@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The Flow Director driven as `ixgbe` drives it: ATR signature filters
 //! (`ixgbe_fdir_add_signature_filter_82599`) and ethtool ntuple perfect
 //! filters (`ixgbe_fdir_set_input_mask_82599`,

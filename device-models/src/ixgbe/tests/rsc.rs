@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Receive side coalescing as `ixgbe` sets it up (`ixgbe_configure_rscctl`,
 //! `ixgbe_configure_rx`, 3 KiB buffers) and reads it back
 //! (`ixgbe_clean_rx_irq` / `ixgbe_is_non_eop`: NEXTP where RSCCNT is set, the
