@@ -41,8 +41,14 @@ for r in $XSK_RUNS; do
         nicemu_out "${mode}_$bind" timeout $((XSK_SECS + 15)) "$XSK" "$IFACE" 0 "$mode" "$bind" \
             $((XSK_SECS + 3)) "$PEER_MAC" "$MAC"
     else
-        # Both ends answer before the flood starts (its control connection needs them).
-        /usr/bin/ping -q -c 3 -i 0.2 -W 2 "$PEER_IP" >/dev/null
+        # Both ends up and answering before the flood starts: its control connection is TCP,
+        # and a SYN lost while the peer's port still renegotiates after the reset waits 1 s
+        # or more for its retransmission (a run saw netperf never start its flood).
+        n=0
+        until [ "$(nicemu_peer cat /sys/class/net/$PEER_IFACE/carrier 2>/dev/null)" = 1 ] ||
+            [ $n -ge 150 ]; do sleep 0.1; n=$((n+1)); done
+        n=0
+        until /usr/bin/ping -q -c 1 -W 1 "$PEER_IP" >/dev/null || [ $n -ge 10 ]; do n=$((n+1)); done
         nicemu_peer timeout $((XSK_SECS + 16)) netperf -H "$DUT_IP" -t UDP_STREAM \
             -l $((XSK_SECS + 6)) -- -m 18 >/tmp/xskgen 2>&1 &
         gen=$!
