@@ -7,6 +7,7 @@
 
 use std::fs::File;
 use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -86,7 +87,13 @@ impl VirtioNet {
         fn e(what: &'static str) -> impl Fn(vhost::Error) -> String {
             move |err| format!("{what}: {err}")
         }
-        let fe = Frontend::connect(sock, 4).map_err(e("connect"))?;
+        // A stream of our own, so a frontend nicemu does not serve (it
+        // serves one at a time) gets an error instead of waiting forever.
+        let stream = UnixStream::connect(sock).map_err(|err| format!("connect: {err}"))?;
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .map_err(|err| err.to_string())?;
+        let fe = Frontend::from_stream(stream, 4);
         fe.set_owner().map_err(e("SET_OWNER"))?;
         let offered = fe.get_features().map_err(e("GET_FEATURES"))?;
         if offered & VERSION_1 == 0 {
@@ -131,7 +138,8 @@ impl VirtioNet {
     }
 
     /// Connects, retrying for up to `limit` (the port listens again a
-    /// moment after its link comes up or its last frontend left).
+    /// moment after its link comes up or its last frontend left; drop the
+    /// previous driver first).
     pub fn connect_within(sock: &Path, limit: Duration) -> VirtioNet {
         let t = Instant::now();
         loop {
