@@ -373,3 +373,55 @@ fn a_hostile_tenant_stalls_no_other_and_nicemu_stays_within_budget() {
         "{fds} fds, {fds_before} before"
     );
 }
+
+/// A virtio-net frontend that keeps its receive call eventfd full and flips
+/// its `O_NONBLOCK` under nicemu's writes: another port delivering frames to
+/// it (the switch delivers directly, on the sender's thread) is not held
+/// up, and the frontend's own port still takes frames.
+#[test]
+fn a_virtio_frontend_whose_call_eventfd_blocks_stalls_no_other_port() {
+    use common::account::frame;
+    use common::nic::{Kind, Nic};
+    use common::virtio::VirtioNet;
+    let n = Nicemu::start(
+        "tenants-vhost-irq",
+        &[
+            "--device",
+            "igb,id=good,socket={dir}/good.sock,mac=52:54:00:00:00:02",
+            "--device",
+            "virtio-net,id=vn0,socket={dir}/vn0.sock,mac=52:54:00:00:00:03",
+        ],
+        &["good.sock", "vn0.sock"],
+    );
+    let mut v = VirtioNet::connect_within(&n.path("vn0.sock"), Duration::from_secs(10));
+    v.call(0).write(u64::MAX - 1).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let flipper = flip_non_blocking(v.call(0).as_raw_fd(), stop.clone());
+    let (tx, sent) = std::sync::mpsc::channel();
+    let mut good = Nic::open(&n, Kind::Igb, "good.sock");
+    std::thread::spawn(move || {
+        for i in 0..3000u32 {
+            good.send(&frame([0xff; 6], [0x52, 0x54, 0, 0, 0, 2], 60, i as u8));
+        }
+        let _ = tx.send(good.tx_head());
+    });
+    let t = Instant::now();
+    let mut received = 0;
+    let head = loop {
+        received += v.harvest_rx().len();
+        match sent.try_recv() {
+            Ok(h) => break h,
+            Err(_) if t.elapsed() > Duration::from_secs(60) => {
+                panic!("the igb port was stalled: its doorbells did not return")
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(1)),
+        }
+    };
+    stop.store(true, Ordering::Relaxed);
+    flipper.join().unwrap();
+    assert_eq!(head, 3000 % 32, "every frame left the igb port");
+    assert!(
+        received > 64,
+        "the frontend's port took frames ({received})"
+    );
+}

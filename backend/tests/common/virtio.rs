@@ -74,7 +74,7 @@ pub struct VirtioNet {
     mem: GuestMemoryMmap<()>,
     _ram: File,
     kick: [EventFd; 2],
-    _call: [EventFd; 2],
+    call: [EventFd; 2],
     rx: Queue,
     tx: Queue,
 }
@@ -121,7 +121,7 @@ impl VirtioNet {
             mem,
             _ram: ram,
             kick: [new_efd(), new_efd()],
-            _call: [new_efd(), new_efd()],
+            call: [new_efd(), new_efd()],
             rx: Queue::new(0x1000, 0x10000),
             tx: Queue::new(0x8000, 0x40000),
         };
@@ -160,7 +160,7 @@ impl VirtioNet {
         self.fe.set_vring_num(q, QSIZE)?;
         self.fe.set_vring_addr(q, &cfg)?;
         self.fe.set_vring_base(q, 0)?;
-        self.fe.set_vring_call(q, &self._call[q])?;
+        self.fe.set_vring_call(q, &self.call[q])?;
         self.fe.set_vring_kick(q, &self.kick[q])
     }
 
@@ -221,6 +221,12 @@ impl VirtioNet {
         used.iter()
             .map(|&(_, len)| (len as usize).saturating_sub(HDR))
             .collect()
+    }
+
+    /// The call eventfd of queue `q` (0 receive, 1 transmit): the driver's
+    /// side of the description nicemu writes its used-ring signals to.
+    pub fn call(&self, q: usize) -> &EventFd {
+        &self.call[q]
     }
 
     /// Transmit chains the device has taken but the driver not yet seen.
