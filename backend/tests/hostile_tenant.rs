@@ -425,3 +425,144 @@ fn a_virtio_frontend_whose_call_eventfd_blocks_stalls_no_other_port() {
         "the frontend's port took frames ({received})"
     );
 }
+
+/// A vhost-user frontend whose memory table claims 1 MiB of a 4 KiB memfd
+/// and whose rings lie past the file's end, then kicks: a page past the end
+/// is SIGBUS on first touch, which would end every port of the process.
+/// The table is refused (`mem_refused`), nicemu lives on and serves the
+/// next frontend.
+#[test]
+fn a_vhost_memory_table_past_its_file_is_refused_and_nicemu_survives() {
+    use common::virtio::VirtioNet;
+    use vhost::vhost_user::Frontend;
+    use vhost::{VhostBackend, VhostUserMemoryRegionInfo, VringConfigData};
+    let mut n = Nicemu::start(
+        "tenants-vhost-mem",
+        &[
+            "--device",
+            "virtio-net,id=vn0,socket={dir}/vn0.sock",
+            "--control",
+            "{dir}/ctl.sock",
+        ],
+        &["vn0.sock", "ctl.sock"],
+    );
+    let fe = Frontend::connect(n.path("vn0.sock"), 2).unwrap();
+    fe.set_owner().unwrap();
+    fe.get_features().unwrap();
+    fe.set_features(1 << 32).unwrap();
+    let small = memfd("vhost-small", 4096, true);
+    let base = 0x7f00_0000_0000u64;
+    fe.set_mem_table(&[VhostUserMemoryRegionInfo {
+        guest_phys_addr: 0,
+        memory_size: 1 << 20,
+        userspace_addr: base,
+        mmap_offset: 0,
+        mmap_handle: small.as_raw_fd(),
+    }])
+    .unwrap();
+    let fds: Vec<(EventFd, EventFd)> = (0..2)
+        .map(|_| (EventFd::new(0).unwrap(), EventFd::new(0).unwrap()))
+        .collect();
+    for (q, (kick, call)) in fds.iter().enumerate() {
+        let ring = 0x10000 * (q as u64 + 1);
+        fe.set_vring_num(q, 64).unwrap();
+        fe.set_vring_addr(
+            q,
+            &VringConfigData {
+                queue_max_size: 64,
+                queue_size: 64,
+                flags: 0,
+                desc_table_addr: base + ring,
+                avail_ring_addr: base + ring + 0x1000,
+                used_ring_addr: base + ring + 0x2000,
+                log_addr: None,
+            },
+        )
+        .unwrap();
+        fe.set_vring_base(q, 0).unwrap();
+        fe.set_vring_call(q, call).unwrap();
+        fe.set_vring_kick(q, kick).unwrap();
+    }
+    let _ = fe.get_features();
+    for (kick, _) in &fds {
+        kick.write(1).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        n.child.try_wait().unwrap().is_none(),
+        "nicemu ended (SIGBUS)"
+    );
+    let vn = stats(&n, "vn0");
+    assert!(vn["port"]["mem_refused"].as_u64() >= Some(1), "{vn}");
+    drop(fe);
+    let mut v = VirtioNet::connect_within(&n.path("vn0.sock"), Duration::from_secs(10));
+    assert!(v.send(&common::account::frame(
+        [0xff; 6],
+        [2, 0, 0, 0, 0, 1],
+        60,
+        0
+    )));
+    assert_eq!(
+        v.drain_tx(Duration::from_secs(5)),
+        1,
+        "the next frontend is served"
+    );
+}
+
+/// nicemu's mapped address space (VmSize, KiB).
+fn vm_size_kib(pid: u32) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    s.lines()
+        .find_map(|l| l.strip_prefix("VmSize:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap()
+}
+
+/// A vhost-user memory table of 8 regions of 8 TiB each (sparse, sealed
+/// memfds: they cost the client nothing) would take half of nicemu's
+/// 128 TiB address space; a few such tables, all of it, and every later
+/// mmap of every tenant (a DMA_MAP, a thread's stack) would fail. A table
+/// over the limits (64 regions, 1 TiB) is refused and the connection ends,
+/// so nothing of it stays mapped (vhost-user-backend maps a table before
+/// the backend sees it, and unmaps it with the connection).
+#[test]
+fn a_vhost_memory_table_over_the_limits_maps_nothing() {
+    use vhost::vhost_user::Frontend;
+    use vhost::{VhostBackend, VhostUserMemoryRegionInfo};
+    let n = Nicemu::start(
+        "tenants-vhost-va",
+        &[
+            "--device",
+            "virtio-net,id=vn0,socket={dir}/vn0.sock",
+            "--control",
+            "{dir}/ctl.sock",
+        ],
+        &["vn0.sock", "ctl.sock"],
+    );
+    let pid = n.child.id();
+    let fe = Frontend::connect(n.path("vn0.sock"), 2).unwrap();
+    fe.set_owner().unwrap();
+    fe.get_features().unwrap();
+    fe.set_features(1 << 32).unwrap();
+    let region = 8u64 << 40;
+    let files: Vec<std::fs::File> = (0..8).map(|_| memfd("huge", region, true)).collect();
+    let before = vm_size_kib(pid);
+    let table: Vec<VhostUserMemoryRegionInfo> = files
+        .iter()
+        .enumerate()
+        .map(|(i, f)| VhostUserMemoryRegionInfo {
+            guest_phys_addr: i as u64 * region,
+            memory_size: region,
+            userspace_addr: 0x1000_0000_0000 + i as u64 * region,
+            mmap_offset: 0,
+            mmap_handle: f.as_raw_fd(),
+        })
+        .collect();
+    let _ = fe.set_mem_table(&table);
+    let _ = fe.get_features();
+    std::thread::sleep(Duration::from_millis(300));
+    let grown = vm_size_kib(pid).saturating_sub(before);
+    assert!(grown < 1 << 30, "nicemu mapped {} GiB more", grown >> 20);
+    let vn = stats(&n, "vn0");
+    assert!(vn["port"]["mem_refused"].as_u64() >= Some(1), "{vn}");
+}
