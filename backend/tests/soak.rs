@@ -284,8 +284,8 @@ fn check_conservation(d: &Drivers, acc: &[Account], nic_base: [(u64, u64); 3]) {
     for ((dev, (nic, g)), (posted0, received0)) in DEVS.iter().zip(nics).zip(nic_base) {
         let (posted, received) = (nic.posted - posted0, nic.received - received0);
         println!(
-            "soak: {dev}: sent {} (driver posted {posted}); handed {} = in ring {} + dropped {} ({}); driver took {received}, {} lost to resets",
-            g.switch_tx, g.switch_rx, g.delivered, g.rx_dropped(), g.drops_text(), g.delivered - received.min(g.delivered)
+            "soak: {dev}: sent {} (driver posted {posted}); switch queue full {}; handed {} = in ring {} + dropped {} ({}); driver took {received}, {} lost to resets",
+            g.switch_tx, g.switch_rx_drops, g.switch_rx, g.delivered, g.rx_dropped(), g.drops_text(), g.delivered - received.min(g.delivered)
         );
         assert_eq!(
             (g.tx_taken, g.switch_tx),
@@ -299,8 +299,8 @@ fn check_conservation(d: &Drivers, acc: &[Account], nic_base: [(u64, u64); 3]) {
     }
     let tx_dropped: u64 = gv.tx_drops.values().sum();
     println!(
-        "soak: vn0: sent {} (driver posted {}, taken {}, dropped {tx_dropped}, abandoned at disconnect {}, queue full {}); handed {} = in ring {} + dropped {} ({}); driver took {}",
-        gv.switch_tx, d.v_posted, d.v_taken, d.v_abandoned, d.v_queue_full, gv.switch_rx, gv.delivered, gv.rx_dropped(), gv.drops_text(), d.v_received
+        "soak: vn0: sent {} (driver posted {}, taken {}, dropped {tx_dropped}, abandoned at disconnect {}, driver's queue full {}); switch queue full {}; handed {} = in ring {} + dropped {} ({}); driver took {}",
+        gv.switch_tx, d.v_posted, d.v_taken, d.v_abandoned, d.v_queue_full, gv.switch_rx_drops, gv.switch_rx, gv.delivered, gv.rx_dropped(), gv.drops_text(), d.v_received
     );
     assert_eq!(gv.tx_taken, d.v_taken, "vn0 chains taken: {gv:?}");
     assert_eq!(d.v_posted, d.v_taken + d.v_abandoned);
