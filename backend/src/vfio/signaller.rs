@@ -178,13 +178,21 @@ impl Drop for Signaller {
     fn drop(&mut self) {
         self.shared.stop.store(true, Ordering::Release);
         self.release();
-        if let Some(t) = self.thread.take() {
-            t.thread().unpark();
-            // Dropped on the signaller thread itself (it held the last
-            // reference for a moment): it ends on its own.
-            if t.thread().id() != std::thread::current().id() {
-                let _ = t.join();
-            }
+        let Some(t) = self.thread.take() else { return };
+        t.thread().unpark();
+        // Dropped on the signaller thread itself (it held the last
+        // reference for a moment): it ends on its own.
+        if t.thread().id() == std::thread::current().id() {
+            return;
+        }
+        let start = Instant::now();
+        while !t.is_finished() && start.elapsed() < RELEASE_LIMIT {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        if t.is_finished() {
+            let _ = t.join();
+        } else {
+            log::warn!("interrupt signaller thread did not end; left running");
         }
     }
 }
