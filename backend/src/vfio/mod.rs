@@ -197,43 +197,31 @@ impl VfioPort {
     }
 }
 
-impl DeviceBackend for VfioPort {
-    fn region_read(
-        &mut self,
-        region: u32,
-        offset: u64,
-        data: &mut [u8],
-    ) -> Result<(), std::io::Error> {
-        {
-            let d = self.dev.as_ref();
-            if region == VFIO_PCI_CONFIG_REGION_INDEX {
-                d.config_read(offset, data);
-            } else if d.bars().iter().any(|b| b.index as u32 == region) {
-                if data.len() > 8 {
-                    // Large reads (e.g. of a whole region) are served dword by dword.
-                    for (i, chunk) in data.chunks_mut(4).enumerate() {
-                        d.bar_read(region as usize, offset + 4 * i as u64, chunk);
-                    }
-                } else {
-                    d.bar_read(region as usize, offset, data);
+impl VfioPort {
+    /// A config-space or BAR read.
+    fn read_region(&self, region: u32, offset: u64, data: &mut [u8]) -> Result<(), std::io::Error> {
+        let d = self.dev.as_ref();
+        if region == VFIO_PCI_CONFIG_REGION_INDEX {
+            d.config_read(offset, data);
+        } else if d.bars().iter().any(|b| b.index as u32 == region) {
+            if data.len() > 8 {
+                // Large reads (e.g. of a whole region) are served dword by dword.
+                for (i, chunk) in data.chunks_mut(4).enumerate() {
+                    d.bar_read(region as usize, offset + 4 * i as u64, chunk);
                 }
             } else {
-                return Err(io_err(format!(
-                    "read of region {region} that does not exist"
-                )));
+                d.bar_read(region as usize, offset, data);
             }
+        } else {
+            return Err(io_err(format!(
+                "read of region {region} that does not exist"
+            )));
         }
-        self.trace(Dir::Read, region, offset, data);
         Ok(())
     }
 
-    fn region_write(
-        &mut self,
-        region: u32,
-        offset: u64,
-        data: &[u8],
-    ) -> Result<(), std::io::Error> {
-        self.trace(Dir::Write, region, offset, data);
+    /// A config-space or BAR write.
+    fn write_region(&self, region: u32, offset: u64, data: &[u8]) -> Result<(), std::io::Error> {
         let d = self.dev.as_ref();
         if region == VFIO_PCI_CONFIG_REGION_INDEX {
             d.config_write(offset, data);
@@ -251,6 +239,33 @@ impl DeviceBackend for VfioPort {
             )));
         }
         Ok(())
+    }
+}
+
+/// Register accesses and SET_IRQS run inside [`EventIrq::serving`]: the
+/// interrupts they raise (a doorbell's, an ICS write's) are written by this
+/// thread before it serves the next message.
+impl DeviceBackend for VfioPort {
+    fn region_read(
+        &mut self,
+        region: u32,
+        offset: u64,
+        data: &mut [u8],
+    ) -> Result<(), std::io::Error> {
+        self.irq
+            .serving(|| self.read_region(region, offset, data))?;
+        self.trace(Dir::Read, region, offset, data);
+        Ok(())
+    }
+
+    fn region_write(
+        &mut self,
+        region: u32,
+        offset: u64,
+        data: &[u8],
+    ) -> Result<(), std::io::Error> {
+        self.trace(Dir::Write, region, offset, data);
+        self.irq.serving(|| self.write_region(region, offset, data))
     }
 
     fn dma_map(
@@ -321,7 +336,7 @@ impl DeviceBackend for VfioPort {
             fds.len()
         );
         self.irq
-            .set_irqs(index, flags, start, count, fds)
+            .serving(|| self.irq.set_irqs(index, flags, start, count, fds))
             .map_err(|e| {
                 log::warn!("{}: {e}", self.id);
                 io_err(e)

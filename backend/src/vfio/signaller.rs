@@ -15,11 +15,21 @@
 //! port's fds are replaced or removed (SET_IRQS, reset, disconnect) a write
 //! still waiting on an old one is interrupted ([`Signaller::release`]: a
 //! signal to that thread, `EINTR`), so the next client is served.
+//!
+//! One exception keeps the common path synchronous: the port's own server
+//! thread, while it serves one of its client's messages
+//! ([`Signaller::serving`]), writes the interrupts it raised itself once the
+//! message is done and it holds no device lock (a doorbell's TX interrupt,
+//! an ICS write), so they reach the client before the next reply, as a
+//! device's MSI-X write precedes a later read completion. Waiting there
+//! stalls only the client's own port; a write of its that waits longer than
+//! [`OWN_WRITE_LIMIT`] is interrupted by the signaller thread, which watches
+//! for it, and counts as coalesced.
 
 use std::fs::File;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::thread::JoinHandleExt;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -39,6 +49,21 @@ const WAKE_SIGNAL: libc::c_int = libc::SIGURG;
 /// How long [`Signaller::release`] keeps interrupting a waiting write before
 /// it gives up (it cannot take longer unless the thread never runs).
 const RELEASE_LIMIT: Duration = Duration::from_secs(5);
+
+/// Longest a write by the port's own server thread may wait before the
+/// signaller thread interrupts it (also how often it looks).
+pub const OWN_WRITE_LIMIT: Duration = Duration::from_millis(100);
+
+thread_local! {
+    /// The signaller whose port this thread serves a message of, if any.
+    static SERVING: std::cell::Cell<*const Shared> = const { std::cell::Cell::new(std::ptr::null()) };
+}
+
+/// Nanoseconds on a process-wide monotonic clock (never 0).
+fn now_ns() -> u64 {
+    static START: OnceLock<Instant> = OnceLock::new();
+    START.get_or_init(Instant::now).elapsed().as_nanos() as u64 + 1
+}
 
 /// The fd a slot is signalled through.
 #[derive(Debug)]
@@ -81,12 +106,17 @@ struct Shared {
     /// The thread found nothing pending and sleeps (for [`Signaller::flush`]).
     idle: AtomicBool,
     stop: AtomicBool,
+    /// When the port's own thread started the write it is in (0: none).
+    own_since: AtomicU64,
+    /// That thread's kernel thread id.
+    own_tid: AtomicI32,
 }
 
 /// One port's signaller thread and the handle raising threads use.
 #[derive(Debug)]
 pub struct Signaller {
     shared: Arc<Shared>,
+    targets: Weak<dyn IrqTargets>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -96,12 +126,13 @@ impl Signaller {
     pub fn spawn(name: &str, targets: Weak<dyn IrqTargets>) -> std::io::Result<Signaller> {
         install_wake_handler();
         let shared = Arc::new(Shared::default());
-        let s = shared.clone();
+        let (s, t) = (shared.clone(), targets.clone());
         let thread = std::thread::Builder::new()
             .name(format!("irq-{name}"))
-            .spawn(move || run(&s, &targets))?;
+            .spawn(move || run(&s, &t))?;
         Ok(Signaller {
             shared,
+            targets,
             thread: Some(thread),
         })
     }
@@ -113,9 +144,55 @@ impl Signaller {
             return;
         };
         let bit = 1u64 << (slot % 64);
-        if word.fetch_or(bit, Ordering::AcqRel) & bit == 0 {
+        let newly = word.fetch_or(bit, Ordering::AcqRel) & bit == 0;
+        let own = SERVING.get() == Arc::as_ptr(&self.shared);
+        if newly && !own {
             if let Some(t) = &self.thread {
                 t.thread().unpark();
+            }
+        }
+    }
+
+    /// Runs `f` (the port's own server thread serving one message) and then
+    /// writes, on this thread, the interrupts pending for the port — those
+    /// `f` raised first of all — while no device lock is held.
+    pub fn serving<R>(&self, f: impl FnOnce() -> R) -> R {
+        let prev = SERVING.replace(Arc::as_ptr(&self.shared));
+        let r = f();
+        SERVING.set(prev);
+        self.write_pending_here();
+        r
+    }
+
+    /// Writes every pending slot on the calling thread, each write watched
+    /// by the signaller thread ([`OWN_WRITE_LIMIT`]).
+    fn write_pending_here(&self) {
+        let s = &*self.shared;
+        if s.pending.iter().all(|w| w.load(Ordering::Relaxed) == 0) {
+            return;
+        }
+        let Some(t) = self.targets.upgrade() else {
+            return;
+        };
+        // SAFETY: gettid has no preconditions.
+        s.own_tid
+            .store(unsafe { libc::gettid() }, Ordering::Release);
+        for (w, word) in s.pending.iter().enumerate() {
+            let mut bits = word.swap(0, Ordering::AcqRel);
+            while bits != 0 {
+                let slot = w * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                let Some(fd) = t.target(slot) else { continue };
+                s.own_since.store(now_ns(), Ordering::Release);
+                let r = signal(&fd);
+                s.own_since.store(0, Ordering::Release);
+                t.signalled(
+                    slot,
+                    match r {
+                        Signalled::Interrupted => Signalled::Coalesced,
+                        r => r,
+                    },
+                );
             }
         }
     }
@@ -215,10 +292,11 @@ fn run(s: &Shared, targets: &Weak<dyn IrqTargets>) {
         if !any {
             s.idle.store(true, Ordering::SeqCst);
             if s.pending.iter().all(|w| w.load(Ordering::SeqCst) == 0) {
-                std::thread::park();
+                std::thread::park_timeout(OWN_WRITE_LIMIT);
             }
             s.idle.store(false, Ordering::SeqCst);
         }
+        interrupt_own_write_if_stuck(s);
     }
 }
 
@@ -239,6 +317,19 @@ fn fire(s: &Shared, t: &dyn IrqTargets, slot: usize) {
             return;
         }
     }
+}
+
+/// Interrupts a write of the port's own thread that has waited longer than
+/// [`OWN_WRITE_LIMIT`] (its client keeps a full eventfd blocking).
+fn interrupt_own_write_if_stuck(s: &Shared) {
+    let since = s.own_since.load(Ordering::Acquire);
+    if since == 0 || now_ns().saturating_sub(since) < OWN_WRITE_LIMIT.as_nanos() as u64 {
+        return;
+    }
+    let tid = s.own_tid.load(Ordering::Acquire);
+    // SAFETY: tgkill to a thread of this process; if it has ended the call
+    // fails with ESRCH. The signal's handler does nothing.
+    unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), tid, WAKE_SIGNAL) };
 }
 
 extern "C" fn on_wake_signal(_: libc::c_int) {}
@@ -361,6 +452,36 @@ mod tests {
         assert!(good.read().unwrap() >= 1);
         let outcomes = stuck_port.outcomes.lock().unwrap();
         assert!(outcomes.iter().all(|(s, _)| *s == 1), "{outcomes:?}");
+        assert_eq!(full.read().unwrap(), u64::MAX - 1, "nothing was added");
+    }
+
+    /// The port's own server thread writes what it raised before `serving`
+    /// returns (no hop to the signaller thread), and a write of its that
+    /// waits is interrupted after about [`OWN_WRITE_LIMIT`] and counted.
+    #[test]
+    fn the_own_thread_writes_its_interrupts_and_is_not_held_for_long() {
+        let full = EventFd::new(0).unwrap();
+        full.write(u64::MAX - 1).unwrap();
+        let good = EventFd::new(libc::EFD_NONBLOCK).unwrap();
+        let port = Arc::new(Port {
+            fds: Mutex::new([Some(file_of(&full)), Some(file_of(&good))]),
+            outcomes: Mutex::default(),
+            stuck_writes: AtomicU64::new(0),
+        });
+        let s = Signaller::spawn("own", Arc::downgrade(&port) as Weak<dyn IrqTargets>).unwrap();
+        s.serving(|| s.raise(1));
+        assert_eq!(good.read().unwrap(), 1, "written before serving returned");
+        let t = Instant::now();
+        s.serving(|| s.raise(0));
+        let waited = t.elapsed();
+        assert!(
+            waited >= OWN_WRITE_LIMIT / 2 && waited < OWN_WRITE_LIMIT * 20,
+            "the own thread waited {waited:?}"
+        );
+        assert_eq!(
+            *port.outcomes.lock().unwrap(),
+            [(1, Signalled::Sent), (0, Signalled::Coalesced)]
+        );
         assert_eq!(full.read().unwrap(), u64::MAX - 1, "nothing was added");
     }
 
