@@ -258,12 +258,15 @@ fn start_one(
     dev.set_wire_delay_ns(spec.delay_ns);
     // Receive thread: frames from the switch into the device.
     let rx_dev = dev.clone();
+    let rx_irq = irq.clone();
     std::thread::Builder::new()
         .name(format!("rx-{}", spec.id))
         .spawn(move || {
             crate::sched::enter_data_path();
+            // One of the device's own threads: it writes the interrupts a
+            // frame raised itself (EventIrq::serving).
             while let Some((frame, sent)) = rx.recv_timed() {
-                rx_dev.receive_at(&frame, sent);
+                rx_irq.serving(|| rx_dev.receive_at(&frame, sent));
                 rx.recycle(frame);
             }
         })
@@ -271,11 +274,16 @@ fn start_one(
             path: spec.socket.clone(),
             source: e,
         })?;
-    timer::spawn(&spec.id, timer, dev.clone(), Arc::new(MonotonicClock)).map_err(|e| {
-        Error::Listen {
-            path: spec.socket.clone(),
-            source: e,
-        }
+    timer::spawn(
+        &spec.id,
+        timer,
+        dev.clone(),
+        irq.clone(),
+        Arc::new(MonotonicClock),
+    )
+    .map_err(|e| Error::Listen {
+        path: spec.socket.clone(),
+        source: e,
     })?;
     let tracer = Arc::new(match trace {
         Some(sink) => Tracer::new(true, sink),

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use device_models::{Clock, TimerSink};
 
+use crate::vfio::irq::EventIrq;
 use crate::vfio::SharedDevice;
 
 /// The earliest armed deadline of one device.
@@ -50,18 +51,21 @@ impl DeviceTimer {
     }
 }
 
-/// Starts the timer thread of a device.
+/// Starts the timer thread of a device. It is one of the device's own
+/// threads: the interrupts a deadline raises it writes itself
+/// ([`EventIrq::serving`]).
 pub fn spawn(
     id: &str,
     timer: Arc<DeviceTimer>,
     dev: SharedDevice,
+    irq: Arc<EventIrq>,
     clock: Arc<dyn Clock>,
 ) -> std::io::Result<()> {
     std::thread::Builder::new()
         .name(format!("timer-{id}"))
         .spawn(move || loop {
             let now = timer.wait(clock.as_ref());
-            dev.on_timer(now);
+            irq.serving(|| dev.on_timer(now));
         })?;
     Ok(())
 }
