@@ -146,7 +146,19 @@ fn list_stats_capture_faults_link_and_trace() {
         "{text}"
     );
     assert!(n.ctl(&["link", "igb1", "up"]).status.success());
-    assert_ne!(rd(&mut b, 0x8) & 2, 0);
+    // The PHY autonegotiates again (phy::AUTONEG_NS, 1 s) before the link is back.
+    let t0 = std::time::Instant::now();
+    while rd(&mut b, 0x8) & 2 == 0 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "no link 10 s after `link up`"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        t0.elapsed() >= Duration::from_millis(750),
+        "link back before autonegotiation could be over"
+    );
 
     // Trace with a filter, switched on at run time.
     let tf = n.path("t.log");

@@ -195,6 +195,15 @@ fn dma_loopback_and_msix_over_the_socket() {
     assert_eq!(u16::from_le_bytes([wb[12], wb[13]]), 128, "RX length");
     assert_eq!(wb[8] & 3, 3, "DD|EOP");
     assert_eq!(ram.get(0x40000, 128), frame);
+    // The port's signaller thread writes the eventfd: wait for it.
+    let mut pfd = libc::pollfd {
+        fd: ev.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd for the duration of the call.
+    let ready = unsafe { libc::poll(&mut pfd, 1, 5000) };
+    assert_eq!(ready, 1, "RX vector fired");
     assert_eq!(ev.read().unwrap(), 1, "RX vector fired once");
     assert_eq!(rd(&mut c, 0x4074), 1, "GPRC");
     // DMA outside the mapping: the device survives and keeps answering.

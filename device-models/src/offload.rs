@@ -27,7 +27,7 @@ pub enum OffloadError {
     #[error("offload headers ({0} bytes) exceed the frame")]
     Truncated(usize),
     /// TSO with an MSS below [`MIN_TSO_MSS`], segments longer than the IP
-    /// length field can describe, or headers that do not describe TCP.
+    /// length field can describe, or headers that do not describe TCP or UDP.
     #[error("bad segmentation context")]
     BadTso,
 }
@@ -154,67 +154,139 @@ pub fn segment_tcp(
     frame: &[u8],
     ctx: &TxContext,
     seg: &mut Vec<u8>,
+    out: impl FnMut(&[u8]),
+) -> Result<usize, OffloadError> {
+    if ctx_proto(ctx) != IPPROTO_TCP {
+        return Err(OffloadError::BadTso);
+    }
+    segment(frame, ctx, seg, out)
+}
+
+/// Splits a segmentation frame by the context's L4 type (TUCMD.L4T): TCP as
+/// [`segment_tcp`] does, UDP into datagrams of MSS payload bytes each, every
+/// one with the replicated headers, its own UDP length and checksum and the IP
+/// fields rewritten as for TCP (82576 §7.2.4 and 82599 §7.2.4 segment TCP and
+/// UDP; `igb_tso` / `ixgbe_tso` program L4T UDP with L4LEN 8 for
+/// `SKB_GSO_UDP_L4`). Returns the number of segments.
+pub fn segment(
+    frame: &[u8],
+    ctx: &TxContext,
+    seg: &mut Vec<u8>,
     mut out: impl FnMut(&[u8]),
 ) -> Result<usize, OffloadError> {
-    let ip = usize::from(ctx.maclen);
-    let l4 = ip + usize::from(ctx.iplen);
-    let hdr = l4 + usize::from(ctx.l4len);
-    let mss = usize::from(ctx.mss);
-    if ctx.mss < MIN_TSO_MSS || ctx_proto(ctx) != IPPROTO_TCP || ctx.l4len < 20 {
+    let proto = ctx_proto(ctx);
+    let min_l4 = match proto {
+        IPPROTO_TCP => 20,
+        IPPROTO_UDP => 8,
+        _ => return Err(OffloadError::BadTso),
+    };
+    if ctx.mss < MIN_TSO_MSS || usize::from(ctx.l4len) < min_l4 {
         return Err(OffloadError::BadTso);
     }
-    if frame.len() < hdr || hdr < l4 + 20 {
-        return Err(OffloadError::Truncated(hdr));
-    }
-    let ipv4 = frame[ip] >> 4 == 4;
-    // IPv4 total length / IPv6 payload length of the longest segment.
-    let ip_fixed = if ipv4 { 0 } else { 40 };
-    if l4 < ip + if ipv4 { 20 } else { 40 } {
-        return Err(OffloadError::Truncated(ip + 40));
-    }
-    let longest = hdr - ip - ip_fixed + mss.min(frame.len() - hdr);
-    if longest > usize::from(u16::MAX) {
-        return Err(OffloadError::BadTso);
-    }
-    let payload = &frame[hdr..];
-    let seq0 = u32::from_be_bytes([frame[l4 + 4], frame[l4 + 5], frame[l4 + 6], frame[l4 + 7]]);
-    let flags0 = frame[l4 + 13];
-    let id0 = if ipv4 && frame.len() >= ip + 6 {
-        u16::from_be_bytes([frame[ip + 4], frame[ip + 5]])
+    let g = Geometry::of(frame, ctx, min_l4)?;
+    let payload = &frame[g.hdr..];
+    // TCP: the first segment's sequence number and flags (the header is at
+    // least 20 bytes, checked above).
+    let tcp = (proto == IPPROTO_TCP).then(|| {
+        let l4 = g.l4;
+        let seq = [frame[l4 + 4], frame[l4 + 5], frame[l4 + 6], frame[l4 + 7]];
+        (u32::from_be_bytes(seq), frame[l4 + 13])
+    });
+    let id0 = if g.ipv4 {
+        u16::from_be_bytes([frame[g.ip + 4], frame[g.ip + 5]])
     } else {
         0
     };
-    let nseg = payload.len().div_ceil(mss).max(1);
+    let nseg = payload.len().div_ceil(g.mss).max(1);
     for i in 0..nseg {
-        let start = i * mss;
-        let end = (start + mss).min(payload.len());
+        let start = i * g.mss;
+        let end = (start + g.mss).min(payload.len());
         seg.clear();
-        seg.extend_from_slice(&frame[..hdr]);
+        seg.extend_from_slice(&frame[..g.hdr]);
         seg.extend_from_slice(&payload[start..end]);
-        let last = i + 1 == nseg;
-        // Fits: checked against the longest segment above.
-        let ip_len = (seg.len() - ip - ip_fixed) as u16;
-        if ipv4 {
-            put16(seg, ip + 2, ip_len);
-            put16(seg, ip + 4, id0.wrapping_add(i as u16));
-            ipv4_header_csum(seg, ip)?;
+        g.rewrite_ip(seg, id0.wrapping_add(i as u16))?;
+        let l4 = g.l4;
+        if let Some((seq0, flags0)) = tcp {
+            let seq = seq0.wrapping_add(start as u32);
+            seg[l4 + 4..l4 + 8].copy_from_slice(&seq.to_be_bytes());
+            seg[l4 + 13] = tcp_segment_flags(flags0, i == 0, i + 1 == nseg);
         } else {
-            put16(seg, ip + 4, ip_len);
+            // Fits: no longer than the IP length checked in `Geometry::of`.
+            let udp_len = (seg.len() - l4) as u16;
+            put16(seg, l4 + 4, udp_len);
         }
-        let seq = seq0.wrapping_add(start as u32);
-        seg[l4 + 4..l4 + 8].copy_from_slice(&seq.to_be_bytes());
-        let mut fl = flags0;
-        if !last {
-            fl &= !(0x01 | 0x08); // FIN, PSH
-        }
-        if i != 0 {
-            fl &= !0x80; // CWR
-        }
-        seg[l4 + 13] = fl;
-        l4_csum(seg, ip, l4, ipv4, IPPROTO_TCP)?;
+        l4_csum(seg, g.ip, l4, g.ipv4, proto)?;
         out(seg);
     }
     Ok(nseg)
+}
+
+/// FIN and PSH stay only on the last segment, CWR only on the first.
+fn tcp_segment_flags(flags: u8, first: bool, last: bool) -> u8 {
+    let mut fl = flags;
+    if !last {
+        fl &= !(0x01 | 0x08); // FIN, PSH
+    }
+    if !first {
+        fl &= !0x80; // CWR
+    }
+    fl
+}
+
+/// Header offsets of a segmentation frame, checked against the frame.
+struct Geometry {
+    ip: usize,
+    l4: usize,
+    hdr: usize,
+    mss: usize,
+    ipv4: bool,
+}
+
+impl Geometry {
+    /// Offsets from the context; the headers must fit the frame, the L4
+    /// header be at least `min_l4` bytes, and the longest segment fit the IP
+    /// length field.
+    fn of(frame: &[u8], ctx: &TxContext, min_l4: usize) -> Result<Self, OffloadError> {
+        let ip = usize::from(ctx.maclen);
+        let l4 = ip + usize::from(ctx.iplen);
+        let hdr = l4 + usize::from(ctx.l4len);
+        let mss = usize::from(ctx.mss);
+        if frame.len() < hdr || hdr < l4 + min_l4 {
+            return Err(OffloadError::Truncated(hdr));
+        }
+        let ipv4 = frame[ip] >> 4 == 4;
+        // IPv4 total length / IPv6 payload length of the longest segment.
+        let ip_fixed = if ipv4 { 0 } else { 40 };
+        if l4 < ip + if ipv4 { 20 } else { 40 } {
+            return Err(OffloadError::Truncated(ip + 40));
+        }
+        let longest = hdr - ip - ip_fixed + mss.min(frame.len() - hdr);
+        if longest > usize::from(u16::MAX) {
+            return Err(OffloadError::BadTso);
+        }
+        Ok(Geometry {
+            ip,
+            l4,
+            hdr,
+            mss,
+            ipv4,
+        })
+    }
+
+    /// Rewrites a segment's IPv4 total length, identification and header
+    /// checksum, or its IPv6 payload length.
+    fn rewrite_ip(&self, seg: &mut [u8], id: u16) -> Result<(), OffloadError> {
+        // Fits: checked against the longest segment in `of`.
+        let len = seg.len() - self.ip;
+        if self.ipv4 {
+            put16(seg, self.ip + 2, len as u16);
+            put16(seg, self.ip + 4, id);
+            ipv4_header_csum(seg, self.ip)
+        } else {
+            put16(seg, self.ip + 4, (len - 40) as u16);
+            Ok(())
+        }
+    }
 }
 
 /// Result of receive checksum verification (82576 §7.1.6, 82599 §7.1.11).
@@ -360,6 +432,103 @@ mod tests {
         assert_eq!(joined, payload);
         assert_eq!(got[0].len(), 54 + 1448);
         assert_eq!(got[2].len(), 54 + 3000 - 2 * 1448);
+    }
+
+    fn udp4(payload: &[u8]) -> Vec<u8> {
+        let mut f = tcp4(&[]);
+        f.truncate(42);
+        f[23] = IPPROTO_UDP;
+        f[34..36].copy_from_slice(&4000u16.to_be_bytes());
+        f[36..38].copy_from_slice(&5000u16.to_be_bytes());
+        f.extend_from_slice(payload);
+        f
+    }
+
+    fn ctx_udp(mss: u16) -> TxContext {
+        TxContext {
+            tucmd: 0x2, // IPV4, L4T UDP
+            l4len: 8,
+            ..ctx_tcp4(mss)
+        }
+    }
+
+    #[test]
+    fn uso_splits_into_datagrams_with_their_own_length_and_checksum() {
+        // uso.py's v4_partial: 10 full segments of 1400 bytes and one of 500.
+        let payload: Vec<u8> = (0..14_500u32).map(|i| (i % 251) as u8).collect();
+        let f = udp4(&payload);
+        let mut seg = Vec::new();
+        let mut got = Vec::new();
+        let n = segment(&f, &ctx_udp(1400), &mut seg, |s| got.push(s.to_vec())).unwrap();
+        assert_eq!(n, 11);
+        let mut joined = Vec::new();
+        for (i, s) in got.iter().enumerate() {
+            assert_eq!(
+                csum_fold(csum_add(0, &s[14..34])),
+                0,
+                "IPv4 header checksum"
+            );
+            assert_eq!(u16::from_be_bytes([s[16], s[17]]) as usize, s.len() - 14);
+            assert_eq!(u16::from_be_bytes([s[18], s[19]]), 0x1000 + i as u16);
+            let udp_len = u16::from_be_bytes([s[38], s[39]]) as usize;
+            assert_eq!(udp_len, s.len() - 34);
+            let mut sum = csum_add(0, &s[26..34]);
+            sum += u32::from(IPPROTO_UDP) + udp_len as u32;
+            assert_eq!(csum_fold(csum_add(sum, &s[34..])), 0, "UDP checksum");
+            assert_eq!(&s[34..38], &f[34..38], "ports replicated");
+            joined.extend_from_slice(&s[42..]);
+        }
+        assert_eq!(joined, payload);
+        assert_eq!(got[10].len(), 42 + 500);
+        // A TCP-only caller refuses the UDP context.
+        assert_eq!(
+            segment_tcp(&f, &ctx_udp(1400), &mut seg, |_| {}),
+            Err(OffloadError::BadTso)
+        );
+    }
+
+    #[test]
+    fn uso_over_ipv6_rewrites_the_payload_length() {
+        let mut f = vec![0u8; 14 + 40 + 8];
+        f[12] = 0x86;
+        f[13] = 0xdd;
+        f[14] = 0x60;
+        f[20] = IPPROTO_UDP;
+        f[22..54]
+            .iter_mut()
+            .enumerate()
+            .for_each(|(i, b)| *b = i as u8);
+        f.extend_from_slice(&[7u8; 7000]);
+        let ctx = TxContext {
+            iplen: 40,
+            tucmd: 0,
+            ..ctx_udp(1400)
+        };
+        let mut seg = Vec::new();
+        let mut lens = Vec::new();
+        let n = segment(&f, &ctx, &mut seg, |s| {
+            let plen = u16::from_be_bytes([s[18], s[19]]) as usize;
+            assert_eq!(plen, s.len() - 54);
+            assert_eq!(u16::from_be_bytes([s[58], s[59]]) as usize, plen);
+            let mut sum = csum_add(0, &s[22..54]);
+            sum += u32::from(IPPROTO_UDP) + plen as u32;
+            assert_eq!(csum_fold(csum_add(sum, &s[54..])), 0, "UDP checksum");
+            lens.push(s.len());
+        })
+        .unwrap();
+        assert_eq!(n, 5, "uso.py's v6_exact: 5 × 1400");
+        assert!(lens.iter().all(|&l| l == 62 + 1400), "{lens:?}");
+    }
+
+    #[test]
+    fn a_udp_context_shorter_than_the_udp_header_is_refused() {
+        let f = udp4(&[0u8; 3000]);
+        let mut c = ctx_udp(1400);
+        c.l4len = 7;
+        let mut seg = Vec::new();
+        assert_eq!(segment(&f, &c, &mut seg, |_| {}), Err(OffloadError::BadTso));
+        c = ctx_udp(MIN_TSO_MSS - 1);
+        assert_eq!(segment(&f, &c, &mut seg, |_| {}), Err(OffloadError::BadTso));
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! Fuzzes descriptor parsing and the offload engines with arbitrary
-//! descriptors, contexts and frames: checksums, TSO segmentation, RX checksum
+//! descriptors, contexts and frames: checksums, TCP and UDP segmentation, RX checksum
 //! verification and the RSS hash must never panic or read out of bounds.
 #![no_main]
 
@@ -27,7 +27,7 @@ fuzz_target!(|data: &[u8]| {
     let _ = offload::apply_checksums(&mut frame, &ctx, data[0] & 1 != 0, data[0] & 2 != 0);
     let mut seg = Vec::new();
     let mut n = 0usize;
-    let _ = offload::segment_tcp(&frame, &ctx, &mut seg, |s| n += s.len());
+    let _ = offload::segment(&frame, &ctx, &mut seg, |s| n += s.len());
     let _ = offload::verify_rx(&frame);
     let key = [0x6du8; 40];
     let _ = rss::hash(&key, rss::HashTypes::from_mrqc(u32::MAX), &frame);

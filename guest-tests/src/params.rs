@@ -137,6 +137,11 @@ pub const KNOWN: &[(&str, &str, &str)] = &[
         "selftests to run, comma-separated: ping.py (= drivers/net:ping.py), hw/csum.py (= drivers/net/hw:csum.py), or full kselftest names; all = every program of drivers/net and drivers/net/hw",
     ),
     (
+        "xdp.duration",
+        "5",
+        "seconds of each xdp-bench mode (drop, pass, tx, redirect) under the peer's xdp-trafficgen flood",
+    ),
+    (
         "kselftest.timeout",
         "300",
         "seconds each selftest program may run (then TERM, KILL 10 s later; reported as TIMEOUT)",

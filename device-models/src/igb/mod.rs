@@ -31,6 +31,9 @@ use crate::{Bar, DeviceEnv, DmaMemory, DmaView, ErrorCounters, GuestRam, NicFunc
 
 pub use eeprom::NVM_WORDS;
 pub use pci::{DEVICE_82576, MSIX_VECTORS, VENDOR_INTEL};
+/// The 82576's PHY model, for the shared PHY's unit tests.
+#[cfg(test)]
+pub(crate) use phy::IGP03 as phy_model_for_tests;
 use regs::*;
 
 /// CTRL bits (82576 §8.2.1).
@@ -137,6 +140,8 @@ struct Ctl {
     phy: Phy,
     /// Link state last reported through ICR.LSC.
     link_reported: bool,
+    /// When the PHY's autonegotiation under way completes (device clock).
+    autoneg_done_ns: Option<u64>,
 }
 
 /// [`Igb::link`] bit: the PHY has link.
@@ -210,6 +215,7 @@ impl Igb {
                 nvm: eeprom::image(cfg.mac),
                 phy: Phy::new(phy::IGP03),
                 link_reported: false,
+                autoneg_done_ns: None,
             }),
             link: AtomicU8::new(0),
             txq: (0..NUM_QUEUES)
@@ -220,8 +226,22 @@ impl Igb {
             faults: SharedFaults::default(),
             ts: Mutex::new(TimeSync::new(BasePeriod::I82576, now)),
         };
-        d.device_reset(&mut d.ctl());
+        d.settled_reset(&mut d.ctl());
         d
+    }
+
+    /// Reset with the link already negotiated: at power-up the cable has been
+    /// in long ago, and a function-level reset (a new vfio-user client) leaves
+    /// the port's PHY alone (82576 §4.3: FLR resets the function's registers,
+    /// not the link). The driver's own PHY and CTRL.RST writes do restart
+    /// autonegotiation.
+    fn settled_reset(&self, c: &mut Ctl) {
+        self.device_reset(c);
+        c.phy.complete_autoneg();
+        c.phy.take_autoneg_started();
+        c.autoneg_done_ns = None;
+        self.sync_link(c);
+        c.link_reported = c.phy.link_up();
     }
 
     fn ctl(&self) -> MutexGuard<'_, Ctl> {
@@ -296,6 +316,44 @@ impl Igb {
         self.ts().reset(self.env.clock.now_ns());
     }
 
+    /// Schedules the end of an autonegotiation the PHY started (a restart
+    /// moves it): [`crate::phy::AUTONEG_NS`] from now, on the device timer.
+    fn track_autoneg(&self, c: &mut Ctl) {
+        if c.phy.take_autoneg_started() {
+            let at = self.env.clock.now_ns() + crate::phy::AUTONEG_NS;
+            c.autoneg_done_ns = Some(at);
+            self.env.timer.arm(at);
+        } else if !c.phy.negotiating() {
+            c.autoneg_done_ns = None;
+        }
+    }
+
+    /// Timer: completes a due autonegotiation (link up, ICR.LSC), or re-arms
+    /// for it (the transport keeps one deadline, the earliest).
+    /// Frames the transmit queues held while the link was down go out once
+    /// it is up.
+    fn autoneg_timer(&self, now_ns: u64) {
+        let came_up = {
+            let mut c = self.ctl();
+            match c.autoneg_done_ns {
+                Some(at) if now_ns >= at => {
+                    c.autoneg_done_ns = None;
+                    c.phy.complete_autoneg();
+                    self.check_link_change(&mut c);
+                    self.link_up()
+                }
+                Some(at) => {
+                    self.env.timer.arm(at);
+                    false
+                }
+                None => false,
+            }
+        };
+        if came_up {
+            (0..NUM_QUEUES).for_each(|q| self.tx_doorbell(q));
+        }
+    }
+
     /// Mirrors the PHY's state into [`Self::link`] for the data path.
     fn sync_link(&self, c: &Ctl) {
         let mut v = 0;
@@ -331,6 +389,7 @@ impl Igb {
 
     /// Raises ICR.LSC when the link state differs from what was last reported.
     fn check_link_change(&self, c: &mut Ctl) {
+        self.track_autoneg(c);
         self.sync_link(c);
         let up = self.link_up();
         if up != c.link_reported {
@@ -605,7 +664,7 @@ impl NicFunction for Igb {
         {
             let mut c = self.ctl();
             c.config.reset();
-            self.device_reset(&mut c);
+            self.settled_reset(&mut c);
             // The control totals (`ctl stats`) run for the life of the
             // process: a reset clears the guest's registers, not them.
             self.io.reset();
@@ -713,8 +772,9 @@ impl NicFunction for Igb {
         self.ts().set_rx_delay_ns(ns);
     }
 
-    fn on_timer(&self, _now_ns: u64) {
+    fn on_timer(&self, now_ns: u64) {
         self.deliver_eicr(&mut lock(&self.intr));
+        self.autoneg_timer(now_ns);
     }
 
     fn error_counters(&self) -> Vec<(&'static str, u64)> {

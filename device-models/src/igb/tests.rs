@@ -4,6 +4,7 @@ use vm_memory::{Bytes, GuestAddress};
 
 use super::*;
 use crate::testutil::{ram, Irq, TestEnv};
+use crate::Clock;
 
 const MAC: [u8; 6] = [0x52, 0x54, 0x00, 0x12, 0x34, 0x56];
 
@@ -23,6 +24,14 @@ fn rd(d: &Igb, off: u32) -> u32 {
 
 fn wr(d: &Igb, off: u32, v: u32) {
     d.bar_write(0, u64::from(off), &v.to_le_bytes());
+}
+
+/// Moves the clock to the end of the autonegotiation under way and fires the
+/// timer, as the transport does.
+fn autoneg_done(d: &Igb, t: &TestEnv) {
+    let at = t.clock.now_ns() + crate::phy::AUTONEG_NS;
+    t.clock.set(at);
+    d.on_timer(at);
 }
 
 fn nvm_read(d: &mut Igb, word: u32) -> u16 {
@@ -51,7 +60,7 @@ fn phy_write(d: &mut Igb, reg: u32, val: u16) {
 
 #[test]
 fn probe_sequence_reset_nvm_mac_phy_link() {
-    let (mut d, _t) = dev();
+    let (mut d, t) = dev();
     // igb_reset_hw_82575: master disable, reset, auto-read done.
     let v = rd(&d, CTRL) | ctrl::GIO_MASTER_DISABLE;
     wr(&d, CTRL, v);
@@ -78,9 +87,16 @@ fn probe_sequence_reset_nvm_mac_phy_link() {
     // igb_get_phy_id: IGP03
     let id = (u32::from(phy_read(&mut d, 2)) << 16) | u32::from(phy_read(&mut d, 3) & 0xfff0);
     assert_eq!(id, 0x02a8_0390);
-    // Autonegotiation restart, then the driver reads BMSR twice.
+    // Autonegotiation restart, then the driver reads BMSR twice: no link
+    // until the negotiation is over.
+    let t0 = t.clock.now_ns();
+    t.timer.take();
     phy_write(&mut d, 0, 0x1000 | 0x0200);
     assert_eq!(phy_read(&mut d, 0) & 0x0200, 0, "restart self-clears");
+    assert_eq!(t.timer.take(), vec![t0 + crate::phy::AUTONEG_NS]);
+    let _ = phy_read(&mut d, 1);
+    assert_eq!(phy_read(&mut d, 1) & 0x0024, 0, "negotiating: no link");
+    autoneg_done(&d, &t);
     let _ = phy_read(&mut d, 1);
     let bmsr = phy_read(&mut d, 1);
     assert_ne!(bmsr & 0x0004, 0, "link");
@@ -316,6 +332,7 @@ fn phy_loopback_self_test() {
     assert_eq!(rd(&d, 0x40d8 + 12), 40, "PTC511 bucket (260 bytes)");
     // Without loopback the frame goes to the wire.
     phy_write(&mut d, 0, 0x1140);
+    autoneg_done(&d, &t);
     let v = rd(&d, CTRL) | ctrl::SLU;
     wr(&d, CTRL, v);
     send(&d, 40 % 16, 16, &f);
@@ -665,6 +682,7 @@ fn faults_and_control_counters() {
     wr(&d, CTRL, v);
     setup_rings(&mut d, 16);
     phy_write(&mut d, 0, 0x1140);
+    autoneg_done(&d, &t);
     let v = rd(&d, CTRL) | ctrl::SLU;
     wr(&d, CTRL, v);
     send(&d, 0, 16, &lbtest_frame());
@@ -681,15 +699,29 @@ fn faults_and_control_counters() {
     let v = rd(&d, CTRL) | ctrl::RST;
     wr(&d, CTRL, v);
     assert_ne!(sum(&mut d), 0xbaba);
+    // The reset restarted autonegotiation: link again once it is over.
+    assert_eq!(rd(&d, STATUS) & status::LU, 0);
+    autoneg_done(&d, &t);
+    assert_ne!(rd(&d, STATUS) & status::LU, 0);
     // Link down/up reaches the driver as LSC and STATUS.LU.
+    rd(&d, ICR);
     wr(&d, IMS, intr::ICR_LSC);
     t.irq.take();
     d.set_link(false);
     assert_eq!(rd(&d, STATUS) & status::LU, 0);
     assert_eq!(t.irq.take(), vec![Irq::Legacy]);
     assert!(!d.driver_view().link_up);
+    assert_ne!(
+        rd(&d, ICR) & intr::ICR_LSC,
+        0,
+        "read (and cleared) by the driver"
+    );
+    wr(&d, IMS, intr::ICR_LSC);
     d.set_link(true);
+    assert_eq!(rd(&d, STATUS) & status::LU, 0, "negotiating");
+    autoneg_done(&d, &t);
     assert_ne!(rd(&d, STATUS) & status::LU, 0);
+    assert_eq!(t.irq.take(), vec![Irq::Legacy], "LSC when the link is up");
 }
 
 /// A PTP v2 Sync over Ethernet (ptp4l -2) to 01:1b:19:00:00:00.
@@ -895,6 +927,8 @@ fn no_link_holds_transmits_and_every_frame_not_received_is_counted() {
     d.receive(&lbtest_frame());
     assert_eq!(nicemu_counter(&d, "rx_no_link"), 1);
     d.set_cable(true);
+    assert!(t.wire.take().is_empty(), "held while autonegotiating");
+    autoneg_done(&d, &t);
     assert_eq!(t.wire.take().len(), 1, "the held frame leaves at link up");
     assert_eq!(rd(&d, 0x3810), 1);
     assert_eq!(rd(&d, stat::GPTC), 1);

@@ -27,15 +27,29 @@ pub const TOOLS: &[&str] = &[
     "/usr/bin/python3",
 ];
 
-/// Modules the selftests use besides the drivers: `fq` / `etf` qdiscs (so_txtime.py),
-/// `clsact` (sch_ingress: ring_reconfig.py),
-/// macsec (macsec.py), netconsole (netpoll_basic.py), tunnels (tso.py, csum and GRO
-/// variants, hw_stats_l3_gre.sh).
+/// Modules the selftests use besides the drivers: `fq` / `etf` qdiscs under `prio` with
+/// an `fw` filter (so_txtime.py), `clsact` (sch_ingress) with `flower` / `matchall`
+/// filters and `skbedit` actions (ring_reconfig.py), macsec with its `gcm(aes)` cipher
+/// (macsec.py), pppoe (its GRO handlers: gro.py's sw_pppoe cases), xfrm_user and ESP
+/// with its offload (ipsec_vxlan.py), netconsole (netpoll_basic.py), tunnels (tso.py, csum and GRO variants,
+/// hw_stats_l3_gre.sh).
 pub const MODULES: &[&str] = &[
     "sch_fq",
     "sch_etf",
+    "sch_prio",
+    "cls_fw",
     "sch_ingress",
+    "cls_flower",
+    "cls_matchall",
+    "act_skbedit",
     "macsec",
+    "gcm",
+    "pppoe",
+    "xfrm_user",
+    "esp4",
+    "esp4_offload",
+    "esp6",
+    "esp6_offload",
     "netconsole",
     "ipip",
     "ip_gre",

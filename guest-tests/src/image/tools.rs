@@ -26,14 +26,29 @@ pub const OPTIONAL: &[&str] = &[
     "/usr/sbin/phc_ctl",
     "/usr/sbin/hwstamp_ctl",
     "/usr/bin/perf",
+    // xdp-tools: the `xdp` scenario's benchmark.
+    "/usr/sbin/xdp-bench",
+];
+
+/// Data files copied when present (no libraries of their own): libxdp's dispatcher,
+/// which it loads from disk to attach XDP programs, and its default AF_XDP program.
+pub const DATA: &[&str] = &[
+    "/usr/lib/x86_64-linux-gnu/bpf/xdp-dispatcher.o",
+    "/usr/lib/x86_64-linux-gnu/bpf/xsk_def_xdp_prog.o",
+    "/usr/lib/x86_64-linux-gnu/bpf/xsk_def_xdp_prog_5.3.o",
 ];
 
 /// Where busybox lives inside the sid root.
 pub const BUSYBOX: &str = "/usr/bin/busybox";
 
-/// Returns the guest paths of the tools to copy, plus all their libraries (and loader).
+/// Returns the guest paths of the tools to copy, plus all their libraries (and loader),
+/// and the [`DATA`] files present.
 pub fn closure(root: &Path) -> Result<BTreeSet<String>> {
-    let mut files = BTreeSet::new();
+    let mut files: BTreeSet<String> = DATA
+        .iter()
+        .filter(|d| super::rootfs_path::resolve(root, d).is_ok())
+        .map(|d| d.to_string())
+        .collect();
     for t in REQUIRED.iter().chain(OPTIONAL) {
         if super::rootfs_path::resolve(root, t).is_err() {
             if REQUIRED.contains(t) {

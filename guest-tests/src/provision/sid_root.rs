@@ -25,6 +25,7 @@ pub const PACKAGES: &[&str] = &[
     "procps",
     "iputils-ping",
     "linux-perf",
+    "xdp-tools",
 ];
 
 /// Name of the root directory inside the cache.

@@ -31,7 +31,8 @@ fn every_scenario_of_the_capture_passes() {
     assert_eq!(setup.metrics["peer_iface"], "eth1");
     // The capture predates `faults`, `rss` and `mq` (they have their own captures below) and the
     // `ptp` rate check and ptp4l runs (without them `ptp` fails: see `ptp_needs_the_rate_check`);
-    // `regsweep` needs nicemu's register trace (its parser test is in regsweep.rs).
+    // `regsweep` needs nicemu's register trace (its parser test is in regsweep.rs); `ethtool`
+    // has its own capture (ethtool_ops.rs).
     for name in NAMES.iter().filter(|n| {
         ![
             "faults",
@@ -44,6 +45,8 @@ fn every_scenario_of_the_capture_passes() {
             "perf",
             "hostile",
             "kselftest",
+            "ethtool",
+            "xdp",
         ]
         .contains(n)
     }) {

@@ -16,6 +16,7 @@ pub mod channels;
 pub mod console;
 pub mod cpu;
 pub mod cyclictest;
+pub mod ethtool_ops;
 pub mod expect;
 pub mod faults;
 #[cfg(test)]
@@ -38,6 +39,7 @@ pub mod rss;
 pub mod selftest;
 pub mod setup;
 pub mod stats;
+pub mod xdp;
 
 pub use console::{Console, Section};
 pub use result::{ScenarioResult, Status};
@@ -124,6 +126,7 @@ pub trait Scenario {
 pub const NAMES: &[&str] = &[
     "probe",
     "selftest",
+    "ethtool",
     "ping",
     "netperf",
     "cyclictest",
@@ -138,6 +141,7 @@ pub const NAMES: &[&str] = &[
     "preemptoff",
     "hwstamp",
     "perf",
+    "xdp",
     "kselftest",
     // Last: it leaves the device unbound from its driver.
     "hostile",
@@ -160,6 +164,8 @@ pub fn by_name(name: &str) -> Option<Box<dyn Scenario>> {
         "mq" => Box::new(mq::Mq),
         "hostile" => Box::new(hostile::Hostile),
         "kselftest" => Box::new(kselftest::Kselftest),
+        "ethtool" => Box::new(ethtool_ops::EthtoolOps),
+        "xdp" => Box::new(xdp::Xdp),
         "regsweep" => Box::new(regsweep::Regsweep),
         "preemptoff" => Box::new(preemptoff::Preemptoff),
         "hwstamp" => Box::new(hwstamp::Hwstamp),
