@@ -401,7 +401,7 @@ fn a_virtio_frontend_whose_call_eventfd_blocks_stalls_no_other_port() {
     let mut good = Nic::open(&n, Kind::Igb, "good.sock");
     std::thread::spawn(move || {
         for i in 0..3000u32 {
-            good.send(&frame([0xff; 6], [0x52, 0x54, 0, 0, 0, 2], 60, i as u8));
+            assert!(good.send(&frame([0xff; 6], [0x52, 0x54, 0, 0, 0, 2], 60, i as u8)));
         }
         let _ = tx.send(good.tx_head());
     });
