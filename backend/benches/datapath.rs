@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use device_models::igb::{Igb, IgbConfig};
 use device_models::testutil::{ram, RecordingIrq};
-use device_models::{DeviceEnv, GuestRam, MonotonicClock, NicFunction, TimerSink};
+use device_models::{DeviceEnv, GuestRam, MonotonicClock, NetPort, PciFunction, TimerSink};
 use nicemu::switch::{DirectRx, Switch};
 use vm_memory::{Bytes, GuestAddress};
 
@@ -26,7 +26,7 @@ impl TimerSink for NoTimer {
 
 struct Direct(Arc<Igb>);
 impl DirectRx for Direct {
-    fn try_receive(&self, frame: &[u8]) -> bool {
+    fn try_deliver(&self, frame: &[u8], _: u64) -> bool {
         self.0.receive(frame);
         true
     }

@@ -1,5 +1,7 @@
-//! Starting the configured ports: device models, their switch attachments,
-//! receive threads and vfio-user servers.
+//! Starting the configured ports — igb/ixgbe functions served over
+//! vfio-user (device model, switch attachment, receive thread, timer,
+//! vfio-user server) and virtio-net ports served over vhost-user — and the
+//! registry the control socket serves them from, every port alike.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -7,45 +9,74 @@ use std::sync::Arc;
 
 use device_models::igb::{self, IgbConfig};
 use device_models::ixgbe::{self, IxgbeConfig};
-use device_models::{Clock, DeviceEnv, MonotonicClock};
+use device_models::{DeviceEnv, MonotonicClock, Port};
 
 use crate::config::{DeviceKind, DeviceSpec, WireSpec};
 use crate::error::Error;
-use crate::switch::{DirectRx, PortCounters, Switch};
+use crate::switch::{PortCounters, PortSlot, Switch};
 use crate::timer::{self, DeviceTimer};
 use crate::trace::{TraceSink, Tracer};
 use crate::vfio::{irq::EventIrq, SharedDevice, VfioPort};
+use crate::vhost::VirtioNetPort;
 use crate::wire;
 
-/// What the control path knows of one port.
+/// How a port reaches its VM, and what only that transport has.
+pub enum Transport {
+    /// A PCI function served over vfio-user.
+    VfioUser {
+        /// Register trace.
+        tracer: Arc<Tracer>,
+        /// Interrupt delivery (its counters show in `ctl stats`).
+        irq: Arc<EventIrq>,
+    },
+    /// A virtio-net port served over vhost-user.
+    VhostUser(VirtioNetPort),
+}
+
+/// What the control path knows of one port: an igb/ixgbe function or a
+/// virtio-net port.
 pub struct PortInfo {
     /// The id= of its --device.
     pub id: String,
-    /// Model name.
-    pub model: &'static str,
     /// Its socket.
     pub socket: PathBuf,
     /// Its network.
     pub net: String,
     /// MAC address, as text.
     pub mac: String,
-    /// The device model.
-    pub dev: SharedDevice,
+    /// The port: frames, link, counters, the driver's view, faults.
+    pub port: Arc<dyn Port>,
     /// Switch port counters and capture slot.
-    pub counters: Arc<PortCounters>,
-    /// Register trace.
-    pub tracer: Arc<Tracer>,
-    /// Interrupt delivery (its counters show in `ctl stats`).
-    pub irq: Arc<EventIrq>,
+    pub switch: Arc<PortCounters>,
+    /// Its transport.
+    pub transport: Transport,
+}
+
+impl PortInfo {
+    /// The registry's entry of the port `spec` started.
+    fn new(
+        spec: &DeviceSpec,
+        port: Arc<dyn Port>,
+        switch: Arc<PortCounters>,
+        transport: Transport,
+    ) -> Self {
+        PortInfo {
+            id: spec.id.clone(),
+            socket: spec.socket.clone(),
+            net: spec.net.clone(),
+            mac: mac_text(&spec.mac),
+            port,
+            switch,
+            transport,
+        }
+    }
 }
 
 /// All ports, for the control socket.
 #[derive(Default)]
 pub struct Registry {
-    /// PCI functions in command-line order.
+    /// Ports in command-line order.
     pub ports: Vec<PortInfo>,
-    /// virtio-net ports: id, net, handle.
-    pub virtio: Vec<(String, String, crate::vhost::VirtioNetPort)>,
     /// Wires in command-line order, named `wire0`, `wire1`…
     pub wires: Vec<WireInfo>,
 }
@@ -67,6 +98,7 @@ impl std::fmt::Debug for Registry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Registry")
             .field("ports", &self.ports.len())
+            .field("wires", &self.wires.len())
             .finish()
     }
 }
@@ -76,8 +108,6 @@ pub struct Running {
     sockets: std::sync::Mutex<Vec<PathBuf>>,
     /// Ports for the control path.
     pub registry: Arc<Registry>,
-    /// virtio-net ports (vhost-user) by id: link state, counters.
-    pub virtio: HashMap<String, crate::vhost::VirtioNetPort>,
 }
 
 impl std::fmt::Debug for Running {
@@ -112,27 +142,8 @@ impl Running {
     }
 }
 
-/// Direct receive into a device whose receive queue is free (see [`DirectRx`]
-/// and [`device_models::NicFunction::try_receive_at`]).
-#[derive(Default)]
-struct DirectDevice {
-    dev: std::sync::OnceLock<SharedDevice>,
-}
-
-impl DirectRx for DirectDevice {
-    fn try_receive(&self, frame: &[u8]) -> bool {
-        self.try_receive_at(frame, MonotonicClock.now_ns())
-    }
-
-    fn try_receive_at(&self, frame: &[u8], sent_ns: u64) -> bool {
-        let Some(dev) = self.dev.get() else {
-            return false;
-        };
-        dev.try_receive_at(frame, sent_ns)
-    }
-}
-
-/// Starts every device; on error, sockets already created are removed.
+/// Starts every device and wire; on error, sockets already created are
+/// removed.
 pub fn start(
     specs: &[DeviceSpec],
     wires: &[WireSpec],
@@ -141,37 +152,16 @@ pub fn start(
     let running = Running {
         sockets: std::sync::Mutex::new(Vec::new()),
         registry: Arc::new(Registry::default()),
-        virtio: HashMap::new(),
     };
     let mut registry = Registry::default();
     let mut nets: HashMap<String, Arc<Switch>> = HashMap::new();
-    let mut virtio = HashMap::new();
     for spec in specs {
-        if spec.kind == DeviceKind::VirtioNet {
-            let switch = nets.entry(spec.net.clone()).or_default().clone();
-            match crate::vhost::VirtioNetPort::start(spec, &switch) {
-                Ok(p) => {
-                    running.add_socket(spec.socket.clone());
-                    registry
-                        .virtio
-                        .push((spec.id.clone(), spec.net.clone(), p.clone()));
-                    virtio.insert(spec.id.clone(), p);
-                    log::info!(
-                        "{}: virtio-net ({} queue pairs) on {} net {}",
-                        spec.id,
-                        spec.queues.max(1),
-                        spec.socket.display(),
-                        spec.net
-                    );
-                    continue;
-                }
-                Err(e) => {
-                    running.remove_sockets();
-                    return Err(e);
-                }
-            }
-        }
-        match start_one(spec, &mut nets, trace.clone()) {
+        let switch = nets.entry(spec.net.clone()).or_default().clone();
+        let started = match spec.kind {
+            DeviceKind::VirtioNet => start_virtio(spec, &switch),
+            DeviceKind::Igb | DeviceKind::Ixgbe => start_function(spec, &switch, trace.clone()),
+        };
+        match started {
             Ok(info) => {
                 running.add_socket(spec.socket.clone());
                 registry.ports.push(info);
@@ -184,53 +174,63 @@ pub fn start(
     }
     for (i, w) in wires.iter().enumerate() {
         let switch = nets.entry(w.net.clone()).or_default().clone();
-        match wire::start(w, &switch) {
-            Ok(started) => {
-                if let Some(path) = started.socket {
+        match start_wire(i, w, &switch) {
+            Ok((info, socket)) => {
+                if let Some(path) = socket {
                     running.add_socket(path);
                 }
-                registry.wires.push(WireInfo {
-                    id: format!("wire{i}"),
-                    what: match &w.kind {
-                        crate::config::WireKind::Stream { path } => {
-                            format!("stream {}", path.display())
-                        }
-                        crate::config::WireKind::Tap { ifname } => format!("tap {ifname}"),
-                    },
-                    net: w.net.clone(),
-                    counters: started.counters,
-                });
+                registry.wires.push(info);
             }
             Err(e) => {
                 running.remove_sockets();
                 return Err(e);
             }
         }
-        log::info!("wire {:?} on net {}", w.kind, w.net);
     }
     Ok(Running {
         registry: Arc::new(registry),
-        virtio,
         ..running
     })
 }
 
-fn start_one(
+/// The MAC address as text.
+fn mac_text(mac: &[u8; 6]) -> String {
+    mac.iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+/// Starts a virtio-net port.
+fn start_virtio(spec: &DeviceSpec, switch: &Arc<Switch>) -> Result<PortInfo, Error> {
+    let p = VirtioNetPort::start(spec, switch)?;
+    log::info!(
+        "{}: virtio-net ({} queue pairs) on {} net {}",
+        spec.id,
+        spec.queues.max(1),
+        spec.socket.display(),
+        spec.net
+    );
+    Ok(PortInfo::new(
+        spec,
+        Arc::new(p.clone()),
+        p.switch_counters().clone(),
+        Transport::VhostUser(p),
+    ))
+}
+
+/// Starts an igb or ixgbe function: the device model on its switch port,
+/// its receive thread and timer, and its vfio-user server.
+fn start_function(
     spec: &DeviceSpec,
-    nets: &mut HashMap<String, Arc<Switch>>,
+    switch: &Arc<Switch>,
     trace: Option<TraceSink>,
 ) -> Result<PortInfo, Error> {
-    let unsupported = |what: &str| Error::BadDevice {
-        spec: spec.id.clone(),
-        reason: format!("{what} is not available in this build yet; use igb"),
+    let (vectors, what) = match spec.kind {
+        DeviceKind::Ixgbe => (ixgbe::MSIX_VECTORS, "ixgbe (82599 SFP+)"),
+        _ => (igb::MSIX_VECTORS, "igb (82576)"),
     };
-    let (vectors, what, model) = match spec.kind {
-        DeviceKind::Igb => (igb::MSIX_VECTORS, "igb (82576)", "igb"),
-        DeviceKind::Ixgbe => (ixgbe::MSIX_VECTORS, "ixgbe (82599 SFP+)", "ixgbe"),
-        DeviceKind::VirtioNet => return Err(unsupported("virtio-net")),
-    };
-    let switch = nets.entry(spec.net.clone()).or_default().clone();
-    let direct = Arc::new(DirectDevice::default());
+    let direct = Arc::new(PortSlot::default());
     let (port, rx) = switch.attach_direct(Some(direct.clone()));
     let counters = port.counters.clone();
     let irq = Arc::new(EventIrq::new(&spec.id, vectors).map_err(|e| Error::Listen {
@@ -254,7 +254,7 @@ fn start_one(
         ),
         _ => igb::new_function(IgbConfig { mac: spec.mac }, env),
     };
-    let _ = direct.dev.set(dev.clone());
+    direct.set(dev.clone());
     dev.set_wire_delay_ns(spec.delay_ns);
     // Receive thread: frames from the switch into the device.
     let rx_dev = dev.clone();
@@ -266,7 +266,7 @@ fn start_one(
             // One of the device's own threads: it writes the interrupts a
             // frame raised itself (EventIrq::serving).
             while let Some((frame, sent)) = rx.recv_timed() {
-                rx_irq.serving(|| rx_dev.receive_at(&frame, sent));
+                rx_irq.serving(|| rx_dev.deliver(&frame, Some(sent), true));
                 rx.recycle(frame);
             }
         })
@@ -289,29 +289,40 @@ fn start_one(
         Some(sink) => Tracer::new(true, sink),
         None => Tracer::disabled(),
     });
-    let port = VfioPort::new(spec.id.clone(), dev.clone(), irq.clone(), tracer.clone());
-    port.serve(&spec.socket)?;
-    let mac = spec
-        .mac
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect::<Vec<_>>()
-        .join(":");
+    let vfio = VfioPort::new(spec.id.clone(), dev.clone(), irq.clone(), tracer.clone());
+    vfio.serve(&spec.socket)?;
     log::info!(
-        "{}: {what} on {} net {} mac {mac}",
+        "{}: {what} on {} net {} mac {}",
         spec.id,
         spec.socket.display(),
-        spec.net
+        spec.net,
+        mac_text(&spec.mac)
     );
-    Ok(PortInfo {
-        id: spec.id.clone(),
-        model,
-        socket: spec.socket.clone(),
-        net: spec.net.clone(),
-        mac,
+    Ok(PortInfo::new(
+        spec,
         dev,
         counters,
-        tracer,
-        irq,
-    })
+        Transport::VfioUser { tracer, irq },
+    ))
+}
+
+/// Starts wire `i` on its network's switch; returns it with the socket to
+/// remove on exit, if it made one.
+fn start_wire(
+    i: usize,
+    w: &WireSpec,
+    switch: &Arc<Switch>,
+) -> Result<(WireInfo, Option<PathBuf>), Error> {
+    let started = wire::start(w, switch)?;
+    log::info!("wire {:?} on net {}", w.kind, w.net);
+    let info = WireInfo {
+        id: format!("wire{i}"),
+        what: match &w.kind {
+            crate::config::WireKind::Stream { path } => format!("stream {}", path.display()),
+            crate::config::WireKind::Tap { ifname } => format!("tap {ifname}"),
+        },
+        net: w.net.clone(),
+        counters: started.counters,
+    };
+    Ok((info, started.socket))
 }

@@ -7,9 +7,9 @@
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
-use device_models::{Clock, FrameSink, MonotonicClock};
+use device_models::{Clock, Delivery, FrameSink, MonotonicClock, NetPort};
 
 use crate::fdb::Fdb;
 
@@ -141,12 +141,29 @@ pub struct PortCounters {
 /// A receiver that can take a frame synchronously when it is not busy (the
 /// device's lock is free), saving the hop through its receive thread.
 pub trait DirectRx: Send + Sync {
-    /// Delivers `frame` now and returns true, or returns false when busy.
-    fn try_receive(&self, frame: &[u8]) -> bool;
-    /// As [`Self::try_receive`] for a frame sent at `sent_ns` (device clock).
-    fn try_receive_at(&self, frame: &[u8], sent_ns: u64) -> bool {
-        let _ = sent_ns;
-        self.try_receive(frame)
+    /// Delivers `frame`, sent at `sent_ns` (device clock), now and returns
+    /// true, or returns false when busy.
+    fn try_deliver(&self, frame: &[u8], sent_ns: u64) -> bool;
+}
+
+/// The [`NetPort`] of a switch port, for direct delivery: set once the port
+/// exists (the switch port is attached first, the device needs it as its
+/// wire); until then every frame goes through the port's queue.
+#[derive(Default)]
+pub struct PortSlot(OnceLock<Arc<dyn NetPort>>);
+
+impl PortSlot {
+    /// Sets the port; a second call changes nothing.
+    pub fn set(&self, port: Arc<dyn NetPort>) {
+        let _ = self.0.set(port);
+    }
+}
+
+impl DirectRx for PortSlot {
+    fn try_deliver(&self, frame: &[u8], sent_ns: u64) -> bool {
+        self.0
+            .get()
+            .is_some_and(|p| p.deliver(frame, Some(sent_ns), false) == Delivery::Done)
     }
 }
 
@@ -230,7 +247,7 @@ impl Switch {
         to.counters.capture.record(frame);
         let q = &to.queued;
         if let Some(d) = &to.direct {
-            if q.frames.load(Ordering::Acquire) == 0 && d.try_receive_at(frame, sent) {
+            if q.frames.load(Ordering::Acquire) == 0 && d.try_deliver(frame, sent) {
                 to.counters.rx_frames.fetch_add(1, Ordering::Relaxed);
                 return;
             }
@@ -373,7 +390,7 @@ mod tests {
 
     struct Sink(Mutex<Vec<Vec<u8>>>, Mutex<()>);
     impl DirectRx for Sink {
-        fn try_receive(&self, frame: &[u8]) -> bool {
+        fn try_deliver(&self, frame: &[u8], _: u64) -> bool {
             let Ok(_g) = self.1.try_lock() else {
                 return false;
             };

@@ -1,6 +1,6 @@
 //! Device timers: one thread per device sleeps until the earliest deadline the
 //! device armed (interrupt moderation, link timers) and then calls
-//! [`NicFunction::on_timer`](device_models::NicFunction::on_timer).
+//! [`PciFunction::on_timer`](device_models::PciFunction::on_timer).
 
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;

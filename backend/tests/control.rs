@@ -247,12 +247,34 @@ fn virtio_ports_in_list_stats_and_link() {
             .any(|l| l.starts_with("vn0") && l.contains(" down ")),
         "{text}"
     );
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("vn0") && l.contains(" - ") && l.contains("0,1")),
+        "no driver connected, two queue pairs: {text}"
+    );
+    // Counters as for every port: the port's, each pair's, the switch port's.
     let s = n.ctl(&["stats", "vn0", "--all"]);
     let out = String::from_utf8_lossy(&s.stdout);
     assert!(
-        out.contains("q1.rx_frames") && out.contains("connected: false"),
+        out.contains("rx_frames[1]") && out.contains("link_drops") && out.contains("switch port:"),
         "{out}"
     );
+    let j = n.ctl(&["--json", "stats", "vn0"]);
+    let v: serde_json::Value = serde_json::from_slice(&j.stdout).unwrap();
+    assert_eq!(v["data"]["queues"].as_array().map(Vec::len), Some(2), "{v}");
+    assert_eq!(v["data"]["connected"], false, "{v}");
+    // A capture works on every port, virtio-net ones included.
+    let pcap = n.path("vn0.pcap");
+    let cap = n.ctl(&["capture", "vn0", pcap.to_str().unwrap()]);
+    assert!(
+        cap.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cap.stderr)
+    );
+    assert!(n.ctl(&["capture", "vn0", "stop"]).status.success());
+    let bad = n.ctl(&["trace", "vn0", "on"]);
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("no registers"));
     let bad = n.ctl(&["fault", "vn0", "corrupt-rx", "1"]);
     assert_eq!(bad.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("virtio-net port"));

@@ -5,8 +5,6 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use crate::{le_value, put_le_value};
-
 /// A register file as the BAR plumbing sees it. Methods take `&self`: a device
 /// keeps its registers in atomics and locks only the state a side effect needs.
 pub trait RegisterWindow {
@@ -102,6 +100,21 @@ impl IoWindow {
             _ => {}
         }
     }
+}
+
+/// Reads a little-endian value of 1, 2, 4 or 8 bytes.
+pub fn le_value(data: &[u8]) -> u64 {
+    let mut b = [0u8; 8];
+    let n = data.len().min(8);
+    b[..n].copy_from_slice(&data[..n]);
+    u64::from_le_bytes(b)
+}
+
+/// Writes a little-endian value into 1..=8 bytes.
+pub fn put_le_value(data: &mut [u8], v: u64) {
+    let b = v.to_le_bytes();
+    let n = data.len().min(8);
+    data[..n].copy_from_slice(&b[..n]);
 }
 
 #[cfg(test)]

@@ -1,6 +1,8 @@
 //! Advanced and legacy descriptor layouts shared by igb and ixgbe
 //! (82576 datasheet §7.1.5 / §7.2.2, 82599 §7.1.6 / §7.2.3).
 
+use net_util::{OffloadError, Tso};
+
 /// TX command: end of packet.
 pub const TXD_CMD_EOP: u32 = 1 << 24;
 /// TX command: insert FCS.
@@ -103,6 +105,29 @@ impl TxContext {
     /// L4 type: 0 UDP, 1 TCP, 2 SCTP.
     pub fn l4t(&self) -> u16 {
         (self.tucmd >> 2) & 3
+    }
+    /// IP protocol number of the L4 type (TCP, UDP; 0 for the others, whose
+    /// checksums the offload leaves alone).
+    pub fn l4_proto(&self) -> u8 {
+        match self.l4t() {
+            1 => net_util::IPPROTO_TCP,
+            0 => net_util::IPPROTO_UDP,
+            _ => 0,
+        }
+    }
+    /// The TCP or UDP segmentation this context describes (82576 §7.2.4,
+    /// 82599 §7.2.4); a context naming neither cannot segment.
+    pub fn tso(&self) -> Result<Tso, OffloadError> {
+        match self.l4_proto() {
+            0 => Err(OffloadError::BadTso),
+            proto => Ok(Tso {
+                mac_len: self.maclen,
+                ip_len: self.iplen,
+                l4_len: self.l4len,
+                mss: self.mss,
+                proto,
+            }),
+        }
     }
 }
 
@@ -216,5 +241,15 @@ mod tests {
         assert_eq!((c.maclen, c.iplen, c.mss, c.l4len), (14, 20, 1448, 32));
         assert!(c.ipv4());
         assert_eq!(c.l4t(), 1);
+        let t = c.tso().unwrap();
+        assert_eq!((t.l4(), t.hdr_len(), t.mss), (34, 66, 1448));
+        let udp = TxContext { tucmd: 0x2, ..c };
+        assert_eq!(udp.l4_proto(), net_util::IPPROTO_UDP);
+        assert_eq!(udp.tso().map(|t| t.proto), Ok(net_util::IPPROTO_UDP));
+        let sctp = TxContext {
+            tucmd: 0x2 | 0x8,
+            ..c
+        };
+        assert_eq!(sctp.tso(), Err(OffloadError::BadTso), "TCP and UDP only");
     }
 }

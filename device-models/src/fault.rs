@@ -85,6 +85,7 @@ impl Faults {
     }
 
     /// True while transmit queue `q` is stalled.
+    #[inline]
     pub fn tx_stalled(&self, q: usize) -> bool {
         q < 128 && self.stalled_tx & (1 << q) != 0
     }
@@ -114,6 +115,7 @@ impl SharedFaults {
         r
     }
 
+    #[inline]
     fn idle(&self) -> bool {
         !self.armed.load(Ordering::Acquire)
     }
@@ -124,6 +126,7 @@ impl SharedFaults {
     }
 
     /// See [`Faults::take_rx`].
+    #[inline]
     pub fn take_rx(&self) -> Option<RxFault> {
         if self.idle() {
             return None;
@@ -132,6 +135,7 @@ impl SharedFaults {
     }
 
     /// See [`Faults::tx_stalled`].
+    #[inline]
     pub fn tx_stalled(&self, q: usize) -> bool {
         !self.idle() && self.with(|x| x.tx_stalled(q))
     }

@@ -3,7 +3,7 @@
 //! programmed interval. A cause that arrives sooner stays pending and a timer
 //! is armed for the end of the interval, when the device delivers it.
 
-use crate::TimerSink;
+use crate::env::TimerSink;
 
 /// Per-vector moderation state: earliest time of each vector's next interrupt.
 #[derive(Clone, Debug)]

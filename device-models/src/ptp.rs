@@ -232,7 +232,7 @@ impl SysTime {
         };
     }
 
-    /// Guest write of TIMADJH: steps SYSTIM by ±(TIMADJH[30:0]:TIMADJL).
+    /// Guest write of TIMADJH: steps SYSTIM by ±(`TIMADJH[30:0]:TIMADJL`).
     pub fn write_timadjh(&mut self, now: u64, v: u32) {
         self.timadjh = v;
         self.rebase(now);
@@ -319,7 +319,7 @@ pub fn find_ptp<F: Fn(u16) -> bool>(frame: &[u8], f: &RxFilter<F>) -> Option<Ptp
             udp: false,
         });
     }
-    let p = crate::rss::parse(frame)?;
+    let p = net_util::parse(frame)?;
     let l4 = p.l4?;
     if p.proto != 17 {
         return None;

@@ -124,6 +124,28 @@ impl<H: Copy + 'static> RegDef<H> {
     }
 }
 
+/// Joins a part's own register rows and rows it shares with other parts into
+/// one table, at compile time (`N` is the sum of their lengths; `own` is not
+/// empty).
+pub const fn join<H: Copy + 'static, const N: usize>(
+    own: &[RegDef<H>],
+    shared: &[RegDef<H>],
+) -> [RegDef<H>; N] {
+    assert!(own.len() + shared.len() == N, "N is not the joined length");
+    let mut out = [own[0]; N];
+    let mut i = 0;
+    while i < own.len() {
+        out[i] = own[i];
+        i += 1;
+    }
+    let mut j = 0;
+    while j < shared.len() {
+        out[own.len() + j] = shared[j];
+        j += 1;
+    }
+    out
+}
+
 /// A decoded register access: which table row, which element.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RegId {
@@ -317,20 +339,30 @@ impl<H: Copy + 'static> RegFile<H> {
     /// value; `None` for offsets with no register (the caller reads 0).
     pub fn read(&self, offset: u64) -> Option<(RegId, u32)> {
         let id = self.decode(offset)?;
+        Some((id, self.read_at(id)))
+    }
+
+    /// Guest read of a decoded register with generic semantics.
+    pub fn read_at(&self, id: RegId) -> u32 {
         let def = self.def(id);
-        let slot = &self.vals[Self::canonical(def, id.elem as u32)];
+        let slot = &self.vals[Self::canonical(def, u32::from(id.elem))];
         match def.access {
-            Access::WriteOnly => Some((id, 0)),
-            Access::ClearOnRead => Some((id, slot.swap(0, Ordering::Relaxed))),
-            _ => Some((id, slot.load(Ordering::Relaxed))),
+            Access::WriteOnly => 0,
+            Access::ClearOnRead => slot.swap(0, Ordering::Relaxed),
+            _ => slot.load(Ordering::Relaxed),
         }
     }
 
     /// Guest write with generic semantics. `None` for offsets with no register.
     pub fn write(&self, offset: u64, raw: u32) -> Option<Written<H>> {
         let id = self.decode(offset)?;
+        Some(self.write_at(id, raw))
+    }
+
+    /// Guest write of a decoded register with generic semantics.
+    pub fn write_at(&self, id: RegId, raw: u32) -> Written<H> {
         let def = self.def(id);
-        let slot = &self.vals[Self::canonical(def, id.elem as u32)];
+        let slot = &self.vals[Self::canonical(def, u32::from(id.elem))];
         let apply = |old: u32| match def.access {
             Access::Rw | Access::WriteOnly => (old & !def.wmask) | (raw & def.wmask),
             Access::W1c => old & !(raw & def.wmask),
@@ -340,13 +372,19 @@ impl<H: Copy + 'static> RegFile<H> {
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| Some(apply(v)))
             .unwrap_or_else(|v| v);
         let new = apply(old);
-        Some(Written {
+        Written {
             id,
             hook: def.hook,
             old,
             raw,
             new,
-        })
+        }
+    }
+
+    /// The canonical offset of a decoded register (where [`Self::peek`] and
+    /// [`Self::poke`] reach it).
+    pub fn offset_of(&self, id: RegId) -> u32 {
+        (Self::canonical(self.def(id), u32::from(id.elem)) * 4) as u32
     }
 }
 
@@ -407,6 +445,8 @@ mod tests {
         assert_eq!(rf.name_at(0x140), "Q[1]");
         assert_eq!(rf.name_at(0x24), "QLEGACY[1]");
         assert_eq!(rf.name_at(0x30), "?0x00030");
+        let legacy = rf.decode(0x24).unwrap();
+        assert_eq!(rf.offset_of(legacy), 0x140, "an alias's canonical place");
     }
 
     #[test]

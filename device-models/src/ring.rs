@@ -4,7 +4,7 @@
 
 use vm_memory::{Bytes, GuestAddress};
 
-use crate::{DmaView, GuestRam};
+use crate::dma::{DmaView, GuestRam};
 
 /// Size of every advanced (and legacy) descriptor.
 pub const DESC_SIZE: u64 = 16;
@@ -44,6 +44,7 @@ pub struct Ring {
 impl Ring {
     /// Builds a ring from the raw register values, validating length and tail.
     /// A head beyond the ring is wrapped to 0 (the device owns the head).
+    #[inline]
     pub fn new(
         bal: u32,
         bah: u32,
@@ -81,16 +82,19 @@ impl Ring {
     }
 
     /// Descriptors between head and tail (owned by the device).
+    #[inline]
     pub fn pending(&self) -> u32 {
         (self.tail + self.count - self.head) % self.count
     }
 
     /// Guest address of descriptor `idx`.
+    #[inline]
     pub fn desc_addr(&self, idx: u32) -> u64 {
         self.base.wrapping_add(u64::from(idx) * DESC_SIZE)
     }
 
     /// Advances the head by one, wrapping.
+    #[inline]
     pub fn advance(&mut self) {
         self.head = (self.head + 1) % self.count;
     }
@@ -102,6 +106,7 @@ impl Ring {
 }
 
 /// Reads a 16-byte descriptor.
+#[inline]
 pub fn read_desc(mem: &GuestRam, addr: u64) -> Result<[u8; 16], RingError> {
     let mut d = [0u8; 16];
     mem.read_slice(&mut d, GuestAddress(addr))
@@ -113,6 +118,7 @@ pub fn read_desc(mem: &GuestRam, addr: u64) -> Result<[u8; 16], RingError> {
 /// at offset 12 becomes visible last: it holds the length, which igb and
 /// ixgbe poll (`igb_clean_rx_irq`, `ixgbe_clean_rx_irq`: a non-zero length
 /// means the write-back is complete) before they read the status at offset 8.
+#[inline]
 pub fn write_desc(mem: &GuestRam, addr: u64, d: &[u8; 16]) -> Result<(), RingError> {
     mem.write_slice(&d[..12], GuestAddress(addr))
         .map_err(|_| RingError::BadAddress(addr))?;
@@ -152,12 +158,14 @@ pub fn place_frame(
 }
 
 /// Writes one little-endian dword.
+#[inline]
 pub fn write_u32(mem: &GuestRam, addr: u64, v: u32) -> Result<(), RingError> {
     mem.write_obj(v, GuestAddress(addr))
         .map_err(|_| RingError::BadAddress(addr))
 }
 
 /// Copies `len` bytes of guest memory at `addr` onto the end of `out`.
+#[inline]
 pub fn read_buf(mem: &GuestRam, addr: u64, len: usize, out: &mut Vec<u8>) -> Result<(), RingError> {
     let start = out.len();
     out.resize(start + len, 0);
@@ -169,6 +177,7 @@ pub fn read_buf(mem: &GuestRam, addr: u64, len: usize, out: &mut Vec<u8>) -> Res
 }
 
 /// Copies `data` into guest memory at `addr`.
+#[inline]
 pub fn write_buf(mem: &GuestRam, addr: u64, data: &[u8]) -> Result<(), RingError> {
     mem.write_slice(data, GuestAddress(addr))
         .map_err(|_| RingError::BadAddress(addr))
@@ -176,6 +185,7 @@ pub fn write_buf(mem: &GuestRam, addr: u64, data: &[u8]) -> Result<(), RingError
 
 /// Writes bytes `off..off + len` of the concatenation of `parts` at `addr`
 /// (a frame whose VLAN tag was stripped is two parts, spread over buffers).
+#[inline]
 pub fn write_parts(
     mem: &GuestRam,
     addr: u64,

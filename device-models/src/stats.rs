@@ -27,6 +27,7 @@ pub struct FrameClass {
 }
 
 /// Classifies a frame given without its FCS.
+#[inline]
 pub fn classify(frame: &[u8]) -> FrameClass {
     let octets = frame.len() as u64 + FCS;
     let bucket = match octets {

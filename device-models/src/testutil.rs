@@ -5,7 +5,8 @@ use std::sync::{Arc, Mutex};
 
 use vm_memory::GuestAddress;
 
-use crate::{Clock, DeviceEnv, FrameSink, GuestRam, InterruptSink, TimerSink};
+use crate::dma::GuestRam;
+use crate::env::{Clock, DeviceEnv, FrameSink, InterruptSink, TimerSink};
 
 /// An interrupt the device signalled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -133,7 +134,7 @@ impl Default for TestEnv {
 /// Turns on memory space and bus mastering in PCI COMMAND, as the drivers'
 /// probe does (`pci_enable_device_mem`, `pci_set_master`): without it the
 /// function does no DMA.
-pub fn bus_master(d: &dyn crate::NicFunction) {
+pub fn bus_master(d: &dyn crate::PciFunction) {
     d.config_write(4, &0x0006u16.to_le_bytes());
 }
 

@@ -7,12 +7,14 @@
 use crate::desc::{
     parse_tx, TxContext, TxDesc, TXD_CMD_EOP, TXD_CMD_RS, TXD_CMD_TSE, TXD_CMD_VLE, TXD_STAT_DD,
 };
-use crate::offload::{self, OffloadError};
 use crate::ring::{self, Ring};
-use std::sync::Mutex;
+use net_util::csum::{csum_add, csum_fold, ipv4_header_csum, l4_csum};
+use net_util::tso::segment;
+use net_util::OffloadError;
 
+use crate::dma::{DmaMemory, DmaView, GuestRam};
+use crate::errors::ErrorCounters;
 use crate::regfile::RegFile;
-use crate::{DmaMemory, DmaView, ErrorCounters, GuestRam};
 
 /// Largest frame gathered by default (a 64 KiB TSO payload plus headers).
 pub const MAX_TX_FRAME: usize = 64 * 1024 + 256;
@@ -76,6 +78,16 @@ pub enum TxDrop {
     /// A non-TSO frame longer than [`MAX_JUMBO_FRAME`] (its length).
     #[error("non-TSO frame of {0} bytes exceeds the largest jumbo frame")]
     Oversize(usize),
+}
+
+impl TxDrop {
+    /// Counts the drop where it belongs: `tx_oversize` or `tx_malformed`.
+    pub fn count_in(&self, errors: &ErrorCounters) {
+        match self {
+            TxDrop::Oversize(_) => errors.tx_oversize(),
+            _ => errors.tx_malformed(),
+        }
+    }
 }
 
 /// A transmit queue's frame under assembly and its offload contexts.
@@ -201,7 +213,7 @@ impl TxQueue {
             frame.splice(12..12, hdr);
         }
         if o.cmd & TXD_CMD_TSE != 0 {
-            let n = offload::segment(frame, &ctx, &mut self.seg, |seg| out(seg))?;
+            let n = segment(frame, &ctx.tso()?, &mut self.seg, |seg| out(seg))?;
             return Ok(Finished::Segments(n));
         }
         if frame.len() > MAX_JUMBO_FRAME {
@@ -211,11 +223,11 @@ impl TxQueue {
             let (cso, css) = (usize::from(cso), usize::from(css));
             if cso + 2 <= frame.len() && css < frame.len() {
                 frame[cso..cso + 2].fill(0);
-                let c = offload::csum_fold(offload::csum_add(0, &frame[css..]));
+                let c = csum_fold(csum_add(0, &frame[css..]));
                 frame[cso..cso + 2].copy_from_slice(&c.to_be_bytes());
             }
         } else if o.popts & 3 != 0 {
-            offload::apply_checksums(frame, &ctx, o.popts & 1 != 0, o.popts & 2 != 0)?;
+            apply_checksums(frame, &ctx, o.popts & 1 != 0, o.popts & 2 != 0)?;
         }
         if s.pad && frame.len() < MIN_FRAME {
             frame.resize(MIN_FRAME, 0);
@@ -223,6 +235,32 @@ impl TxQueue {
         out(frame);
         Ok(Finished::Frame)
     }
+}
+
+/// Applies the checksum offloads a data descriptor's POPTS asks for (IXSM:
+/// the IPv4 header, TXSM: the L4 checksum; 82576 §7.2.5, 82599 §7.2.5) to a
+/// whole frame, with the header lengths and L4 type of its context.
+pub fn apply_checksums(
+    f: &mut [u8],
+    ctx: &TxContext,
+    ixsm: bool,
+    txsm: bool,
+) -> Result<(), OffloadError> {
+    let ip = usize::from(ctx.maclen);
+    let l4 = ip + usize::from(ctx.iplen);
+    if f.len() < l4 {
+        return Err(OffloadError::Truncated(l4));
+    }
+    // The IP version comes from the header itself: drivers set TUCMD.IPV4 for
+    // TSO but not always for plain checksum offload (igb_tx_csum).
+    let ipv4 = f.get(ip).ok_or(OffloadError::Truncated(ip + 1))? >> 4 == 4;
+    if ixsm && ipv4 {
+        ipv4_header_csum(f, ip)?;
+    }
+    if txsm {
+        l4_csum(f, ip, l4, ipv4, ctx.l4_proto())?;
+    }
+    Ok(())
 }
 
 /// What one pass over a transmit ring needs beyond the ring and the queue.
@@ -242,11 +280,66 @@ pub struct RingPass<'a> {
     pub head_wb: Option<u64>,
 }
 
+/// A data buffer to gather: its address, length and the options of its
+/// descriptor.
+type Buffer = (u64, u16, FrameOpts);
+
+/// Decodes one transmit descriptor: a context descriptor is stored in `q`
+/// (it reports DD only with `context_dd`); a data or legacy descriptor names
+/// a buffer. Returns the command bits that decide its write-back, and the
+/// buffer.
+fn decode(d: &[u8; 16], q: &mut TxQueue, context_dd: bool) -> (u32, Option<Buffer>) {
+    match parse_tx(d) {
+        TxDesc::Context(c) => {
+            q.ctx[usize::from(c.idx & 1)] = c;
+            let rs = u32::from_le_bytes([d[8], d[9], d[10], d[11]]) & TXD_CMD_RS;
+            (if context_dd { rs } else { 0 }, None)
+        }
+        TxDesc::Data {
+            addr,
+            len,
+            cmd,
+            popts,
+            idx,
+            tstamp,
+            ..
+        } => {
+            let opts = FrameOpts {
+                cmd,
+                popts,
+                idx: idx & 1,
+                tstamp,
+                ..Default::default()
+            };
+            (cmd, Some((addr, len, opts)))
+        }
+        TxDesc::Legacy {
+            addr,
+            len,
+            cmd,
+            cso,
+            css,
+            vlan,
+        } => {
+            // Legacy IC (insert checksum) is command bit 2.
+            let ic = cmd & (1 << 26) != 0;
+            let opts = FrameOpts {
+                cmd,
+                legacy_vlan: Some(vlan),
+                legacy_csum: ic.then_some((cso, css)),
+                ..Default::default()
+            };
+            (cmd, Some((addr, len, opts)))
+        }
+    }
+}
+
 /// Processes a transmit ring from its head to its tail, at most one pass
 /// (`r.count` descriptors, so a ring the guest keeps refilling cannot hold
-/// the device) and at most [`TX_PASS_SEGMENTS`] frames out: context descriptors are stored in `q`, data and legacy
-/// descriptors gathered, each complete frame handed to `frame_done`, and
-/// descriptors with RS written back. `r.head` is left at the new head.
+/// the device) and at most [`TX_PASS_SEGMENTS`] frames out: context
+/// descriptors are stored in `q`, data and legacy descriptors gathered, each
+/// complete frame handed to `frame_done`, and descriptors with RS written
+/// back. `r.head` is left at the new head.
 /// Returns whether anything was written back (the queue's interrupt is due).
 pub fn run_ring(
     r: &mut Ring,
@@ -265,49 +358,7 @@ pub fn run_ring(
             p.errors.dma();
             continue;
         };
-        let (cmd, buf) = match parse_tx(&d) {
-            TxDesc::Context(c) => {
-                q.ctx[usize::from(c.idx & 1)] = c;
-                let rs = u32::from_le_bytes([d[8], d[9], d[10], d[11]]) & TXD_CMD_RS;
-                (if p.context_dd { rs } else { 0 }, None)
-            }
-            TxDesc::Data {
-                addr,
-                len,
-                cmd,
-                popts,
-                idx,
-                tstamp,
-                ..
-            } => {
-                let opts = FrameOpts {
-                    cmd,
-                    popts,
-                    idx: idx & 1,
-                    tstamp,
-                    ..Default::default()
-                };
-                (cmd, Some((addr, len, opts)))
-            }
-            TxDesc::Legacy {
-                addr,
-                len,
-                cmd,
-                cso,
-                css,
-                vlan,
-            } => {
-                // Legacy IC (insert checksum) is command bit 2.
-                let ic = cmd & (1 << 26) != 0;
-                let opts = FrameOpts {
-                    cmd,
-                    legacy_vlan: Some(vlan),
-                    legacy_csum: ic.then_some((cso, css)),
-                    ..Default::default()
-                };
-                (cmd, Some((addr, len, opts)))
-            }
-        };
+        let (cmd, buf) = decode(&d, q, p.context_dd);
         if let Some((addr, len, opts)) = buf {
             let (g, dma_error) = q.gather(&p.mem.read, addr, usize::from(len), opts);
             if dma_error {
@@ -341,22 +392,21 @@ const TDH: u32 = 0x10;
 const TDWBAL: u32 = 0x38;
 const TDWBAH: u32 = 0x3c;
 
-/// One doorbell of the transmit queue whose registers start at `base`: under
-/// the queue's lock, a [`run_ring`] pass over the ring the registers describe,
-/// then TDH updated. Returns whether the queue's interrupt is due, or the
+/// One doorbell of the transmit queue whose registers start at `base` (the
+/// caller holds the queue's lock, as `q`): a [`run_ring`] pass over the ring
+/// the registers describe, then TDH updated. Returns whether the queue's interrupt is due, or the
 /// ring error (counted) of a ring the guest misprogrammed. With bus
 /// mastering off nothing is fetched (counted as `dma_blocked`; the head
 /// stays, so the ring is served once the driver turns it back on).
 pub fn queue_pass<H: Copy + 'static>(
     regs: &RegFile<H>,
     base: u32,
-    queue: &Mutex<TxQueue>,
+    q: &mut TxQueue,
     mem: &DmaMemory,
     errors: &ErrorCounters,
     context_dd: bool,
     frame_done: impl FnMut(&mut TxQueue, FrameOpts),
 ) -> Result<bool, ring::RingError> {
-    let mut q = crate::sync::lock(queue);
     let mut r = Ring::from_block(|o| regs.peek(o), base).inspect_err(|_| errors.ring())?;
     let Some(mem) = mem.get() else {
         errors.dma_blocked();
@@ -368,7 +418,7 @@ pub fn queue_pass<H: Copy + 'static>(
         context_dd,
         head_wb: head_writeback(regs.peek(base + TDWBAL), regs.peek(base + TDWBAH)),
     };
-    let done = run_ring(&mut r, &mut q, pass, frame_done);
+    let done = run_ring(&mut r, q, pass, frame_done);
     regs.poke(base + TDH, r.head);
     Ok(done)
 }
@@ -388,6 +438,63 @@ mod tests {
         tpid: 0x8100,
         pad: true,
     };
+
+    /// A TCP/IPv4 frame (14 MAC + 20 IP + 20 TCP + payload), checksums zero.
+    fn tcp4(payload: &[u8]) -> Vec<u8> {
+        let mut f = vec![0u8; 54];
+        f[12] = 0x08;
+        f[14] = 0x45;
+        f[16..18].copy_from_slice(&(40 + payload.len() as u16).to_be_bytes());
+        f[23] = net_util::IPPROTO_TCP;
+        f[26..34].copy_from_slice(&[10, 0, 0, 1, 10, 0, 0, 2]);
+        f[46] = 5 << 4;
+        f.extend_from_slice(payload);
+        f
+    }
+
+    fn ctx_tcp4() -> TxContext {
+        TxContext {
+            iplen: 20,
+            maclen: 14,
+            tucmd: 0x2 | 0x4,
+            l4len: 20,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn context_checksums_verify_with_or_without_tucmd_ipv4() {
+        let mut f = tcp4(b"hello, world!");
+        apply_checksums(&mut f, &ctx_tcp4(), true, true).unwrap();
+        let r = net_util::csum::verify_rx(&f);
+        assert!(r.ip_ok && r.l4_checked && r.l4_ok);
+        // igb_tx_csum does not set TUCMD.IPV4 for plain checksum offload.
+        let mut g = tcp4(b"hello, world!");
+        let c = TxContext {
+            tucmd: 0x4,
+            ..ctx_tcp4()
+        };
+        apply_checksums(&mut g, &c, true, true).unwrap();
+        assert_eq!(f, g);
+    }
+
+    #[test]
+    fn hostile_contexts_are_errors() {
+        let mut short = vec![0u8; 20];
+        assert!(apply_checksums(&mut short, &ctx_tcp4(), true, true).is_err());
+        // Found by cargo fuzz: MACLEN at the end of the frame, IPLEN 0.
+        let c0 = TxContext {
+            maclen: 20,
+            iplen: 0,
+            ..ctx_tcp4()
+        };
+        assert!(apply_checksums(&mut short, &c0, true, true).is_err());
+        let c = TxContext {
+            iplen: 511,
+            ..ctx_tcp4()
+        };
+        assert!(apply_checksums(&mut short, &c, true, true).is_err());
+    }
 
     #[test]
     fn gathers_across_descriptors_inserts_vlan_and_pads() {
@@ -545,7 +652,7 @@ mod tests {
         let mem = ram(0x40000);
         let mut hdr = [0u8; 54];
         hdr[14] = 0x45;
-        hdr[23] = offload::IPPROTO_TCP;
+        hdr[23] = net_util::IPPROTO_TCP;
         hdr[46] = 5 << 4;
         mem.write_slice(&hdr, GuestAddress(0x10000)).unwrap();
         let len = 60_000u16;
@@ -565,7 +672,7 @@ mod tests {
             iplen: 20,
             l4len: 20,
             tucmd: 0x2 | 0x4,
-            mss: offload::MIN_TSO_MSS,
+            mss: net_util::tso::MIN_TSO_MSS,
             ..Default::default()
         };
         let errors = ErrorCounters::default();
@@ -582,7 +689,7 @@ mod tests {
                 segments += n;
             }
         });
-        let per_frame = (usize::from(len) - 54).div_ceil(usize::from(offload::MIN_TSO_MSS));
+        let per_frame = (usize::from(len) - 54).div_ceil(usize::from(net_util::tso::MIN_TSO_MSS));
         assert!(
             segments < TX_PASS_SEGMENTS + per_frame,
             "{segments} segments from one doorbell"
@@ -605,7 +712,7 @@ mod tests {
         let mut f = vec![0u8; 42];
         f[12] = 0x08;
         f[14] = 0x45;
-        f[23] = offload::IPPROTO_UDP;
+        f[23] = net_util::IPPROTO_UDP;
         f.extend_from_slice(&[9u8; 1400 * 5]);
         mem.write_slice(&f, GuestAddress(0x1000)).unwrap();
         let mut q = TxQueue::default();
@@ -652,8 +759,8 @@ mod tests {
         );
         assert_eq!(sent, 1, "the oversized frame never left");
         let errors = ErrorCounters::default();
-        errors.tx_drop(&TxDrop::Oversize(MAX_JUMBO_FRAME + 1));
-        errors.tx_drop(&TxDrop::Malformed);
+        TxDrop::Oversize(MAX_JUMBO_FRAME + 1).count_in(&errors);
+        TxDrop::Malformed.count_in(&errors);
         let e = errors.snapshot();
         assert_eq!((e.tx_oversize, e.tx_malformed), (1, 1));
     }

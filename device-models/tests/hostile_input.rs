@@ -5,7 +5,7 @@
 use device_models::igb::{Igb, IgbConfig};
 use device_models::ixgbe::{Ixgbe, IxgbeConfig, SfpKind};
 use device_models::testutil::{ram, run_program, TestEnv, XorShift};
-use device_models::{Clock, NicFunction};
+use device_models::{Clock, PciFunction};
 use vm_memory::{Bytes, GuestAddress};
 
 fn igb(mem_seed: &mut XorShift) -> (Igb, TestEnv) {

@@ -5,7 +5,7 @@
 
 use device_models::ixgbe::{Ixgbe, IxgbeConfig, SfpKind};
 use device_models::testutil::{ram, run_program, TestEnv};
-use device_models::NicFunction;
+use device_models::PciFunction;
 use libfuzzer_sys::fuzz_target;
 use vm_memory::{Bytes, GuestAddress};
 

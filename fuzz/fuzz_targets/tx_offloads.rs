@@ -1,10 +1,11 @@
 //! Fuzzes descriptor parsing and the offload engines with arbitrary
-//! descriptors, contexts and frames: checksums, TCP and UDP segmentation, RX checksum
+//! descriptors, contexts and frames: checksums, TSO segmentation, RX checksum
 //! verification and the RSS hash must never panic or read out of bounds.
 #![no_main]
 
 use device_models::desc::{parse_tx, TxDesc};
-use device_models::{offload, rss};
+use device_models::{rss, txframe};
+use net_util::{csum, tso};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -24,11 +25,12 @@ fuzz_target!(|data: &[u8]| {
         _ => return,
     };
     let mut frame = data[32..].to_vec();
-    let _ = offload::apply_checksums(&mut frame, &ctx, data[0] & 1 != 0, data[0] & 2 != 0);
+    let _ = txframe::apply_checksums(&mut frame, &ctx, data[0] & 1 != 0, data[0] & 2 != 0);
     let mut seg = Vec::new();
     let mut n = 0usize;
-    let _ = offload::segment(&frame, &ctx, &mut seg, |s| n += s.len());
-    let _ = offload::verify_rx(&frame);
-    let key = [0x6du8; 40];
-    let _ = rss::hash(&key, rss::HashTypes::from_mrqc(u32::MAX), &frame);
+    if let Ok(t) = ctx.tso() {
+        let _ = tso::segment(&frame, &t, &mut seg, |s| n += s.len());
+    }
+    let _ = csum::verify_rx(&frame);
+    let _ = rss::hash_with_regs(|i| 0x6d6d_6d6d ^ i, u32::MAX, &frame);
 });

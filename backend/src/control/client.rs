@@ -220,23 +220,6 @@ fn human(verb: &Verb, d: &serde_json::Value) -> String {
                 );
             }
         }
-        Verb::Stats { all, .. } if d.get("port").is_some() => {
-            // A virtio-net port: port and per-queue-pair counters.
-            let mut print = |prefix: &str, obj: &serde_json::Value| {
-                for (k, v) in obj.as_object().into_iter().flatten() {
-                    let v = v.as_u64().unwrap_or(0);
-                    if *all || v != 0 {
-                        let _ = writeln!(o, "{prefix}{k:<20} {v}");
-                    }
-                }
-            };
-            print("", &d["port"]);
-            for (i, q) in d["queues"].as_array().into_iter().flatten().enumerate() {
-                print(&format!("q{i}."), q);
-            }
-            print("net.", &d["net"]);
-            let _ = writeln!(o, "connected: {}", d["connected"]);
-        }
         Verb::Stats { .. } if d.get("wire").is_some() => {
             let s = &d["switch"];
             let _ = writeln!(o, "wire: {}", d["wire"].as_str().unwrap_or(""));

@@ -7,12 +7,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use device_models::FaultError;
 use serde_json::json;
 
 use super::protocol::{Request, Response};
 use crate::error::Error;
 use crate::outfile::OutputDir;
-use crate::ports::{PortInfo, Registry};
+use crate::ports::{PortInfo, Registry, Transport};
 use crate::trace::{sink_of, TraceFilter};
 
 /// Longest request line accepted.
@@ -135,7 +136,6 @@ fn port<'a>(reg: &'a Registry, dev: &str) -> Result<&'a PortInfo, Response> {
             .ports
             .iter()
             .map(|p| p.id.as_str())
-            .chain(reg.virtio.iter().map(|v| v.0.as_str()))
             .chain(reg.wires.iter().map(|w| w.id.as_str()))
             .collect();
         Response::err(format!("no device '{dev}' (devices: {})", ids.join(", ")))
@@ -147,30 +147,6 @@ pub fn handle(reg: &Registry, out: &OutputDir, req: Request) -> Response {
     match run(reg, out, req) {
         Ok(r) | Err(r) => r,
     }
-}
-
-/// Requests about a virtio-net port; `None` when `dev` is not one.
-fn run_virtio(reg: &Registry, req: &Request) -> Option<Result<Response, Response>> {
-    let dev = req.dev()?;
-    let (_, _, p) = reg.virtio.iter().find(|(id, _, _)| id == dev)?;
-    Some(match req {
-        Request::Stats { .. } => Ok(Response::ok(json!({
-            "dev": dev,
-            "port": p.port_stats(),
-            "queues": p.queue_stats(),
-            "net": net_stats(p.net_counters()),
-            "connected": p.connected(),
-        }))),
-        Request::Link { up, .. } => {
-            p.set_link(*up);
-            Ok(Response::ok(
-                json!({ "dev": dev, "link": if *up { "up" } else { "down" } }),
-            ))
-        }
-        _ => Err(Response::err(format!(
-            "{dev} is a virtio-net port: it supports list, stats and link"
-        ))),
-    })
 }
 
 /// The counters of a port's network (its switch's MAC table).
@@ -211,65 +187,71 @@ fn run_wire(reg: &Registry, req: &Request) -> Option<Result<Response, Response>>
     })
 }
 
+/// `ctl list`: every port, then every wire.
+fn list(reg: &Registry) -> Response {
+    let ports = reg.ports.iter().map(|p| {
+        let v = p.port.driver_view();
+        let tracing = match &p.transport {
+            Transport::VfioUser { tracer, .. } => tracer.enabled(),
+            Transport::VhostUser(_) => false,
+        };
+        json!({
+            "id": p.id, "model": p.port.model(), "socket": p.socket, "net": p.net, "mac": p.mac,
+            "link": if v.link_up { "up" } else { "down" },
+            "driver_loaded": v.driver_loaded,
+            "rx_enabled": v.rx_enabled, "tx_enabled": v.tx_enabled,
+            "rx_queues": v.rx_queues, "tx_queues": v.tx_queues,
+            "interrupts": v.interrupts,
+            "tracing": tracing,
+            "capturing": p.switch.capture.frames().is_some(),
+        })
+    });
+    let wires = reg.wires.iter().map(|w| {
+        json!({
+            "id": w.id, "model": "wire", "socket": w.what, "net": w.net, "mac": "",
+            "link": "up", "driver_loaded": false,
+            "rx_queues": [], "tx_queues": [], "interrupts": "-",
+        })
+    });
+    Response::ok(json!({ "devices": ports.chain(wires).collect::<Vec<_>>() }))
+}
+
+/// `ctl stats` of a port: its counters and guest errors, its switch port
+/// and network; a vfio-user function adds its interrupt fds' errors, a
+/// virtio-net port its counters by port and queue pair as well.
+fn stats(p: &PortInfo) -> serde_json::Value {
+    let mut errors = p.port.error_counters();
+    if let Transport::VfioUser { irq, .. } = &p.transport {
+        errors.extend(irq.counters().list());
+    }
+    let pairs = |l: Vec<(String, u64)>| {
+        l.into_iter()
+            .map(|(k, v)| json!([k, v]))
+            .collect::<Vec<_>>()
+    };
+    let mut v = json!({
+        "dev": p.id,
+        "model": p.port.model(),
+        "counters": pairs(p.port.counters()),
+        "guest_errors": pairs(errors.into_iter().map(|(k, v)| (k.to_string(), v)).collect()),
+        "switch": switch_stats(&p.switch),
+        "net": net_stats(&p.switch.net),
+    });
+    if let Transport::VhostUser(vp) = &p.transport {
+        v["port"] = json!(vp.port_stats());
+        v["queues"] = json!(vp.queue_stats());
+        v["connected"] = json!(vp.connected());
+    }
+    v
+}
+
 fn run(reg: &Registry, out: &OutputDir, req: Request) -> Result<Response, Response> {
-    if let Some(r) = run_virtio(reg, &req).or_else(|| run_wire(reg, &req)) {
+    if let Some(r) = run_wire(reg, &req) {
         return r;
     }
     match req {
-        Request::List => {
-            let ports: Vec<_> = reg
-                .ports
-                .iter()
-                .map(|p| {
-                    let v = p.dev.driver_view();
-                    json!({
-                        "id": p.id, "model": p.model, "socket": p.socket, "net": p.net, "mac": p.mac,
-                        "link": if v.link_up { "up" } else { "down" },
-                        "driver_loaded": v.driver_loaded,
-                        "rx_enabled": v.rx_enabled, "tx_enabled": v.tx_enabled,
-                        "rx_queues": v.rx_queues, "tx_queues": v.tx_queues,
-                        "interrupts": v.interrupts,
-                        "tracing": p.tracer.enabled(),
-                        "capturing": p.counters.capture.frames().is_some(),
-                    })
-                })
-                .collect();
-            let mut ports = ports;
-            ports.extend(reg.virtio.iter().map(|(id, net, p)| {
-                json!({
-                    "id": id, "model": "virtio-net", "socket": p.socket(), "net": net, "mac": "",
-                    "link": if p.link_up() { "up" } else { "down" },
-                    "driver_loaded": p.connected(),
-                    "rx_queues": (0..p.queue_stats().len()).collect::<Vec<_>>(),
-                    "tx_queues": (0..p.queue_stats().len()).collect::<Vec<_>>(),
-                    "interrupts": "vhost-user",
-                })
-            }));
-            ports.extend(reg.wires.iter().map(|w| {
-                json!({
-                    "id": w.id, "model": "wire", "socket": w.what, "net": w.net, "mac": "",
-                    "link": "up", "driver_loaded": false,
-                    "rx_queues": [], "tx_queues": [], "interrupts": "-",
-                })
-            }));
-            Ok(Response::ok(json!({ "devices": ports })))
-        }
-        Request::Stats { dev } => {
-            let p = port(reg, &dev)?;
-            let (counters, mut errors) = {
-                let d = &p.dev;
-                (d.counters(), d.error_counters())
-            };
-            errors.extend(p.irq.counters().list());
-            let c = &p.counters;
-            Ok(Response::ok(json!({
-                "dev": dev,
-                "counters": counters.into_iter().map(|(k, v)| json!([k, v])).collect::<Vec<_>>(),
-                "guest_errors": errors.into_iter().map(|(k, v)| json!([k, v])).collect::<Vec<_>>(),
-                "switch": switch_stats(c),
-                "net": net_stats(&c.net),
-            })))
-        }
+        Request::List => Ok(list(reg)),
+        Request::Stats { dev } => Ok(Response::ok(stats(port(reg, &dev)?))),
         Request::Trace {
             dev,
             on,
@@ -277,6 +259,12 @@ fn run(reg: &Registry, out: &OutputDir, req: Request) -> Result<Response, Respon
             file,
         } => {
             let p = port(reg, &dev)?;
+            let Transport::VfioUser { tracer, .. } = &p.transport else {
+                return Err(Response::err(format!(
+                    "{dev} is a {} port: it has no registers to trace",
+                    p.port.model()
+                )));
+            };
             let filter = filter
                 .as_deref()
                 .map(TraceFilter::parse)
@@ -291,7 +279,7 @@ fn run(reg: &Registry, out: &OutputDir, req: Request) -> Result<Response, Respon
                 }
                 None => None,
             };
-            p.tracer.set(on, filter, sink);
+            tracer.set(on, filter, sink);
             Ok(Response::ok(json!({ "dev": dev, "tracing": on })))
         }
         Request::Capture { dev, file, count } => {
@@ -299,7 +287,7 @@ fn run(reg: &Registry, out: &OutputDir, req: Request) -> Result<Response, Respon
             let (f, full) = out
                 .create(Path::new(&file))
                 .map_err(|e| Response::err(e.to_string()))?;
-            p.counters
+            p.switch
                 .capture
                 .start(f, count)
                 .map_err(|e| Response::err(e.to_string()))?;
@@ -307,21 +295,24 @@ fn run(reg: &Registry, out: &OutputDir, req: Request) -> Result<Response, Respon
         }
         Request::CaptureStop { dev } => {
             let p = port(reg, &dev)?;
-            let n = p.counters.capture.stop();
+            let n = p.switch.capture.stop();
             Ok(Response::ok(json!({ "dev": dev, "frames": n })))
         }
         Request::Link { dev, up } => {
             let p = port(reg, &dev)?;
-            p.dev.set_link(up);
+            p.port.set_link(up);
             Ok(Response::ok(
                 json!({ "dev": dev, "link": if up { "up" } else { "down" } }),
             ))
         }
         Request::Fault { dev, fault } => {
             let p = port(reg, &dev)?;
-            p.dev
-                .inject(fault.clone().into())
-                .map_err(|e| Response::err(e.to_string()))?;
+            p.port.inject(fault.clone().into()).map_err(|e| match e {
+                FaultError::Unsupported(_) => {
+                    Response::err(format!("{dev} is a {} port: {e}", p.port.model()))
+                }
+                e => Response::err(e.to_string()),
+            })?;
             Ok(Response::ok(json!({ "dev": dev, "fault": fault })))
         }
     }

@@ -8,8 +8,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, RwLock, Weak};
 use std::time::Duration;
 
-use device_models::offload::{segment_tcp, OffloadError};
-use device_models::{rss, FrameSink};
+pub use device_models::Delivery;
+use device_models::FrameSink;
+use net_util::tso::segment;
+use net_util::OffloadError;
 use vhost::vhost_user::message::VhostUserProtocolFeatures;
 use vhost_user_backend::{VhostUserBackend, VringRwLock, VringT};
 use virtio_queue::QueueT;
@@ -147,15 +149,6 @@ struct Pair {
     rx: Mutex<RxSide>,
 }
 
-/// Result of offering a frame to the port.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Delivery {
-    /// Delivered or dropped (and counted): the frame is consumed.
-    Done,
-    /// The guest has no receive buffers now; try again after a kick.
-    Busy,
-}
-
 /// One virtio-net port's backend state, shared by the vhost-user handler,
 /// its queue workers, the switch (direct receive) and the receive thread.
 pub struct NetBackend {
@@ -249,7 +242,9 @@ fn rx_ready(v: &Vring) -> bool {
 /// Chooses a queue pair for a frame by its addresses and ports, so one flow
 /// stays on one queue.
 pub(crate) fn flow_hash(f: &[u8]) -> u32 {
-    let Some(p) = rss::parse(f) else { return 0 };
+    let Some(p) = net_util::parse(f) else {
+        return 0;
+    };
     let mut h: u32 = 0x811c_9dc5;
     let mut mix = |b: &[u8]| {
         for &x in b {
@@ -399,8 +394,9 @@ impl NetBackend {
         }
     }
 
-    /// Offers a frame from the switch to the guest. With `try_only`, returns
-    /// `Busy` instead of waiting for a receive queue lock.
+    /// Offers a frame from the switch to the guest: `Busy` while the guest
+    /// has no receive buffers (try again after a kick), and with `try_only`
+    /// instead of waiting for a receive queue lock.
     pub fn deliver(&self, frame: &[u8], try_only: bool) -> Delivery {
         if !self.link_up.load(Ordering::Acquire) {
             inc(&self.port_counters.rx_link_drops);
@@ -497,7 +493,7 @@ impl NetBackend {
                 // The driver stopped accepting GSO since the sender looked:
                 // segment here. Frames that find no buffer are dropped.
                 let r = voff::tso_request(&h, frame).and_then(|t| {
-                    segment_tcp(frame, &t.ctx, &mut side.seg, |s| {
+                    segment(frame, &t.tso, &mut side.seg, |s| {
                         let hh = voff::rx_hdr_plain(s, neg.guest_csum);
                         hh.write(&mut hdr_buf[..hdr_len], 0);
                         let o = rx::write_frame(
@@ -700,7 +696,7 @@ impl NetBackend {
             return;
         }
         let r: Result<usize, OffloadError> =
-            segment_tcp(&side.buf[hdr_len..], &tso.ctx, &mut side.seg, |s| {
+            segment(&side.buf[hdr_len..], &tso.tso, &mut side.seg, |s| {
                 self.sink.transmit(s);
                 add(&c.tx_bytes, s.len() as u64);
             });

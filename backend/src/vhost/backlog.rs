@@ -14,8 +14,9 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-use super::backend::{Delivery, NetBackend};
+use super::backend::NetBackend;
 use super::counters::inc;
+use device_models::Delivery;
 
 /// Frames each queue pair's FIFO holds before new ones are dropped.
 pub const PER_QUEUE: usize = 512;

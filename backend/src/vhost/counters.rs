@@ -22,6 +22,13 @@ macro_rules! counters {
                 $snap { $($f: self.$f.load(Ordering::Relaxed),)* }
             }
         }
+
+        impl $snap {
+            /// The counters by name.
+            pub fn list(&self) -> Vec<(&'static str, u64)> {
+                vec![$((stringify!($f), self.$f),)*]
+            }
+        }
     };
 }
 

@@ -11,7 +11,7 @@
 //!
 //! Offloads: the guest may hand over partially checksummed frames and TCP
 //! segments up to 64 KiB (`CSUM`, `HOST_TSO4/6`). The transmitting port
-//! segments and checksums them (`device_models::offload::segment_tcp`), so
+//! segments and checksums them (`net_util::tso::segment`), so
 //! every destination — igb/ixgbe functions, wires, floods — receives
 //! MTU-sized frames with valid checksums, and received plain frames whose
 //! checksums verify are marked `DATA_VALID` (the guest skips checksumming).
@@ -53,7 +53,7 @@ use std::os::unix::ffi::OsStringExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use vhost_user_backend::VhostUserDaemon;
@@ -61,10 +61,11 @@ use vm_memory::{GuestMemoryAtomic, GuestMemoryMmap};
 
 use crate::config::DeviceSpec;
 use crate::error::Error;
-use crate::switch::{DirectRx, Switch};
-use backend::{Delivery, GsoPeers, NetBackend};
+use crate::switch::{PortCounters, PortSlot, Switch};
+use backend::{GsoPeers, NetBackend};
 use backlog::Backlog;
 use counters::{PortStats, QueueStats};
+use device_models::{Delivery, DriverView, Introspect, NetPort};
 
 /// A port's counters as `nicemu ctl stats` shows them: the backend's and the switch's.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -106,21 +107,6 @@ impl std::fmt::Debug for Shared {
     }
 }
 
-/// Direct receive from the switch when the receive queue is free.
-#[derive(Default)]
-struct DirectVhost {
-    backend: OnceLock<Arc<NetBackend>>,
-}
-
-impl DirectRx for DirectVhost {
-    fn try_receive(&self, frame: &[u8]) -> bool {
-        match self.backend.get() {
-            Some(b) => b.deliver(frame, true) == Delivery::Done,
-            None => false,
-        }
-    }
-}
-
 impl VirtioNetPort {
     /// Attaches the port to `switch` and listens on its socket.
     pub fn start(spec: &DeviceSpec, switch: &Arc<Switch>) -> Result<Self, Error> {
@@ -129,7 +115,7 @@ impl VirtioNetPort {
             source: e,
         };
         let listener = crate::socket::listen(&spec.socket)?;
-        let direct = Arc::new(DirectVhost::default());
+        let direct = Arc::new(PortSlot::default());
         let (port, rx) = switch.attach_direct(Some(direct.clone()));
         let switch_counters = port.counters.clone();
         let backend = Arc::new(NetBackend::new(
@@ -140,7 +126,6 @@ impl VirtioNetPort {
             GsoPeers::for_switch(switch),
         ));
         backend.start_signaller().map_err(listen_err)?;
-        let _ = direct.backend.set(backend.clone());
         let inner = Arc::new(Shared {
             backend: backend.clone(),
             switch_counters,
@@ -197,7 +182,9 @@ impl VirtioNetPort {
                 serve(&s, Some(listener))
             })
             .map_err(listen_err)?;
-        Ok(VirtioNetPort { inner })
+        let port = VirtioNetPort { inner };
+        direct.set(Arc::new(port.clone()));
+        Ok(port)
     }
 
     /// Sets the link state. Down: traffic is dropped (counted), the
@@ -259,9 +246,105 @@ impl VirtioNetPort {
         &self.inner.switch_counters.net
     }
 
+    /// The switch's counters of the port (and its capture slot).
+    pub fn switch_counters(&self) -> &Arc<PortCounters> {
+        &self.inner.switch_counters
+    }
+
     /// The socket the port listens on.
     pub fn socket(&self) -> &Path {
         &self.inner.socket
+    }
+}
+
+/// Per-queue counters of guest mistakes: descriptor chains and offload
+/// requests the port dropped (and counted).
+const QUEUE_ERRORS: [&str; 8] = [
+    "rx_too_big",
+    "rx_bad_chain",
+    "tx_bad_write_only",
+    "tx_bad_too_long",
+    "tx_bad_too_big",
+    "tx_bad_address",
+    "tx_bad_runt",
+    "tx_bad_offload",
+];
+
+impl NetPort for VirtioNetPort {
+    /// The port takes a frame or is busy while its guest has no receive
+    /// buffers; it keeps no IEEE 1588 stamps, so `sent_ns` is not used.
+    fn deliver(&self, frame: &[u8], _sent_ns: Option<u64>, wait: bool) -> Delivery {
+        self.inner.backend.deliver(frame, !wait)
+    }
+
+    fn set_link(&self, up: bool) {
+        VirtioNetPort::set_link(self, up);
+    }
+
+    fn link_up(&self) -> bool {
+        VirtioNetPort::link_up(self)
+    }
+}
+
+impl Introspect for VirtioNetPort {
+    fn model(&self) -> &'static str {
+        "virtio-net"
+    }
+
+    /// The port's counters, then each queue pair's as `name[pair]`.
+    fn counters(&self) -> Vec<(String, u64)> {
+        let port = self.inner.backend.port_counters.snapshot();
+        let mut out: Vec<(String, u64)> = port
+            .list()
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+        for (i, q) in self.queue_stats().iter().enumerate() {
+            out.extend(q.list().into_iter().map(|(k, v)| (format!("{k}[{i}]"), v)));
+        }
+        out
+    }
+
+    /// Chains and offload requests dropped on every queue pair, memory
+    /// tables refused, and used-ring interrupts the client's fds did not
+    /// take.
+    fn error_counters(&self) -> Vec<(&'static str, u64)> {
+        let queues: Vec<_> = self.queue_stats().iter().map(|q| q.list()).collect();
+        let mut out: Vec<(&'static str, u64)> = QUEUE_ERRORS
+            .iter()
+            .map(|name| {
+                let sum = queues
+                    .iter()
+                    .flatten()
+                    .filter(|(k, _)| k == name)
+                    .map(|(_, v)| v)
+                    .sum();
+                (*name, sum)
+            })
+            .collect();
+        let p = self.inner.backend.port_counters.snapshot();
+        out.extend([
+            ("mem_refused", p.mem_refused),
+            ("irq_coalesced", p.irq_coalesced),
+            ("irq_failed", p.irq_failed),
+        ]);
+        out
+    }
+
+    /// A connected frontend is the driver; every queue pair it may use is
+    /// listed.
+    fn driver_view(&self) -> DriverView {
+        let connected = self.connected();
+        let pairs: Vec<u16> = (0..self.inner.backend.pairs()).collect();
+        DriverView {
+            link_up: self.link_up(),
+            rx_enabled: connected,
+            tx_enabled: connected,
+            rx_queues: pairs.clone(),
+            tx_queues: pairs,
+            interrupts: "vhost-user".into(),
+            driver_loaded: connected,
+        }
     }
 }
 

@@ -1,12 +1,10 @@
 //! The virtio-net header (virtio 1.2 §5.1.6) and the offloads it asks for:
 //! checksum completion, TCP segmentation (through the shared
-//! `device_models::offload` engine), and the in-process GSO trailer that lets
+//! `net_util` helpers), and the in-process GSO trailer that lets
 //! a large TCP segment cross the switch intact to a virtio-net port whose
 //! driver accepts it.
 
-use device_models::desc::TxContext;
-use device_models::offload::{self, OffloadError, IPPROTO_TCP};
-use device_models::rss;
+use net_util::{csum, OffloadError, Tso};
 use virtio_bindings::bindings::virtio_net::{
     VIRTIO_NET_HDR_F_DATA_VALID, VIRTIO_NET_HDR_F_NEEDS_CSUM, VIRTIO_NET_HDR_GSO_ECN,
     VIRTIO_NET_HDR_GSO_NONE, VIRTIO_NET_HDR_GSO_TCPV4, VIRTIO_NET_HDR_GSO_TCPV6,
@@ -93,51 +91,27 @@ pub fn accept_bit(gso_kind: u8) -> u8 {
 
 /// A validated TCP segmentation request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Tso {
-    /// The context for `offload::segment_tcp`.
-    pub ctx: TxContext,
+pub struct GsoRequest {
+    /// Where the headers are and the MSS, for `net_util::tso::segment`.
+    pub tso: Tso,
     /// GSO kind (TCPv4/TCPv6, ECN bit kept in `gso_type`).
     pub gso_type: u8,
 }
 
-impl Tso {
-    /// Offset of the TCP header.
-    pub fn l4(&self) -> usize {
-        usize::from(self.ctx.maclen) + usize::from(self.ctx.iplen)
-    }
-    /// Length of all headers (Ethernet to TCP options).
-    pub fn hdr_len(&self) -> usize {
-        self.l4() + usize::from(self.ctx.l4len)
-    }
-}
-
 /// Validates a GSO request against the frame itself (the header's offsets
 /// are the guest's word; the frame's headers decide).
-pub fn tso_request(hdr: &NetHdr, frame: &[u8]) -> Result<Tso, OffloadError> {
-    let kind = u32::from(hdr.gso_kind());
-    let p = rss::parse(frame).ok_or(OffloadError::BadTso)?;
-    let want_v4 = match kind {
+pub fn tso_request(hdr: &NetHdr, frame: &[u8]) -> Result<GsoRequest, OffloadError> {
+    let want_v4 = match u32::from(hdr.gso_kind()) {
         VIRTIO_NET_HDR_GSO_TCPV4 => true,
         VIRTIO_NET_HDR_GSO_TCPV6 => false,
         _ => return Err(OffloadError::BadTso),
     };
-    let l4 = p.l4.ok_or(OffloadError::BadTso)?;
-    if p.ipv4 != want_v4 || p.proto != IPPROTO_TCP || hdr.gso_size == 0 {
+    let (tso, ipv4) = Tso::for_frame(frame, hdr.gso_size)?;
+    if ipv4 != want_v4 {
         return Err(OffloadError::BadTso);
     }
-    let doff = usize::from(*frame.get(l4 + 12).ok_or(OffloadError::Truncated(l4 + 13))? >> 4) * 4;
-    if doff < 20 || frame.len() < l4 + doff {
-        return Err(OffloadError::Truncated(l4 + doff.max(20)));
-    }
-    Ok(Tso {
-        ctx: TxContext {
-            maclen: p.l3 as u16,
-            iplen: (l4 - p.l3) as u16,
-            l4len: doff as u8,
-            mss: hdr.gso_size,
-            tucmd: (1 << 2) | if p.ipv4 { 1 << 1 } else { 0 },
-            ..TxContext::default()
-        },
+    Ok(GsoRequest {
+        tso,
         gso_type: hdr.gso_type,
     })
 }
@@ -145,17 +119,11 @@ pub fn tso_request(hdr: &NetHdr, frame: &[u8]) -> Result<Tso, OffloadError> {
 /// Completes a partial checksum: the 16-bit one's-complement sum from
 /// `csum_start` to the end of the frame is stored at `csum_start + csum_offset`.
 pub fn complete_csum(hdr: &NetHdr, frame: &mut [u8]) -> Result<(), OffloadError> {
-    let start = usize::from(hdr.csum_start);
-    let at = start + usize::from(hdr.csum_offset);
-    if start >= frame.len() || at + 2 > frame.len() {
-        return Err(OffloadError::Truncated(at + 2));
-    }
-    let mut c = offload::csum_fold(offload::csum_add(0, &frame[start..]));
-    if c == 0 {
-        c = 0xffff;
-    }
-    frame[at..at + 2].copy_from_slice(&c.to_be_bytes());
-    Ok(())
+    csum::complete_partial(
+        frame,
+        usize::from(hdr.csum_start),
+        usize::from(hdr.csum_offset),
+    )
 }
 
 /// The receive header for a plain frame: DATA_VALID when the driver takes
@@ -163,7 +131,7 @@ pub fn complete_csum(hdr: &NetHdr, frame: &mut [u8]) -> Result<(), OffloadError>
 pub fn rx_hdr_plain(frame: &[u8], guest_csum: bool) -> NetHdr {
     let mut h = NetHdr::default();
     if guest_csum {
-        let r = offload::verify_rx(frame);
+        let r = csum::verify_rx(frame);
         if r.l4_checked && r.l4_ok && (!r.ip_checked || r.ip_ok) {
             h.flags = VIRTIO_NET_HDR_F_DATA_VALID as u8;
         }
@@ -177,11 +145,12 @@ pub fn rx_hdr_plain(frame: &[u8], guest_csum: bool) -> NetHdr {
 pub const TRAILER_LEN: usize = 20;
 
 /// Appends the GSO trailer describing `tso` to `buf` (which ends with the frame).
-pub fn push_trailer(buf: &mut Vec<u8>, tso: &Tso, token: u64) {
+pub fn push_trailer(buf: &mut Vec<u8>, req: &GsoRequest, token: u64) {
+    let tso = &req.tso;
     let l4 = tso.l4() as u16;
     let mut t = [0u8; TRAILER_LEN];
-    t[0] = tso.gso_type;
-    t[2..4].copy_from_slice(&tso.ctx.mss.to_le_bytes());
+    t[0] = req.gso_type;
+    t[2..4].copy_from_slice(&tso.mss.to_le_bytes());
     t[4..6].copy_from_slice(&l4.to_le_bytes());
     t[6..8].copy_from_slice(&16u16.to_le_bytes());
     t[8..10].copy_from_slice(&(tso.hdr_len() as u16).to_le_bytes());
@@ -276,11 +245,11 @@ mod tests {
             hdr_len: 54,
         };
         let t = tso_request(&h, &f).unwrap();
-        assert_eq!(t.hdr_len(), 54);
+        assert_eq!(t.tso.hdr_len(), 54);
         let mut seg = Vec::new();
         let mut n = 0;
-        offload::segment_tcp(&f, &t.ctx, &mut seg, |s| {
-            let r = offload::verify_rx(s);
+        net_util::tso::segment(&f, &t.tso, &mut seg, |s| {
+            let r = csum::verify_rx(s);
             assert!(r.ip_ok && r.l4_ok);
             n += 1;
         })
@@ -299,7 +268,7 @@ mod tests {
     #[test]
     fn csum_completion_and_bounds() {
         let mut f = tcp4(100);
-        offload::ipv4_header_csum(&mut f, 14).unwrap();
+        csum::ipv4_header_csum(&mut f, 14).unwrap();
         let h = NetHdr {
             flags: 1,
             csum_start: 34,
@@ -307,12 +276,12 @@ mod tests {
             ..NetHdr::default()
         };
         // The guest leaves the pseudo-header sum in the field.
-        let mut pseudo = offload::csum_add(0, &f[26..34]);
+        let mut pseudo = csum::csum_add(0, &f[26..34]);
         pseudo = pseudo.wrapping_add(6).wrapping_add(120);
-        let p = !offload::csum_fold(pseudo);
+        let p = !csum::csum_fold(pseudo);
         f[50..52].copy_from_slice(&p.to_be_bytes());
         complete_csum(&h, &mut f).unwrap();
-        assert!(offload::verify_rx(&f).l4_ok);
+        assert!(csum::verify_rx(&f).l4_ok);
         let bad = NetHdr {
             csum_start: 60000,
             ..h

@@ -277,10 +277,11 @@ mod backend_rx {
     use vm_memory::{GuestAddress, GuestMemoryAtomic, GuestMemoryMmap};
     use vmm_sys_util::epoll::EventSet;
 
-    use super::super::backend::{flow_hash, Delivery, GsoPeers, NetBackend, Vring};
+    use super::super::backend::{flow_hash, GsoPeers, NetBackend, Vring};
     use super::super::backlog::Backlog;
     use super::super::config::device_features;
     use super::{chains, shared_mem, W};
+    use device_models::Delivery;
 
     struct Nowhere;
     impl device_models::FrameSink for Nowhere {

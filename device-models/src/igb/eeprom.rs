@@ -75,6 +75,15 @@ pub fn image(mac: [u8; 6]) -> Nvm {
     n
 }
 
+/// The MAC address the part loads into RAL0/RAH0 at reset: NVM words 0..2.
+pub fn mac(nvm: &Nvm) -> [u8; 6] {
+    let mut m = [0u8; 6];
+    for i in 0..3 {
+        m[2 * i..2 * i + 2].copy_from_slice(&nvm.word(i).to_le_bytes());
+    }
+    m
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,12 +8,17 @@
 //! cause is reported through ICR on the function's single interrupt.
 //!
 //! Every read-modify-write of causes and masks runs under the function's
-//! interrupt lock (`Igb::intr`, which also holds the EITR moderation state);
-//! functions taking `m: &mut Moderation` expect it held.
+//! interrupt lock (which also holds the EITR moderation state); functions
+//! taking `m: &mut Moderation` expect it held. Guest accesses to the cause,
+//! mask and throttle registers arrive there through this part's
+//! [`Interrupts`] implementation.
 
 use super::regs::*;
-use super::Igb;
+use super::{Igb, I82576};
+pub use crate::function::Dir;
+use crate::function::Interrupts;
 use crate::moderation::Moderation;
+use crate::regfile::{RegId, Written};
 use crate::sync::lock;
 
 /// ICR: transmit descriptor written back.
@@ -34,16 +39,82 @@ pub const GPIE_MSIX_MODE: u32 = 1 << 4;
 /// GPIE: extended interrupt auto-mask enable.
 pub const GPIE_EIAME: u32 = 1 << 30;
 
+/// EITR: the write does not restart the interval counter (CNT_IGNR).
+const EITR_CNT_IGNR: u32 = 1 << 31;
+/// Vectors with an EITR register (and moderation state).
+pub const EITR_VECTORS: usize = 25;
+
 const IVAR_VALID: u32 = 0x80;
 const EICR_VECTORS: u32 = 0x01ff_ffff;
 
-/// Direction of a queue cause.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Dir {
-    /// Receive.
-    Rx,
-    /// Transmit.
-    Tx,
+impl Interrupts for I82576 {
+    fn intr_read(f: &Igb, m: &mut Moderation, r: IntrReg, _: RegId, v: u32) -> u32 {
+        match r {
+            IntrReg::Icr => f.icr_read(m, v),
+            IntrReg::Eitr => v & !EITR_CNT_IGNR,
+            _ => v,
+        }
+    }
+
+    fn intr_write(f: &Igb, m: &mut Moderation, r: IntrReg, w: &Written<Hook>) {
+        match r {
+            IntrReg::Icr => f.intr_update(m),
+            IntrReg::Ics => f.raise_icr_locked(m, w.raw),
+            IntrReg::Ims => {
+                f.regs.poke(IMS, w.old | w.raw);
+                f.intr_update(m);
+            }
+            IntrReg::Imc => f.regs.clear_bits(IMS, w.raw),
+            IntrReg::Eicr => {}
+            IntrReg::Eics => f.raise_eicr(m, w.raw & EICR_VECTORS),
+            IntrReg::Eims => {
+                f.regs.poke(EIMS, (w.old | w.raw) & EICR_VECTORS);
+                f.deliver_eicr(m);
+            }
+            IntrReg::Eimc => f.regs.clear_bits(EIMS, w.raw),
+            // Without CNT_IGNR a write restarts the vector's interval counter.
+            IntrReg::Eitr if w.raw & EITR_CNT_IGNR == 0 => m.restart(usize::from(w.id.elem)),
+            IntrReg::Eitr => {}
+        }
+    }
+
+    /// Through the queue's IVAR vector in MSI-X mode, else as ICR.RXT0 /
+    /// ICR.TXDW.
+    fn queue_interrupt(f: &Igb, queue: usize, dir: Dir) {
+        if f.msix_mode() {
+            let (reg, shift) = ivar_slot(queue, dir);
+            let entry = (f.regs.peek(IVAR0 + 4 * reg) >> shift) & 0xff;
+            if entry & IVAR_VALID != 0 {
+                f.raise_eicr(&mut lock(&f.intr), 1 << (entry & 0x1f));
+            }
+        } else {
+            f.raise_icr(match dir {
+                Dir::Rx => ICR_RXT0,
+                Dir::Tx => ICR_TXDW,
+            });
+        }
+    }
+
+    fn link_interrupt(f: &Igb) {
+        f.raise_icr(ICR_LSC);
+    }
+
+    fn deliver_pending(f: &Igb, m: &mut Moderation) {
+        f.deliver_eicr(m);
+    }
+
+    fn interrupt_summary(f: &Igb) -> String {
+        if f.msix_mode() {
+            format!(
+                "MSI-X EIMS={:#x} IMS={:#x} EITR0={:#x}",
+                f.regs.peek(EIMS),
+                f.regs.peek(IMS),
+                f.regs.peek(EITR0)
+            )
+        } else {
+            format!("single vector IMS={:#x}", f.regs.peek(IMS))
+        }
+    }
 }
 
 impl Igb {
@@ -88,7 +159,7 @@ impl Igb {
     /// Guest read of ICR (§8.8.1): returns the causes and clears them when
     /// GPIE.NSICR is set, when no cause is enabled, or when an interrupt was
     /// asserted; clearing also auto-masks IAM bits and clears the "other" EICR bit.
-    pub(super) fn icr_read(&self, _m: &mut Moderation, icr: u32) -> u32 {
+    fn icr_read(&self, _m: &mut Moderation, icr: u32) -> u32 {
         let ims = self.regs.peek(IMS);
         let nsicr = self.regs.peek(GPIE) & GPIE_NSICR != 0;
         let asserted = icr & ICR_INT_ASSERTED != 0;
@@ -133,14 +204,10 @@ impl Igb {
         if ready == 0 {
             return;
         }
-        let now = self.env.clock.now_ns();
         let regs = &self.regs;
-        let fire = m.gate(
-            u64::from(ready),
-            now,
-            |v| eitr_interval_ns(regs.peek(EITR0 + 4 * v as u32)),
-            self.env.timer.as_ref(),
-        ) as u32;
+        let fire = self.moderate(m, u64::from(ready), |v| {
+            eitr_interval_ns(regs.peek(EITR0 + 4 * v as u32))
+        }) as u32;
         if fire == 0 {
             return;
         }
@@ -150,29 +217,7 @@ impl Igb {
             let eiam = self.regs.peek(EIAM);
             self.regs.clear_bits(EIMS, fire & eiam);
         }
-        let mut f = fire;
-        while f != 0 {
-            let v = f.trailing_zeros();
-            f &= f - 1;
-            self.env.irq.msix(v as u16);
-        }
-    }
-
-    /// Signals a queue event: through the queue's IVAR vector in MSI-X mode,
-    /// else as ICR.RXT0 / ICR.TXDW.
-    pub(super) fn queue_interrupt(&self, queue: usize, dir: Dir) {
-        if self.msix_mode() {
-            let (reg, shift) = ivar_slot(queue, dir);
-            let entry = (self.regs.peek(IVAR0 + 4 * reg) >> shift) & 0xff;
-            if entry & IVAR_VALID != 0 {
-                self.raise_eicr(&mut lock(&self.intr), 1 << (entry & 0x1f));
-            }
-        } else {
-            self.raise_icr(match dir {
-                Dir::Rx => ICR_RXT0,
-                Dir::Tx => ICR_TXDW,
-            });
-        }
+        self.signal_vectors(u64::from(fire));
     }
 }
 

@@ -26,36 +26,34 @@ pub const MSIX_VECTORS: u16 = 10;
 pub const PCIE_CAP: usize = 0xa0;
 
 /// The function's BARs.
-pub fn bars() -> [Bar; 4] {
-    [
-        Bar {
-            index: 0,
-            size: BAR0_SIZE,
-            kind: BarKind::Mem32,
-        },
-        Bar {
-            index: 1,
-            size: BAR1_SIZE,
-            kind: BarKind::Mem32,
-        },
-        Bar {
-            index: 2,
-            size: BAR2_SIZE,
-            kind: BarKind::Io,
-        },
-        Bar {
-            index: 3,
-            size: BAR3_SIZE,
-            kind: BarKind::Mem32,
-        },
-    ]
-}
+pub const BARS: [Bar; 4] = [
+    Bar {
+        index: 0,
+        size: BAR0_SIZE,
+        kind: BarKind::Mem32,
+    },
+    Bar {
+        index: 1,
+        size: BAR1_SIZE,
+        kind: BarKind::Mem32,
+    },
+    Bar {
+        index: 2,
+        size: BAR2_SIZE,
+        kind: BarKind::Io,
+    },
+    Bar {
+        index: 3,
+        size: BAR3_SIZE,
+        kind: BarKind::Mem32,
+    },
+];
 
 /// Builds the configuration space.
 pub fn config_space() -> ConfigSpace {
     let mut b = ConfigSpaceBuilder::new(VENDOR_INTEL, DEVICE_82576, 0x01, [0x02, 0x00, 0x00])
         .subsystem(VENDOR_INTEL, SUBSYSTEM_ID);
-    for bar in bars() {
+    for bar in BARS {
         b = b.bar(bar);
     }
     let (pm, pm_m) = PmCap { pmc: 0xc823 }.body();

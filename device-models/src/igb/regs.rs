@@ -9,21 +9,10 @@
 use crate::ptp::TsReg;
 use crate::regfile::RegDef;
 
-/// Device-specific behaviour attached to a register.
+/// Interrupt registers with side effects (§7.3, §8.8): their handlers run
+/// under the interrupt lock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Hook {
-    /// Device control: RST / PHY_RST self-clear, GIO master disable.
-    Ctrl,
-    /// Device status: computed from link state.
-    Status,
-    /// EEPROM/flash control: REQ→GNT handshake.
-    Eecd,
-    /// EEPROM read register: completes reads at once.
-    Eerd,
-    /// MDI control: PHY register access.
-    Mdic,
-    /// Software semaphore: SMBI is set by reading.
-    Swsm,
+pub enum IntrReg {
     /// Interrupt cause read (clear rules of §7.3.1.1 / §8.8.1).
     Icr,
     /// Interrupt cause set.
@@ -40,27 +29,33 @@ pub enum Hook {
     Eims,
     /// Extended interrupt mask clear.
     Eimc,
-    /// Receive control (enable).
-    Rctl,
-    /// Transmit control (enable).
-    Tctl,
-    /// Receive descriptor tail (doorbell).
-    Rdt,
-    /// Transmit descriptor tail (doorbell).
-    Tdt,
-    /// Receive queue control (enable, software flush).
-    Rxdctl,
-    /// Transmit queue control (enable, software flush).
-    Txdctl,
-    /// Receive queue head: writable only while the queue is disabled.
-    RxHead,
-    /// Transmit queue head: writable only while the queue is disabled.
-    TxHead,
-    /// Interrupt throttle: CNT_IGNR reads as 0.
+    /// Interrupt throttle: CNT_IGNR reads as 0; a write restarts the interval.
     Eitr,
-    /// IEEE 1588 time sync register served by [`crate::ptp::TimeSync`].
-    Ts(TsReg),
 }
+
+/// Control-path registers with side effects: their handlers run under the
+/// control lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CtlReg {
+    /// Device control: RST / PHY_RST, set link up.
+    Ctrl,
+    /// MDI control: PHY register access.
+    Mdic,
+}
+
+/// Other registers with side effects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reg {
+    /// Device status: computed from link state.
+    Status,
+    /// Transmit control: enabling it rings every queue.
+    Tctl,
+}
+
+/// The hooks of the 82576's registers.
+pub type Hook = crate::function::Hook<IntrReg, CtlReg, Reg>;
+use crate::function::stats::{shared_counter_rows, SHARED_COUNTERS};
+use crate::function::QueueReg;
 
 // ---- offsets (e1000_regs.h) ----
 /// Device control.
@@ -75,6 +70,8 @@ pub const EERD: u32 = 0x0014;
 pub const CTRL_EXT: u32 = 0x0018;
 /// MDI control.
 pub const MDIC: u32 = 0x0020;
+/// VLAN ether type.
+pub const VET: u32 = 0x0038;
 /// Interrupt cause read.
 pub const ICR: u32 = 0x00c0;
 /// Interrupt cause set.
@@ -181,42 +178,14 @@ pub mod q {
 
 /// Statistics register offsets used by the data path.
 pub mod stat {
-    /// CRC errors.
-    pub const CRCERRS: u32 = 0x4000;
+    pub use crate::function::stats::stat::*;
+
     /// Missed packets.
     pub const MPC: u32 = 0x4010;
-    /// Packets received 64 bytes .. 1522 bytes buckets start.
-    pub const PRC64: u32 = 0x405c;
-    /// Good packets received.
-    pub const GPRC: u32 = 0x4074;
-    /// Broadcast packets received.
-    pub const BPRC: u32 = 0x4078;
-    /// Multicast packets received.
-    pub const MPRC: u32 = 0x407c;
-    /// Good packets transmitted.
-    pub const GPTC: u32 = 0x4080;
-    /// Good octets received (low).
-    pub const GORCL: u32 = 0x4088;
-    /// Good octets transmitted (low).
-    pub const GOTCL: u32 = 0x4090;
     /// Receive no buffers.
     pub const RNBC: u32 = 0x40a0;
-    /// Receive oversize.
-    pub const ROC: u32 = 0x40ac;
-    /// Total octets received (low).
-    pub const TORL: u32 = 0x40c0;
     /// Total octets transmitted (low).
     pub const TOTL: u32 = 0x40c8;
-    /// Total packets received.
-    pub const TPR: u32 = 0x40d0;
-    /// Total packets transmitted.
-    pub const TPT: u32 = 0x40d4;
-    /// Packets transmitted 64 .. 1522 bucket start.
-    pub const PTC64: u32 = 0x40d8;
-    /// Multicast packets transmitted.
-    pub const MPTC: u32 = 0x40f0;
-    /// Broadcast packets transmitted.
-    pub const BPTC: u32 = 0x40f4;
     /// TCP segmentation contexts transmitted.
     pub const TSCTC: u32 = 0x40f8;
 }
@@ -242,45 +211,50 @@ const fn stat(name: &'static str, off: u32) -> RegDef<Hook> {
     RegDef::new(name, off).rc()
 }
 
-/// Receive queue enable bit in RXDCTL/TXDCTL.
-pub const QUEUE_ENABLE: u32 = 1 << 25;
+pub use crate::function::QUEUE_ENABLE;
 
 /// The register table.
-pub static TABLE: &[RegDef<Hook>] = &[
+const OWN: &[RegDef<Hook>] = &[
     // General (§8.2)
     RegDef::new("CTRL", CTRL)
         .reset(0x0014_0241)
         .mask(0xfdff_fe7f)
-        .hook(Hook::Ctrl),
-    RegDef::new("STATUS", STATUS).ro().hook(Hook::Status),
+        .hook(Hook::Ctl(CtlReg::Ctrl)),
+    RegDef::new("STATUS", STATUS)
+        .ro()
+        .hook(Hook::Part(Reg::Status)),
     RegDef::new("EECD", EECD)
         .reset((1 << 9) | (1 << 8))
         .mask(0x0000_0047)
-        .hook(Hook::Eecd),
-    RegDef::new("EERD", EERD).mask(0x0000_fffd).hook(Hook::Eerd),
+        .hook(Hook::NvmGrant),
+    RegDef::new("EERD", EERD)
+        .mask(0x0000_fffd)
+        .hook(Hook::NvmRead),
     RegDef::new("CTRL_EXT", CTRL_EXT).mask(0xff3f_ffff),
     RegDef::new("FLA", 0x001c),
-    RegDef::new("MDIC", MDIC).mask(0xbfff_ffff).hook(Hook::Mdic),
+    RegDef::new("MDIC", MDIC)
+        .mask(0xbfff_ffff)
+        .hook(Hook::Ctl(CtlReg::Mdic)),
     RegDef::new("SCTL", 0x0024),
     RegDef::new("FCAL", 0x0028).reset(0x00c2_8001),
     RegDef::new("FCAH", 0x002c).reset(0x0100).mask(0x0000_ffff),
     RegDef::new("FCT", 0x0030).reset(0x8808).mask(0x0000_ffff),
     RegDef::new("CONNSW", 0x0034),
-    RegDef::new("VET", 0x0038).reset(0x8100),
-    RegDef::new("ICR", ICR).w1c().hook(Hook::Icr),
+    RegDef::new("VET", VET).reset(0x8100),
+    RegDef::new("ICR", ICR).w1c().hook(Hook::Intr(IntrReg::Icr)),
     RegDef::new("ITR", 0x00c4),
-    RegDef::new("ICS", ICS).wo().hook(Hook::Ics),
-    RegDef::new("IMS", IMS).hook(Hook::Ims),
-    RegDef::new("IMC", IMC).wo().hook(Hook::Imc),
+    RegDef::new("ICS", ICS).wo().hook(Hook::Intr(IntrReg::Ics)),
+    RegDef::new("IMS", IMS).hook(Hook::Intr(IntrReg::Ims)),
+    RegDef::new("IMC", IMC).wo().hook(Hook::Intr(IntrReg::Imc)),
     RegDef::new("IAM", IAM),
-    RegDef::new("RCTL", RCTL).mask(0x07ff_fffe).hook(Hook::Rctl),
+    RegDef::new("RCTL", RCTL).mask(0x07ff_fffe),
     RegDef::new("FCTTV", 0x0170).mask(0x0000_ffff),
     RegDef::new("TXCW", 0x0178),
     RegDef::new("RXCW", 0x0180).ro(),
     RegDef::new("TCTL", TCTL)
         .reset(0xa004_10f8)
         .mask(0xffff_fffe)
-        .hook(Hook::Tctl),
+        .hook(Hook::Part(Reg::Tctl)),
     RegDef::new("TCTL_EXT", 0x0404).reset(0x0004_0042),
     RegDef::new("TIPG", 0x0410)
         .reset(0x0060_2008)
@@ -299,16 +273,24 @@ pub static TABLE: &[RegDef<Hook>] = &[
     RegDef::new("TCPTIMER", 0x104c),
     // Interrupts (§8.8)
     RegDef::new("GPIE", GPIE).mask(0xc000_0091),
-    RegDef::new("EICS", EICS).wo().hook(Hook::Eics),
-    RegDef::new("EIMS", EIMS).mask(0x01ff_ffff).hook(Hook::Eims),
-    RegDef::new("EIMC", EIMC).wo().hook(Hook::Eimc),
+    RegDef::new("EICS", EICS)
+        .wo()
+        .hook(Hook::Intr(IntrReg::Eics)),
+    RegDef::new("EIMS", EIMS)
+        .mask(0x01ff_ffff)
+        .hook(Hook::Intr(IntrReg::Eims)),
+    RegDef::new("EIMC", EIMC)
+        .wo()
+        .hook(Hook::Intr(IntrReg::Eimc)),
     RegDef::new("EIAC", EIAC).mask(0x01ff_ffff),
     RegDef::new("EIAM", EIAM).mask(0x01ff_ffff),
-    RegDef::new("EICR", EICR).w1c().hook(Hook::Eicr),
+    RegDef::new("EICR", EICR)
+        .w1c()
+        .hook(Hook::Intr(IntrReg::Eicr)),
     RegDef::new("EITR", EITR0)
         .array(25, 4)
         .mask(0x7fff_fffc)
-        .hook(Hook::Eitr),
+        .hook(Hook::Intr(IntrReg::Eitr)),
     RegDef::new("IVAR", IVAR0).array(8, 4).mask(0x9f9f_9f9f),
     RegDef::new("IVAR_MISC", IVAR_MISC).mask(0x0000_9f9f),
     // Receive (§8.10)
@@ -326,24 +308,28 @@ pub static TABLE: &[RegDef<Hook>] = &[
     rxq("SRRCTL", q::SRRCTL)
         .reset(0x0000_0402)
         .mask(0xc000_0f7f),
-    rxq("RDH", q::H).mask(0x0000_ffff).hook(Hook::RxHead),
+    rxq("RDH", q::H)
+        .mask(0x0000_ffff)
+        .hook(Hook::Rxq(QueueReg::Head, 0)),
     rxq("RXCTL", 0x14),
-    rxq("RDT", q::T).mask(0x0000_ffff).hook(Hook::Rdt),
+    rxq("RDT", q::T).mask(0x0000_ffff),
     rxq("RXDCTL", q::DCTL)
         .reset(0x0001_0000)
         .mask(0x0619_1f1f)
-        .hook(Hook::Rxdctl),
+        .hook(Hook::Rxq(QueueReg::Control, 0)),
     rxq("RQDPC", q::RQDPC).rc(),
     rxq_legacy("RDBAL", q::BAL).mask(0xffff_ff80),
     rxq_legacy("RDBAH", q::BAH),
     rxq_legacy("RDLEN", q::LEN).mask(0x000f_fff0),
     rxq_legacy("SRRCTL", q::SRRCTL).mask(0xc000_0f7f),
-    rxq_legacy("RDH", q::H).mask(0x0000_ffff).hook(Hook::RxHead),
+    rxq_legacy("RDH", q::H)
+        .mask(0x0000_ffff)
+        .hook(Hook::Rxq(QueueReg::Head, 0)),
     rxq_legacy("RXCTL", 0x14),
-    rxq_legacy("RDT", q::T).mask(0x0000_ffff).hook(Hook::Rdt),
+    rxq_legacy("RDT", q::T).mask(0x0000_ffff),
     rxq_legacy("RXDCTL", q::DCTL)
         .mask(0x0619_1f1f)
-        .hook(Hook::Rxdctl),
+        .hook(Hook::Rxq(QueueReg::Control, 0)),
     RegDef::new("RXCSUM", RXCSUM)
         .reset(0x0000_0300)
         .mask(0x0000_3bff),
@@ -369,7 +355,7 @@ pub static TABLE: &[RegDef<Hook>] = &[
     RegDef::new("VMOLR", 0x5ad0).array(8, 4),
     RegDef::new("GCR", 0x5b00).reset(0x0000_0400),
     RegDef::new("FACTPS", 0x5b30).ro(),
-    RegDef::new("SWSM", SWSM).mask(0x3).hook(Hook::Swsm),
+    RegDef::new("SWSM", SWSM).mask(0x3).hook(Hook::Semaphore),
     RegDef::new("FWSM", 0x5b54).ro(),
     RegDef::new("SW_FW_SYNC", SW_FW_SYNC).mask(0x0000_ffff),
     RegDef::new("DCA_CTRL", 0x5b74),
@@ -386,25 +372,34 @@ pub static TABLE: &[RegDef<Hook>] = &[
     txq("TDBAL", q::BAL).mask(0xffff_ff80),
     txq("TDBAH", q::BAH),
     txq("TDLEN", q::LEN).mask(0x000f_fff0),
-    txq("TDH", q::H).mask(0x0000_ffff).hook(Hook::TxHead),
+    txq("TDH", q::H)
+        .mask(0x0000_ffff)
+        .hook(Hook::Txq(QueueReg::Head, 0)),
     txq("TXCTL", 0x14),
-    txq("TDT", q::T).mask(0x0000_ffff).hook(Hook::Tdt),
-    txq("TXDCTL", q::DCTL).mask(0x0639_3f3f).hook(Hook::Txdctl),
+    txq("TDT", q::T)
+        .mask(0x0000_ffff)
+        .hook(Hook::Txq(QueueReg::Tail, 0)),
+    txq("TXDCTL", q::DCTL)
+        .mask(0x0639_3f3f)
+        .hook(Hook::Txq(QueueReg::Control, 0)),
     txq("TDWBAL", q::WBAL).mask(0xffff_fffd),
     txq("TDWBAH", q::WBAH),
     txq_legacy("TDBAL", q::BAL).mask(0xffff_ff80),
     txq_legacy("TDBAH", q::BAH),
     txq_legacy("TDLEN", q::LEN).mask(0x000f_fff0),
-    txq_legacy("TDH", q::H).mask(0x0000_ffff).hook(Hook::TxHead),
+    txq_legacy("TDH", q::H)
+        .mask(0x0000_ffff)
+        .hook(Hook::Txq(QueueReg::Head, 0)),
     txq_legacy("TXCTL", 0x14),
-    txq_legacy("TDT", q::T).mask(0x0000_ffff).hook(Hook::Tdt),
+    txq_legacy("TDT", q::T)
+        .mask(0x0000_ffff)
+        .hook(Hook::Txq(QueueReg::Tail, 0)),
     txq_legacy("TXDCTL", q::DCTL)
         .mask(0x0639_3f3f)
-        .hook(Hook::Txdctl),
+        .hook(Hook::Txq(QueueReg::Control, 0)),
     txq_legacy("TDWBAL", q::WBAL).mask(0xffff_fffd),
     txq_legacy("TDWBAH", q::WBAH),
     // Statistics (§8.19): clear on read.
-    stat("CRCERRS", 0x4000),
     stat("ALGNERRC", 0x4004),
     stat("SYMERRS", 0x4008),
     stat("RXERRC", 0x400c),
@@ -419,48 +414,17 @@ pub static TABLE: &[RegDef<Hook>] = &[
     stat("TNCRS", 0x4034),
     stat("SEC", 0x4038),
     stat("HTDPMC", 0x403c),
-    stat("RLEC", 0x4040),
     stat("XONRXC", 0x4048),
     stat("XONTXC", 0x404c),
     stat("XOFFRXC", 0x4050),
     stat("XOFFTXC", 0x4054),
     stat("FCRUC", 0x4058),
-    stat("PRC64", 0x405c),
-    stat("PRC127", 0x4060),
-    stat("PRC255", 0x4064),
-    stat("PRC511", 0x4068),
-    stat("PRC1023", 0x406c),
-    stat("PRC1522", 0x4070),
-    stat("GPRC", stat::GPRC),
-    stat("BPRC", stat::BPRC),
-    stat("MPRC", stat::MPRC),
-    stat("GPTC", stat::GPTC),
-    stat("GORCL", stat::GORCL),
-    stat("GORCH", 0x408c),
-    stat("GOTCL", stat::GOTCL),
-    stat("GOTCH", 0x4094),
     stat("RNBC", stat::RNBC),
-    stat("RUC", 0x40a4),
-    stat("RFC", 0x40a8),
-    stat("ROC", stat::ROC),
-    stat("RJC", 0x40b0),
     stat("MGTPRC", 0x40b4),
     stat("MGTPDC", 0x40b8),
     stat("MGTPTC", 0x40bc),
-    stat("TORL", stat::TORL),
-    stat("TORH", 0x40c4),
     stat("TOTL", stat::TOTL),
     stat("TOTH", 0x40cc),
-    stat("TPR", stat::TPR),
-    stat("TPT", stat::TPT),
-    stat("PTC64", 0x40d8),
-    stat("PTC127", 0x40dc),
-    stat("PTC255", 0x40e0),
-    stat("PTC511", 0x40e4),
-    stat("PTC1023", 0x40e8),
-    stat("PTC1522", 0x40ec),
-    stat("MPTC", stat::MPTC),
-    stat("BPTC", stat::BPTC),
     stat("TSCTC", stat::TSCTC),
     stat("TSCTFC", 0x40fc),
     stat("IAC", 0x4100),
@@ -518,3 +482,8 @@ pub static TABLE: &[RegDef<Hook>] = &[
     RegDef::new("IMIR", 0x5a80).array(8, 4),
     RegDef::new("IMIREXT", 0x5aa0).array(8, 4),
 ];
+
+/// The register table: the part's own rows and the counters it shares with
+/// the other part.
+pub const TABLE: &[RegDef<Hook>] =
+    &crate::regfile::join::<Hook, { OWN.len() + SHARED_COUNTERS }>(OWN, &shared_counter_rows());

@@ -4,7 +4,7 @@ use vm_memory::{Bytes, GuestAddress};
 
 use super::*;
 use crate::testutil::{ram, Irq, TestEnv};
-use crate::Clock;
+use crate::{Clock, Delivery, Introspect, NetPort, PciFunction};
 
 const MAC: [u8; 6] = [0x52, 0x54, 0x00, 0x12, 0x34, 0x56];
 
@@ -483,7 +483,7 @@ fn tcp_frame(sport: u16) -> Vec<u8> {
         tucmd: 0x6,
         ..Default::default()
     };
-    crate::offload::apply_checksums(&mut f, &ctx, true, true).unwrap();
+    crate::txframe::apply_checksums(&mut f, &ctx, true, true).unwrap();
     f
 }
 
@@ -533,7 +533,7 @@ fn a_busy_queue_holds_up_no_other_queue() {
     // Another thread is placing a frame into `busy` (its lock is held).
     let guard = d.rxq[busy].lock().unwrap();
     // Frames for other queues go in, from this thread and from another one.
-    assert!(d.try_receive_at(&tcp_frame(other), 0));
+    assert!((d.deliver(&tcp_frame(other), Some(0), false) == Delivery::Done));
     std::thread::scope(|s| {
         s.spawn(|| d.receive(&tcp_frame(other))).join().unwrap();
     });
@@ -546,7 +546,7 @@ fn a_busy_queue_holds_up_no_other_queue() {
             .unwrap()
     };
     let before = (head(&d, busy), gprc_total(&d));
-    assert!(!d.try_receive_at(&tcp_frame(1000), 0));
+    assert!(!(d.deliver(&tcp_frame(1000), Some(0), false) == Delivery::Done));
     assert_eq!((head(&d, busy), gprc_total(&d)), before);
     // ...and the transmit path does not wait for it either.
     wr(&d, 0x3800, 0x10000);
@@ -562,7 +562,7 @@ fn a_busy_queue_holds_up_no_other_queue() {
     );
     drop(guard);
     // Once free, the queue takes the frame.
-    assert!(d.try_receive_at(&tcp_frame(1000), 0));
+    assert!((d.deliver(&tcp_frame(1000), Some(0), false) == Delivery::Done));
     assert_eq!(head(&d, busy), before.0 + 1);
     assert_eq!(gprc_total(&d), before.1 + 1);
     assert_eq!(head(&d, rss_queue_of(&d, &tcp_frame(other))), 2);
@@ -892,14 +892,14 @@ fn control_totals_survive_a_function_reset() {
             .unwrap()
     };
     assert_eq!(total(&d, "GPRC"), 1);
-    crate::NicFunction::reset(&d);
+    PciFunction::reset(&d);
     assert_eq!(rd(&d, stat::GPRC), 0, "the guest's register is reset");
     assert_eq!(total(&d, "GPRC"), 1, "the total is not");
 }
 
 /// A nicemu counter by name (`ctl stats`' guest_errors list); 0 when absent.
 fn nicemu_counter(d: &Igb, name: &str) -> u64 {
-    crate::NicFunction::error_counters(d)
+    Introspect::error_counters(d)
         .into_iter()
         .find(|(n, _)| *n == name)
         .map_or(0, |c| c.1)

@@ -12,11 +12,16 @@
 
 //!
 //! Every read-modify-write of causes and masks runs under the function's
-//! interrupt lock (`Ixgbe::intr`, holding [`Intr`]).
+//! interrupt lock (holding [`Intr`]); guest accesses to the cause, mask and
+//! throttle registers arrive there through this part's [`Interrupts`]
+//! implementation.
 
 use super::regs::*;
-use super::Ixgbe;
+use super::{Ixgbe, I82599};
+pub use crate::function::Dir;
+use crate::function::{Interrupts, IntrState};
 use crate::moderation::Moderation;
+use crate::regfile::{RegId, Written};
 use crate::sync::lock;
 
 /// Interrupt state beyond the registers, under the interrupt lock.
@@ -39,9 +44,10 @@ impl Intr {
             vec_mask: 0,
         }
     }
+}
 
-    /// Back to the reset state.
-    pub fn reset(&mut self) {
+impl IntrState for Intr {
+    fn reset(&mut self) {
         self.moderation.reset();
         self.vec_cause = 0;
         self.vec_mask = 0;
@@ -63,15 +69,8 @@ pub const GPIE_OCD: u32 = 1 << 5;
 pub const GPIE_EIAME: u32 = 1 << 30;
 
 const IVAR_VALID: u32 = 0x80;
-
-/// Direction of a queue cause.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Dir {
-    /// Receive.
-    Rx,
-    /// Transmit.
-    Tx,
-}
+/// EITR: the write does not restart the interval counter (CNT_WDIS).
+const EITR_CNT_WDIS: u32 = 1 << 31;
 
 /// Minimum time between two interrupts of vector `v`: EITR bits 11:3 in
 /// units of 0.25 µs with 2 µs granularity (`ixgbe_write_eitr`; the driver's
@@ -86,12 +85,83 @@ pub fn eitr_interval_ns(regs: &crate::regfile::RegFile<super::regs::Hook>, v: us
 }
 
 /// IVAR register and bit shift of a queue's entry on the 82599
-/// (`ixgbe_set_ivar`: queue `2n` in bytes 0 (RX) / 1 (TX) of IVAR[n], queue
+/// (`ixgbe_set_ivar`: queue `2n` in bytes 0 (RX) / 1 (TX) of `IVAR[n]`, queue
 /// `2n + 1` in bytes 2 / 3).
 pub fn ivar_slot(queue: usize, dir: Dir) -> (u32, u32) {
     let q = (queue as u32) & 0x7f;
     let shift = 16 * (q & 1) + if dir == Dir::Tx { 8 } else { 0 };
     (q >> 1, shift)
+}
+
+impl Interrupts for I82599 {
+    /// The vector causes and masks live in [`Intr`].
+    fn intr_read(f: &Ixgbe, m: &mut Intr, r: IntrReg, id: RegId, v: u32) -> u32 {
+        let half = 32 * u32::from(id.elem);
+        match r {
+            IntrReg::Eicr => f.eicr_read(m),
+            IntrReg::Eics => f.eicr_value(m),
+            IntrReg::Eims if f.msix_mode() => (v & 0xffff_0000) | (m.vec_mask as u32 & 0xffff),
+            IntrReg::EimsEx => (m.vec_mask >> half) as u32,
+            IntrReg::EicsEx => (m.vec_cause >> half) as u32,
+            _ => v,
+        }
+    }
+
+    fn intr_write(f: &Ixgbe, m: &mut Intr, r: IntrReg, w: &Written<Hook>) {
+        let half = 32 * u32::from(w.id.elem);
+        match r {
+            IntrReg::Eicr => f.eicr_write(m, w.raw),
+            IntrReg::Eics => f.eics_write(m, w.raw),
+            // Without CNT_WDIS a write restarts the vector's interval counter.
+            IntrReg::Eitr | IntrReg::EitrHi if w.raw & EITR_CNT_WDIS == 0 => {
+                let base = if r == IntrReg::Eitr { 0 } else { 24 };
+                m.moderation.restart(base + usize::from(w.id.elem));
+            }
+            IntrReg::Eitr | IntrReg::EitrHi => {}
+            IntrReg::Eims => f.eims_write(m, w.old, w.raw),
+            IntrReg::Eimc => f.eimc_write(m, w.raw),
+            IntrReg::EicsEx => f.raise_vectors(m, u64::from(w.raw) << half),
+            IntrReg::EimsEx => {
+                m.vec_mask |= u64::from(w.raw) << half;
+                f.deliver_vectors(m);
+            }
+            IntrReg::EimcEx => m.vec_mask &= !(u64::from(w.raw) << half),
+        }
+    }
+
+    /// Through the queue's IVAR entry.
+    fn queue_interrupt(f: &Ixgbe, queue: usize, dir: Dir) {
+        let (reg, shift) = ivar_slot(queue, dir);
+        let entry = (f.regs.peek(IVAR0 + 4 * reg) >> shift) & 0xff;
+        if entry & IVAR_VALID == 0 {
+            return;
+        }
+        let m = &mut *lock(&f.intr);
+        if f.msix_mode() {
+            f.raise_vectors(m, 1u64 << (entry & 0x3f));
+        } else {
+            f.regs.set_bits(EICR, 1 << (entry & 0xf));
+            f.legacy_update(m);
+        }
+    }
+
+    fn link_interrupt(f: &Ixgbe) {
+        f.raise_other(EICR_LSC);
+    }
+
+    fn deliver_pending(f: &Ixgbe, m: &mut Intr) {
+        f.deliver_vectors(m);
+    }
+
+    fn interrupt_summary(f: &Ixgbe) -> String {
+        format!(
+            "GPIE={:#x} EIMS={:#x} EIMS_EX0={:#x} EIMS_EX1={:#x}",
+            f.regs.peek(GPIE),
+            f.regs.peek(EIMS),
+            f.regs.peek(EIMS_EX),
+            f.regs.peek(EIMS_EX + 4)
+        )
+    }
 }
 
 impl Ixgbe {
@@ -206,7 +276,7 @@ impl Ixgbe {
     }
 
     /// Legacy / MSI: asserts the single interrupt while enabled causes are pending.
-    fn legacy_update(&self, _m: &mut Intr) {
+    pub(super) fn legacy_update(&self, _m: &mut Intr) {
         let e = self.regs.peek(EICR);
         // One message per assertion: further causes wait for the EICR read.
         if e & self.regs.peek(EIMS) & 0x7fff_ffff != 0 && e & EICR_OTHER == 0 {
@@ -237,14 +307,8 @@ impl Ixgbe {
         if ready == 0 {
             return;
         }
-        let now = self.env.clock.now_ns();
         let regs = &self.regs;
-        let fire = m.moderation.gate(
-            ready,
-            now,
-            |v| eitr_interval_ns(regs, v),
-            self.env.timer.as_ref(),
-        );
+        let fire = self.moderate(&mut m.moderation, ready, |v| eitr_interval_ns(regs, v));
         if fire == 0 {
             return;
         }
@@ -255,27 +319,6 @@ impl Ixgbe {
                 u64::from(self.regs.peek(EIAM_EX)) | (u64::from(self.regs.peek(EIAM_EX + 4)) << 32);
             m.vec_mask &= !(fire & eiam);
         }
-        let mut f = fire;
-        while f != 0 {
-            let v = f.trailing_zeros();
-            f &= f - 1;
-            self.env.irq.msix(v as u16);
-        }
-    }
-
-    /// Signals a queue event through the queue's IVAR entry.
-    pub(super) fn queue_interrupt(&self, queue: usize, dir: Dir) {
-        let (reg, shift) = ivar_slot(queue, dir);
-        let entry = (self.regs.peek(IVAR0 + 4 * reg) >> shift) & 0xff;
-        if entry & IVAR_VALID == 0 {
-            return;
-        }
-        let m = &mut *lock(&self.intr);
-        if self.msix_mode() {
-            self.raise_vectors(m, 1u64 << (entry & 0x3f));
-        } else {
-            self.regs.set_bits(EICR, 1 << (entry & 0xf));
-            self.legacy_update(m);
-        }
+        self.signal_vectors(fire);
     }
 }

@@ -31,31 +31,29 @@ pub const MSIX_CAP: usize = 0x70;
 pub const PCIE_CAP: usize = 0xa0;
 
 /// The function's BARs.
-pub fn bars() -> [Bar; 3] {
-    [
-        Bar {
-            index: 0,
-            size: BAR0_SIZE,
-            kind: BarKind::Mem64,
-        },
-        Bar {
-            index: 2,
-            size: BAR2_SIZE,
-            kind: BarKind::Io,
-        },
-        Bar {
-            index: 4,
-            size: BAR4_SIZE,
-            kind: BarKind::Mem64,
-        },
-    ]
-}
+pub const BARS: [Bar; 3] = [
+    Bar {
+        index: 0,
+        size: BAR0_SIZE,
+        kind: BarKind::Mem64,
+    },
+    Bar {
+        index: 2,
+        size: BAR2_SIZE,
+        kind: BarKind::Io,
+    },
+    Bar {
+        index: 4,
+        size: BAR4_SIZE,
+        kind: BarKind::Mem64,
+    },
+];
 
 /// Builds the configuration space.
 pub fn config_space() -> ConfigSpace {
     let mut b = ConfigSpaceBuilder::new(VENDOR_INTEL, DEVICE_82599_SFP, 0x01, [0x02, 0x00, 0x00])
         .subsystem(VENDOR_INTEL, SUBSYSTEM_ID);
-    for bar in bars() {
+    for bar in BARS {
         b = b.bar(bar);
     }
     let (pm, pm_m) = PmCap { pmc: 0x4823 }.body();

@@ -9,33 +9,10 @@
 use crate::ptp::TsReg;
 use crate::regfile::RegDef;
 
-/// Device-specific behaviour attached to a register.
+/// Interrupt registers with side effects (§7.3, §8.2.3.5): their handlers
+/// run under the interrupt lock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Hook {
-    /// Device control: RST / LNK_RST self-clear, GIO master disable.
-    Ctrl,
-    /// Interrupt throttle of vectors 0..23: a write without CNT_WDIS restarts it.
-    Eitr,
-    /// Interrupt throttle of vectors 24..: likewise.
-    EitrHi,
-    /// Device status: computed.
-    Status,
-    /// Extended SDP control: SDP2 reports the SFP+ cage as full.
-    Esdp,
-    /// I2C bit-bang control of the SFP+ module (§8.2.3.1.4).
-    I2cctl,
-    /// EEPROM/flash control: REQ→GNT handshake.
-    Eec,
-    /// EEPROM read register.
-    Eerd,
-    /// Software semaphore: SMBI is set by reading.
-    Swsm,
-    /// MDIO command: completes at once; no PHY answers.
-    Msca,
-    /// Auto negotiation control: AN restart self-clears.
-    Autoc,
-    /// Link status: computed.
-    Links,
+pub enum IntrReg {
     /// Extended interrupt cause.
     Eicr,
     /// Extended interrupt cause set.
@@ -50,29 +27,47 @@ pub enum Hook {
     EimsEx,
     /// Mask clear for vectors 0..63.
     EimcEx,
-    /// Receive control (RXEN).
-    Rxctrl,
-    /// DMA transmit control (TE).
+    /// Interrupt throttle of vectors 0..23: a write without CNT_WDIS restarts it.
+    Eitr,
+    /// Interrupt throttle of vectors 24..: likewise.
+    EitrHi,
+}
+
+/// Control-path registers with side effects: their handlers run under the
+/// control lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CtlReg {
+    /// Device control: RST / LNK_RST.
+    Ctrl,
+    /// Extended SDP control: SDP2 reports the SFP+ cage as full.
+    Esdp,
+    /// I2C bit-bang control of the SFP+ module (§8.2.3.1.4).
+    I2cctl,
+    /// Auto negotiation control: AN restart self-clears.
+    Autoc,
+}
+
+/// Other registers with side effects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reg {
+    /// Device status: computed.
+    Status,
+    /// Link status: computed.
+    Links,
+    /// MDIO command: completes at once; no PHY answers.
+    Msca,
+    /// DMA transmit control: enabling TE rings every enabled queue.
     Dmatxctl,
-    /// Receive descriptor tail.
-    Rdt,
-    /// Transmit descriptor tail (doorbell).
-    Tdt,
-    /// Receive queue control.
-    Rxdctl,
-    /// Transmit queue control.
-    Txdctl,
-    /// Receive head (writable while the queue is disabled).
-    RxHead,
-    /// Transmit head (writable while the queue is disabled).
-    TxHead,
     /// Flow director control: init done at once.
     Fdirctrl,
     /// Flow director command: completes at once.
     Fdircmd,
-    /// IEEE 1588 time sync register served by [`crate::ptp::TimeSync`].
-    Ts(TsReg),
 }
+
+/// The hooks of the 82599's registers.
+pub type Hook = crate::function::Hook<IntrReg, CtlReg, Reg>;
+use crate::function::stats::{shared_counter_rows, SHARED_COUNTERS};
+use crate::function::QueueReg;
 
 // ---- offsets (ixgbe_type.h) ----
 /// Device control.
@@ -223,8 +218,7 @@ pub mod q {
     pub const WBAH: u32 = 0x3c;
 }
 
-/// Queue enable bit in RXDCTL/TXDCTL.
-pub const QUEUE_ENABLE: u32 = 1 << 25;
+pub use crate::function::QUEUE_ENABLE;
 /// Software flush bit in RXDCTL/TXDCTL (self-clearing).
 pub const QUEUE_SWFLSH: u32 = 1 << 26;
 /// RXDCTL: strip VLAN tags of this queue.
@@ -232,42 +226,12 @@ pub const RXDCTL_VME: u32 = 1 << 30;
 
 /// Statistics register offsets used by the data path (§8.2.3.23).
 pub mod stat {
+    pub use crate::function::stats::stat::*;
+
     /// Missed packets, per packet buffer (8).
     pub const MPC: u32 = 0x3fa0;
-    /// CRC errors.
-    pub const CRCERRS: u32 = 0x4000;
     /// Receive no buffers, per packet buffer (8).
     pub const RNBC: u32 = 0x3fc0;
-    /// Packets received 64 bytes (buckets follow, 4 apart).
-    pub const PRC64: u32 = 0x405c;
-    /// Good packets received.
-    pub const GPRC: u32 = 0x4074;
-    /// Broadcast packets received.
-    pub const BPRC: u32 = 0x4078;
-    /// Multicast packets received.
-    pub const MPRC: u32 = 0x407c;
-    /// Good packets transmitted.
-    pub const GPTC: u32 = 0x4080;
-    /// Good octets received (low; high at +4).
-    pub const GORCL: u32 = 0x4088;
-    /// Good octets transmitted (low).
-    pub const GOTCL: u32 = 0x4090;
-    /// Receive undersize.
-    pub const RUC: u32 = 0x40a4;
-    /// Receive oversize.
-    pub const ROC: u32 = 0x40ac;
-    /// Total octets received (low).
-    pub const TORL: u32 = 0x40c0;
-    /// Total packets received.
-    pub const TPR: u32 = 0x40d0;
-    /// Total packets transmitted.
-    pub const TPT: u32 = 0x40d4;
-    /// Packets transmitted 64 bytes (buckets follow).
-    pub const PTC64: u32 = 0x40d8;
-    /// Multicast packets transmitted.
-    pub const MPTC: u32 = 0x40f0;
-    /// Broadcast packets transmitted.
-    pub const BPTC: u32 = 0x40f4;
     /// Per-statistics-queue packets received (16, stride 0x40).
     pub const QPRC: u32 = 0x1030;
     /// Per-statistics-queue bytes received, low (high at +4).
@@ -303,16 +267,20 @@ pub const AUTOC_RESET: u32 = (3 << 13) | (1 << 7) | 0x0000_0004;
 pub const AUTOC2_RESET: u32 = 2 << 16;
 
 /// The register table.
-pub static TABLE: &[RegDef<Hook>] = &[
+const OWN: &[RegDef<Hook>] = &[
     // General (§8.2.3.1)
-    RegDef::new("CTRL", CTRL).mask(0x0400_000c).hook(Hook::Ctrl),
-    RegDef::new("STATUS", STATUS).ro().hook(Hook::Status),
+    RegDef::new("CTRL", CTRL)
+        .mask(0x0400_000c)
+        .hook(Hook::Ctl(CtlReg::Ctrl)),
+    RegDef::new("STATUS", STATUS)
+        .ro()
+        .hook(Hook::Part(Reg::Status)),
     RegDef::new("CTRL_EXT", CTRL_EXT).mask(0x1007_4000),
-    RegDef::new("ESDP", ESDP).hook(Hook::Esdp),
+    RegDef::new("ESDP", ESDP).hook(Hook::Ctl(CtlReg::Esdp)),
     RegDef::new("I2CCTL", I2CCTL)
         .reset(0xf)
         .mask(0xa)
-        .hook(Hook::I2cctl),
+        .hook(Hook::Ctl(CtlReg::I2cctl)),
     RegDef::new("TSSDP", 0x003c),
     RegDef::new("FRTIMER", 0x0048),
     RegDef::new("TCPTIMER", 0x004c),
@@ -321,15 +289,19 @@ pub static TABLE: &[RegDef<Hook>] = &[
     RegDef::new("PFMBICR", 0x0710).array(4, 4).w1c(),
     RegDef::new("PFMBIMR", 0x0720).array(4, 4),
     // Interrupts (§8.2.3.5)
-    RegDef::new("EICR", EICR).w1c().hook(Hook::Eicr),
-    RegDef::new("EICS", EICS).hook(Hook::Eics),
+    RegDef::new("EICR", EICR)
+        .w1c()
+        .hook(Hook::Intr(IntrReg::Eicr)),
+    RegDef::new("EICS", EICS).hook(Hook::Intr(IntrReg::Eics)),
     RegDef::new("EIAC", EIAC).mask(0x4000_ffff),
     RegDef::new("EITR", EITR0)
         .array(24, 4)
         .mask(0x8fff_fff8)
-        .hook(Hook::Eitr),
-    RegDef::new("EIMS", EIMS).hook(Hook::Eims),
-    RegDef::new("EIMC", EIMC).wo().hook(Hook::Eimc),
+        .hook(Hook::Intr(IntrReg::Eitr)),
+    RegDef::new("EIMS", EIMS).hook(Hook::Intr(IntrReg::Eims)),
+    RegDef::new("EIMC", EIMC)
+        .wo()
+        .hook(Hook::Intr(IntrReg::Eimc)),
     RegDef::new("EIAM", EIAM),
     RegDef::new("EITRSEL", 0x0894),
     RegDef::new("GPIE", GPIE).mask(0xc000_fff7),
@@ -337,43 +309,49 @@ pub static TABLE: &[RegDef<Hook>] = &[
     RegDef::new("IVAR_MISC", IVAR_MISC).mask(0x0000_bfbf),
     RegDef::new("EICS_EX", EICS_EX)
         .array(2, 4)
-        .hook(Hook::EicsEx),
+        .hook(Hook::Intr(IntrReg::EicsEx)),
     RegDef::new("EIMS_EX", EIMS_EX)
         .array(2, 4)
-        .hook(Hook::EimsEx),
+        .hook(Hook::Intr(IntrReg::EimsEx)),
     RegDef::new("EIMC_EX", EIMC_EX)
         .array(2, 4)
         .wo()
-        .hook(Hook::EimcEx),
+        .hook(Hook::Intr(IntrReg::EimcEx)),
     RegDef::new("EIAM_EX", EIAM_EX).array(2, 4),
     RegDef::new("EITR_HI", EITR_HI)
         .array(104, 4)
         .mask(0x8fff_fff8)
-        .hook(Hook::EitrHi),
+        .hook(Hook::Intr(IntrReg::EitrHi)),
     // Receive queues (§8.2.3.8)
     rxq("RDBAL", q::BAL).mask(0xffff_ff80),
     rxq("RDBAH", q::BAH),
     rxq("RDLEN", q::LEN).mask(0x000f_ff80),
     rxq("DCA_RXCTRL", q::DCA).reset(0x2200),
-    rxq("RDH", q::H).mask(0xffff).hook(Hook::RxHead),
+    rxq("RDH", q::H)
+        .mask(0xffff)
+        .hook(Hook::Rxq(QueueReg::Head, 0)),
     rxq("SRRCTL", q::SRRCTL)
         .reset(0x0000_0402)
         .mask(0x1e40_3f1f),
-    rxq("RDT", q::T).mask(0xffff).hook(Hook::Rdt),
-    rxq("RXDCTL", q::DCTL).mask(0x4600_bfff).hook(Hook::Rxdctl),
+    rxq("RDT", q::T).mask(0xffff),
+    rxq("RXDCTL", q::DCTL)
+        .mask(0x4600_bfff)
+        .hook(Hook::Rxq(QueueReg::Control, 0)),
     rxq("RSCCTL", q::RSCCTL).mask(0xf),
     rxq_hi("RDBAL", q::BAL).mask(0xffff_ff80),
     rxq_hi("RDBAH", q::BAH),
     rxq_hi("RDLEN", q::LEN).mask(0x000f_ff80),
     rxq_hi("DCA_RXCTRL", q::DCA).reset(0x2200),
-    rxq_hi("RDH", q::H).mask(0xffff).hook(Hook::RxHead),
+    rxq_hi("RDH", q::H)
+        .mask(0xffff)
+        .hook(Hook::Rxq(QueueReg::Head, 64)),
     rxq_hi("SRRCTL", q::SRRCTL)
         .reset(0x0000_0402)
         .mask(0x1e40_3f1f),
-    rxq_hi("RDT", q::T).mask(0xffff).hook(Hook::Rdt),
+    rxq_hi("RDT", q::T).mask(0xffff),
     rxq_hi("RXDCTL", q::DCTL)
         .mask(0x4600_bfff)
-        .hook(Hook::Rxdctl),
+        .hook(Hook::Rxq(QueueReg::Control, 64)),
     rxq_hi("RSCCTL", q::RSCCTL).mask(0xf),
     RegDef::new("SRRCTL", 0x2100)
         .array(16, 4)
@@ -387,7 +365,7 @@ pub static TABLE: &[RegDef<Hook>] = &[
         .reset(0x0000_0088)
         .mask(0xffff_fff7),
     RegDef::new("RDDCC", 0x2f20),
-    RegDef::new("RXCTRL", RXCTRL).mask(0x3).hook(Hook::Rxctrl),
+    RegDef::new("RXCTRL", RXCTRL).mask(0x3),
     RegDef::new("PFCTOP", 0x3008).reset(0x0000_8808),
     RegDef::new("RTRUP2TC", 0x3020),
     RegDef::new("RSCDBU", 0x3028),
@@ -410,7 +388,7 @@ pub static TABLE: &[RegDef<Hook>] = &[
     RegDef::new("HLREG1", 0x4244).ro(),
     RegDef::new("PAP", 0x4248),
     RegDef::new("MACA", 0x424c),
-    RegDef::new("MSCA", MSCA).hook(Hook::Msca),
+    RegDef::new("MSCA", MSCA).hook(Hook::Part(Reg::Msca)),
     RegDef::new("MSRWD", MSRWD).mask(0xffff),
     RegDef::new("MAXFRS", MAXFRS)
         .reset(0x05f2_0000)
@@ -419,8 +397,10 @@ pub static TABLE: &[RegDef<Hook>] = &[
     RegDef::new("MACS", 0x429c),
     RegDef::new("AUTOC", AUTOC)
         .reset(AUTOC_RESET)
-        .hook(Hook::Autoc),
-    RegDef::new("LINKS", LINKS).ro().hook(Hook::Links),
+        .hook(Hook::Ctl(CtlReg::Autoc)),
+    RegDef::new("LINKS", LINKS)
+        .ro()
+        .hook(Hook::Part(Reg::Links)),
     RegDef::new("AUTOC2", AUTOC2).reset(AUTOC2_RESET),
     RegDef::new("AUTOC3", 0x42ac),
     RegDef::new("ANLP1", 0x42b0).reset(0x0003_0000).ro(),
@@ -436,7 +416,7 @@ pub static TABLE: &[RegDef<Hook>] = &[
     RegDef::new("DMATXCTL", DMATXCTL)
         .reset(0x8100_0000)
         .mask(0xffff_007b)
-        .hook(Hook::Dmatxctl),
+        .hook(Hook::Part(Reg::Dmatxctl)),
     RegDef::new("DTXTCPFLGL", 0x4a88),
     RegDef::new("DTXTCPFLGH", 0x4a8c),
     // Receive filters (§8.2.3.7)
@@ -499,14 +479,14 @@ pub static TABLE: &[RegDef<Hook>] = &[
     RegDef::new("SYNQF", 0xec30),
     RegDef::new("RQTC", 0xec70),
     RegDef::new("MRQC2", 0xec80),
-    RegDef::new("FDIRCTRL", FDIRCTRL).hook(Hook::Fdirctrl),
+    RegDef::new("FDIRCTRL", FDIRCTRL).hook(Hook::Part(Reg::Fdirctrl)),
     RegDef::new("FDIRSIPV6", 0xee0c).array(3, 4),
     RegDef::new("FDIRIPSA", 0xee18),
     RegDef::new("FDIRIPDA", 0xee1c),
     RegDef::new("FDIRPORT", 0xee20),
     RegDef::new("FDIRVLAN", 0xee24),
     RegDef::new("FDIRHASH", 0xee28),
-    RegDef::new("FDIRCMD", FDIRCMD).hook(Hook::Fdircmd),
+    RegDef::new("FDIRCMD", FDIRCMD).hook(Hook::Part(Reg::Fdircmd)),
     RegDef::new("FDIRFREE", 0xee38),
     RegDef::new("FDIRDIP4M", 0xee3c),
     RegDef::new("FDIRSIP4M", 0xee40),
@@ -530,9 +510,15 @@ pub static TABLE: &[RegDef<Hook>] = &[
     txq("TDBAH", q::BAH),
     txq("TDLEN", q::LEN).mask(0x000f_ff80),
     txq("DCA_TXCTRL", q::DCA).reset(0x2200),
-    txq("TDH", q::H).mask(0xffff).hook(Hook::TxHead),
-    txq("TDT", q::T).mask(0xffff).hook(Hook::Tdt),
-    txq("TXDCTL", q::DCTL).mask(0x0600_7f7f).hook(Hook::Txdctl),
+    txq("TDH", q::H)
+        .mask(0xffff)
+        .hook(Hook::Txq(QueueReg::Head, 0)),
+    txq("TDT", q::T)
+        .mask(0xffff)
+        .hook(Hook::Txq(QueueReg::Tail, 0)),
+    txq("TXDCTL", q::DCTL)
+        .mask(0x0600_7f7f)
+        .hook(Hook::Txq(QueueReg::Control, 0)),
     txq("TDWBAL", q::WBAL).mask(0xffff_fffd),
     txq("TDWBAH", q::WBAH),
     RegDef::new("VMVIR", 0x8000).array(64, 4),
@@ -574,13 +560,11 @@ pub static TABLE: &[RegDef<Hook>] = &[
     RegDef::new("RTTPT2C", 0xcd20).array(8, 4),
     RegDef::new("MNGTXMAP", 0xcd10),
     // Statistics (§8.2.3.23): clear on read.
-    stat("CRCERRS", stat::CRCERRS),
     stat("ILLERRC", 0x4004),
     stat("ERRBC", 0x4008),
     stat("MSPDC", 0x4010),
     stat("MLFC", 0x4034),
     stat("MRFC", 0x4038),
-    stat("RLEC", 0x4040),
     stats("PXONTXC", 0x3f00, 8, 4),
     stats("PXOFFTXC", 0x3f20, 8, 4),
     stat("LXONTXC", 0x3f60),
@@ -592,38 +576,8 @@ pub static TABLE: &[RegDef<Hook>] = &[
     stat("LXONRXCNT", 0x41a4),
     stat("LXOFFRXCNT", 0x41a8),
     stats("PXON2OFFCNT", 0x3240, 8, 4),
-    stat("PRC64", 0x405c),
-    stat("PRC127", 0x4060),
-    stat("PRC255", 0x4064),
-    stat("PRC511", 0x4068),
-    stat("PRC1023", 0x406c),
-    stat("PRC1522", 0x4070),
-    stat("GPRC", stat::GPRC),
-    stat("BPRC", stat::BPRC),
-    stat("MPRC", stat::MPRC),
-    stat("GPTC", stat::GPTC),
-    stat("GORCL", stat::GORCL),
-    stat("GORCH", 0x408c),
-    stat("GOTCL", stat::GOTCL),
-    stat("GOTCH", 0x4094),
-    stat("RUC", stat::RUC),
-    stat("RFC", 0x40a8),
-    stat("ROC", stat::ROC),
-    stat("RJC", 0x40b0),
     stat("MNGPRC", 0x40b4),
     stat("MNGPDC", 0x40b8),
-    stat("TORL", stat::TORL),
-    stat("TORH", 0x40c4),
-    stat("TPR", stat::TPR),
-    stat("TPT", stat::TPT),
-    stat("PTC64", 0x40d8),
-    stat("PTC127", 0x40dc),
-    stat("PTC255", 0x40e0),
-    stat("PTC511", 0x40e4),
-    stat("PTC1023", 0x40e8),
-    stat("PTC1522", 0x40ec),
-    stat("MPTC", stat::MPTC),
-    stat("BPTC", stat::BPTC),
     stat("XEC", 0x4120),
     stats("QPRC", stat::QPRC, 16, 0x40),
     stats("QBRC_L", stat::QBRC_L, 16, 0x40),
@@ -645,13 +599,13 @@ pub static TABLE: &[RegDef<Hook>] = &[
     RegDef::new("EEC", EEC)
         .reset(0x0000_0300)
         .mask(0x0000_0040)
-        .hook(Hook::Eec),
-    RegDef::new("EERD", EERD).mask(0xfffd).hook(Hook::Eerd),
+        .hook(Hook::NvmGrant),
+    RegDef::new("EERD", EERD).mask(0xfffd).hook(Hook::NvmRead),
     RegDef::new("EEWR", 0x10018),
     RegDef::new("FLA", 0x1001c),
     RegDef::new("EEMNGCTL", 0x10110).reset(1 << 18).ro(),
     RegDef::new("GRC", 0x10200),
-    RegDef::new("SWSM", SWSM).mask(0x3).hook(Hook::Swsm),
+    RegDef::new("SWSM", SWSM).mask(0x3).hook(Hook::Semaphore),
     // FW_VAL (bit 15) set, no external error, no pass-through mode (`ixgbe_check_fw_error`).
     RegDef::new("FWSM", 0x10148).reset(0x8000).ro(),
     RegDef::new("FACTPS", 0x10150).ro(),
@@ -668,3 +622,8 @@ pub static TABLE: &[RegDef<Hook>] = &[
     RegDef::new("CORECTL", 0x14f00),
     RegDef::new("PFMBMEM", 0x13000).array(1024, 4),
 ];
+
+/// The register table: the part's own rows and the counters it shares with
+/// the other part.
+pub const TABLE: &[RegDef<Hook>] =
+    &crate::regfile::join::<Hook, { OWN.len() + SHARED_COUNTERS }>(OWN, &shared_counter_rows());

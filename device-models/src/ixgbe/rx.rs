@@ -1,23 +1,19 @@
-//! The 82599 receive engine (datasheet §7.1): L2 filtering (FCTRL, the 128
-//! receive address registers, MTA, VLAN filter), RSS queue selection (MRQC,
-//! RSSRK, RETA), descriptor write-back in the advanced one-buffer format with
-//! packet type, RSS hash and checksum status (§7.1.6), per-queue VLAN
-//! stripping (RXDCTL.VME), drop accounting and the RX interrupt cause.
+//! What the 82599's receiver does its own way (datasheet §7.1): L2 filtering
+//! (FCTRL, the 128 receive address registers, MTA, the VLAN filter), the
+//! maximum frame size of HLREG0/MAXFRS, the PTP message selection of RXMTRL,
+//! and checksum status in the descriptor (§7.1.6). The rest of the receive
+//! path is the shared [`crate::function::rx`].
 
-use super::intr::Dir;
+use net_util::csum::verify_rx;
+
 use super::regs::*;
-use super::{fctrl, hlreg0, Ixgbe};
-use crate::desc::{rx_status, rx_writeback, RXD_STAT_IPCS, RXD_STAT_VP};
-use crate::offload;
-use crate::ptp::{self, RxFilter};
-use crate::ring::{self, Ring};
-use crate::rss::{self, RssType};
-use crate::sync::lock_or_try;
+use super::{fctrl, hlreg0, Ixgbe, I82599};
+use crate::desc::RXD_STAT_IPCS;
+use crate::function::{PtpMatch, Receive, RxStatus};
+use crate::ptp;
 
 /// ETQF: filter enable.
-const ETQF_FILTER_EN: u32 = 1 << 31;
-/// ETQF: time stamp frames of this ethertype (IEEE 1588).
-const ETQF_1588: u32 = 1 << 30;
+pub(super) const ETQF_FILTER_EN: u32 = 1 << 31;
 /// RXCTRL: receive enable.
 const RXCTRL_RXEN: u32 = 1 << 0;
 /// VLNCTRL: VLAN filter enable.
@@ -34,247 +30,117 @@ const RXD_ERR_IPE: u32 = 1 << 31;
 const MAX_STD_FRAME: usize = 1518;
 const FCS: usize = 4;
 
-impl Ixgbe {
-    /// Delivers a frame (without FCS) from the wire or the MAC loopback;
-    /// `sent` is when it left its sender, if known (for its IEEE 1588 stamp).
-    ///
-    /// The receive queue is chosen first (RSS) and only that queue's lock is
-    /// taken, so frames for different queues are placed concurrently. Without
-    /// `wait`, a busy queue makes this return false before anything changed;
-    /// otherwise the frame is consumed (placed, or dropped and counted) and
-    /// this returns true.
-    pub(super) fn rx_frame(&self, frame: &[u8], sent: Option<u64>, wait: bool) -> bool {
-        if self.regs.peek(RXCTRL) & RXCTRL_RXEN == 0 {
-            self.errors.rx_disabled();
-            return true;
-        }
-        let (hash, ty) = if frame.len() >= 14 {
-            self.rss_hash(frame)
-        } else {
-            (0, RssType::None)
-        };
-        let qi = self.rx_queue_for(hash, ty) % NUM_QUEUES;
-        let Some(_queue) = lock_or_try(&self.rxq[qi], wait) else {
-            return false;
-        };
-        match self.faults.take_rx() {
-            Some(crate::fault::RxFault::Corrupt) => {
-                self.stat_add(stat::CRCERRS, 1);
-                return true;
-            }
-            Some(crate::fault::RxFault::Drop) => {
-                self.count_rx_drop(0);
-                return true;
-            }
-            None => {}
-        }
-        if frame.len() < 14 {
-            self.stat_add(stat::RUC, 1);
-            return true;
-        }
-        let vet = self.regs.peek(VLNCTRL) as u16;
-        let tagged = frame.len() >= 18 && u16::from_be_bytes([frame[12], frame[13]]) == vet;
-        let mut max = if self.regs.peek(HLREG0) & hlreg0::JUMBOEN != 0 {
-            (self.regs.peek(MAXFRS) >> 16) as usize
+impl Receive for I82599 {
+    fn rx_enabled(f: &Ixgbe) -> bool {
+        f.regs.peek(RXCTRL) & RXCTRL_RXEN != 0
+    }
+
+    /// Without link, or while the MAC loops back, frames from the wire are
+    /// dropped.
+    fn wire_rx(f: &Ixgbe) -> bool {
+        f.link_up() && !f.mac_loopback()
+    }
+
+    fn rss_enabled(mrqc: u32) -> bool {
+        matches!(mrqc & 0xf, 1..=5)
+    }
+
+    /// MAXFRS.MFS with HLREG0.JUMBOEN, else a standard frame; four bytes more
+    /// for a tagged frame (MFS counts the FCS).
+    fn max_frame(f: &Ixgbe, frame: &[u8]) -> usize {
+        let mut max = if f.regs.peek(HLREG0) & hlreg0::JUMBOEN != 0 {
+            (f.regs.peek(MAXFRS) >> 16) as usize
         } else {
             MAX_STD_FRAME
         };
-        if tagged {
+        if f.tagged(frame) {
             max += 4;
         }
-        if frame.len() + FCS > max.max(64) {
-            self.stat_add(stat::ROC, 1);
-            return true;
-        }
-        if !self.rx_accept(frame, tagged) {
-            self.errors.rx_filtered();
-            return true;
-        }
-        let ts = self.rx_timestamp(frame, sent);
-        self.rx_to_queue(qi, frame, hash, ty, tagged, ts);
-        true
-    }
-
-    /// IEEE 1588 receive stamp (§7.9.1.1): TSYNCRXCTL selects the frame with
-    /// RXMTRL (v1 control, v2 message type, UDP port in bits 31:16; 319 when
-    /// 0) and the ETQF filters with the 1588 bit. Taken once the frame passed
-    /// the address filters; the latch stays locked until RXSTMPH is read.
-    fn rx_timestamp(&self, frame: &[u8], sent: Option<u64>) -> bool {
-        let mut ts = self.ts();
-        if !ts.rx_enabled() {
-            return false;
-        }
-        let regs = &self.regs;
-        let mtrl = regs.peek(RXMTRL);
-        let port = (mtrl >> 16) as u16;
-        let filter = RxFilter {
-            kind: ts.rxctl() & ptp::TSYNCRXCTL_TYPE_MASK,
-            v1_ctrl: mtrl as u8,
-            v2_msg: ((mtrl >> 8) & 0xf) as u8,
-            udp_port: if port == 0 { ptp::PTP_EVENT_PORT } else { port },
-            l2_1588: |et: u16| {
-                (0..8).any(|i| {
-                    let q = regs.peek(ETQF + 4 * i);
-                    q & ETQF_FILTER_EN != 0 && q & ETQF_1588 != 0 && q as u16 == et
-                })
-            },
-        };
-        ts.rx_stamp(self.env.clock.now_ns(), sent, frame, &filter)
-    }
-
-    /// RSS hash when MRQC.MRQE selects RSS (§7.1.2.8).
-    fn rss_hash(&self, frame: &[u8]) -> (u32, RssType) {
-        let mrqc = self.regs.peek(MRQC);
-        if !matches!(mrqc & 0xf, 1..=5) {
-            return (0, RssType::None);
-        }
-        rss::hash_with_regs(|i| self.regs.peek(RSSRK + 4 * i), mrqc, frame)
-    }
-
-    /// Queue for a frame: RETA entry `hash[6:0]` (4-bit queue index) when RSS
-    /// hashed it, else queue 0.
-    fn rx_queue_for(&self, hash: u32, ty: RssType) -> usize {
-        rss::reta_queue(|i| self.regs.peek(RETA + 4 * i), hash, ty)
+        max.max(64) - FCS
     }
 
     /// Destination and VLAN filtering (§7.1.1, §7.1.2).
-    fn rx_accept(&self, f: &[u8], tagged: bool) -> bool {
-        let fc = self.regs.peek(FCTRL);
-        if tagged && self.regs.peek(VLNCTRL) & VLNCTRL_VFE != 0 {
-            let vid = u32::from(u16::from_be_bytes([f[14], f[15]]) & 0xfff);
-            if self.regs.peek(VFTA + 4 * (vid >> 5)) & (1 << (vid & 31)) == 0 {
-                return false;
-            }
+    fn rx_accept(f: &Ixgbe, frame: &[u8]) -> bool {
+        let fc = f.regs.peek(FCTRL);
+        if f.tagged(frame) && f.regs.peek(VLNCTRL) & VLNCTRL_VFE != 0 && !f.vfta_has(frame) {
+            return false;
         }
-        let dst = &f[0..6];
+        let dst = &frame[0..6];
         if dst == [0xff; 6] {
             return fc & (fctrl::BAM | fctrl::MPE | fctrl::UPE) != 0;
         }
-        if fc & fctrl::UPE != 0 || self.rar_match(dst) {
+        if fc & fctrl::UPE != 0 || f.rar_match(dst) {
             return true;
         }
         if dst[0] & 1 != 0 {
-            return fc & fctrl::MPE != 0 || self.mta_match(dst);
+            return fc & fctrl::MPE != 0 || f.mta_match(dst);
         }
         false
     }
 
+    /// RXMTRL's v1 control, v2 message type and UDP port (319 when 0;
+    /// §7.9.1.1).
+    fn ptp_match(f: &Ixgbe) -> PtpMatch {
+        let mtrl = f.regs.peek(RXMTRL);
+        let port = (mtrl >> 16) as u16;
+        PtpMatch {
+            v1_ctrl: mtrl as u8,
+            v2_msg: ((mtrl >> 8) & 0xf) as u8,
+            udp_port: if port == 0 { ptp::PTP_EVENT_PORT } else { port },
+        }
+    }
+
+    /// RXDCTL.VME of the queue.
+    fn vlan_strip(f: &Ixgbe, qi: usize) -> bool {
+        f.regs.peek(rxq_base(qi as u32) + q::DCTL) & RXDCTL_VME != 0
+    }
+
+    /// Checksum status / error bits (always checked on the 82599) and the
+    /// RSS hash, which the descriptor always carries.
+    fn rx_status(_: &Ixgbe, frame: &[u8], ptype: u16, hash: u32) -> RxStatus {
+        let mut st = 0;
+        if ptype != 0 {
+            let c = verify_rx(frame);
+            if c.ip_checked {
+                st |= RXD_STAT_IPCS;
+                if !c.ip_ok {
+                    st |= RXD_ERR_IPE;
+                }
+            }
+            if c.l4_checked {
+                st |= RXD_STAT_L4CS;
+                if !c.l4_ok {
+                    st |= RXD_ERR_TCPE;
+                }
+            }
+        }
+        RxStatus { csum: st, hash }
+    }
+
+    fn count_rx_queue(f: &Ixgbe, qi: usize, octets: u64) {
+        f.count_rx_queue(qi, octets);
+    }
+
+    fn count_rx_miss(f: &Ixgbe, qi: usize) {
+        f.count_rx_miss(qi);
+    }
+}
+
+impl Ixgbe {
+    /// The frame carries a VLAN tag of VLNCTRL.VET.
+    fn tagged(&self, frame: &[u8]) -> bool {
+        let vet = self.regs.peek(VLNCTRL) as u16;
+        frame.len() >= 18 && u16::from_be_bytes([frame[12], frame[13]]) == vet
+    }
+
     /// Exact match against the 128 receive address registers with AV set.
     fn rar_match(&self, dst: &[u8]) -> bool {
-        (0..128u32).any(|i| {
-            let rah = self.regs.peek(RAL + 8 * i + 4);
-            if rah & (1 << 31) == 0 {
-                return false;
-            }
-            let ral = self.regs.peek(RAL + 8 * i).to_le_bytes();
-            let rah = (rah as u16).to_le_bytes();
-            dst == [ral[0], ral[1], ral[2], ral[3], rah[0], rah[1]]
-        })
+        (0..128u32).any(|i| self.rar_holds(RAL + 8 * i, dst, 0))
     }
 
-    /// Multicast table lookup: 12 address bits selected by MCSTCTRL.MO.
+    /// Multicast table lookup with MCSTCTRL.MO, while MCSTCTRL.MFE is set.
     fn mta_match(&self, dst: &[u8]) -> bool {
         let mc = self.regs.peek(MCSTCTRL);
-        if mc & MCSTCTRL_MFE == 0 {
-            return false;
-        }
-        let (b4, b5) = (u32::from(dst[4]), u32::from(dst[5]));
-        let hash = match mc & 3 {
-            0 => (b4 >> 4) | (b5 << 4),
-            1 => (b4 >> 3) | (b5 << 5),
-            2 => (b4 >> 2) | (b5 << 6),
-            _ => b4 | (b5 << 8),
-        } & 0xfff;
-        self.regs.peek(MTA + 4 * (hash >> 5)) & (1 << (hash & 31)) != 0
-    }
-
-    /// Checksum status / error bits and the packet type of a frame.
-    fn rx_csum_bits(&self, frame: &[u8]) -> (u32, u16) {
-        let mut st = 0;
-        let ptype = rss::packet_type(frame);
-        if ptype == 0 {
-            return (0, 0);
-        }
-        let c = offload::verify_rx(frame);
-        if c.ip_checked {
-            st |= RXD_STAT_IPCS;
-            if !c.ip_ok {
-                st |= RXD_ERR_IPE;
-            }
-        }
-        if c.l4_checked {
-            st |= RXD_STAT_L4CS;
-            if !c.l4_ok {
-                st |= RXD_ERR_TCPE;
-            }
-        }
-        (st, ptype)
-    }
-
-    /// Places a frame into receive queue `qi` (its lock held), spanning
-    /// descriptors if needed.
-    fn rx_to_queue(&self, qi: usize, frame: &[u8], hash: u32, ty: RssType, tagged: bool, ts: bool) {
-        let base = rxq_base(qi as u32);
-        if self.regs.peek(base + q::DCTL) & QUEUE_ENABLE == 0 {
-            self.count_rx_drop(qi);
-            return;
-        }
-        let mut r = match Ring::from_block(|o| self.regs.peek(o), base) {
-            Ok(r) => r,
-            Err(e) => {
-                self.errors.ring();
-                log::debug!("ixgbe: rx queue {qi}: {e}");
-                self.count_rx_drop(qi);
-                return;
-            }
-        };
-        let strip = tagged && self.regs.peek(base + q::DCTL) & RXDCTL_VME != 0;
-        let (vlan, status_vp) = if strip {
-            (u16::from_be_bytes([frame[14], frame[15]]), RXD_STAT_VP)
-        } else {
-            (0, 0)
-        };
-        let parts: [&[u8]; 2] = if strip {
-            [&frame[..12], &frame[16..]]
-        } else {
-            [frame, &[]]
-        };
-        let total = parts[0].len() + parts[1].len();
-        let srrctl = self.regs.peek(base + q::SRRCTL);
-        let bufsize = match (srrctl & 0x1f) as usize * 1024 {
-            0 => 2048,
-            n => n,
-        };
-        let needed = total.div_ceil(bufsize) as u32;
-        if r.pending() < needed {
-            self.count_rx_drop(qi);
-            return;
-        }
-        let (csum_st, ptype) = self.rx_csum_bits(frame);
-        let pkt_info = (ptype & 0xfff0) | ty as u16;
-        let Some(mem) = self.mem.get() else {
-            // Bus mastering off (PCI COMMAND.BME): the frame cannot be placed.
-            self.errors.dma_blocked();
-            return;
-        };
-        let eop_bits = csum_st | if ts { ptp::RXD_STAT_TS } else { 0 };
-        let placed = ring::place_frame(&mem, &mut r, &parts, total, bufsize, |last, len| {
-            rx_writeback(
-                pkt_info,
-                hash,
-                rx_status(last, status_vp, eop_bits),
-                len,
-                vlan,
-            )
-        });
-        let ok = placed.is_ok();
-        if !ok {
-            self.errors.dma();
-        }
-        self.regs.poke(base + q::H, r.head);
-        if ok {
-            self.count_rx(qi, frame);
-        }
-        self.queue_interrupt(qi, Dir::Rx);
+        mc & MCSTCTRL_MFE != 0 && self.mta_has(dst, mc)
     }
 }

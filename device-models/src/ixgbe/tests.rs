@@ -4,7 +4,9 @@ use vm_memory::{Bytes, GuestAddress};
 
 use super::intr::{self, Dir};
 use super::*;
+use crate::function::Interrupts;
 use crate::testutil::{ram, Irq, TestEnv};
+use crate::{Delivery, Introspect, NetPort, PciFunction};
 
 const MAC: [u8; 6] = [0x52, 0x54, 0x00, 0x12, 0x34, 0x56];
 
@@ -326,10 +328,10 @@ fn msix_routing_autoclear_automask_and_other_causes() {
     wr(&d, EIMS_EX, u32::MAX);
     wr(&d, EIMS_EX + 4, u32::MAX);
     assert!(t.irq.take().is_empty());
-    d.queue_interrupt(0, Dir::Rx);
-    d.queue_interrupt(41, Dir::Tx);
+    I82599::queue_interrupt(&d, 0, Dir::Rx);
+    I82599::queue_interrupt(&d, 41, Dir::Tx);
     assert_eq!(t.irq.take(), vec![Irq::Msix(0), Irq::Msix(1)]);
-    d.queue_interrupt(0, Dir::Rx);
+    I82599::queue_interrupt(&d, 0, Dir::Rx);
     assert!(t.irq.take().is_empty(), "auto-masked until re-enabled");
     wr(&d, EIMS_EX, 1);
     assert_eq!(
@@ -531,14 +533,17 @@ fn a_busy_receive_queue_holds_up_neither_transmit_nor_control() {
             .1
     };
     let guard = d.rxq[0].lock().unwrap();
-    assert!(!d.try_receive_at(&f, 0), "queue 0 busy: refused");
+    assert!(
+        !(d.deliver(&f, Some(0), false) == Delivery::Done),
+        "queue 0 busy: refused"
+    );
     assert_eq!(gprc(&d), 0, "refused without side effects");
     // Transmit and register accesses go on meanwhile.
     send(&d, 0, 16, &lbtest_frame());
     assert_eq!(t.wire.take().len(), 1);
     assert_eq!(rd(&d, txq_base(0) + q::H), 1);
     drop(guard);
-    assert!(d.try_receive_at(&f, 0));
+    assert!((d.deliver(&f, Some(0), false) == Delivery::Done));
     assert_eq!(gprc(&d), 1);
     assert_eq!(rd(&d, rxq_base(0) + q::H), 1);
 }
@@ -578,8 +583,8 @@ fn filters_rss_and_checksum_status() {
     u[34..36].copy_from_slice(&1000u16.to_be_bytes());
     u[36..38].copy_from_slice(&2000u16.to_be_bytes());
     u[38..40].copy_from_slice(&12u16.to_be_bytes());
-    crate::offload::ipv4_header_csum(&mut u, 14).unwrap();
-    crate::offload::l4_csum(&mut u, 14, 34, true, 17).unwrap();
+    net_util::csum::ipv4_header_csum(&mut u, 14).unwrap();
+    net_util::csum::l4_csum(&mut u, 14, 34, true, 17).unwrap();
     wr(&d, MRQC, 1 | (1 << 17) | (1 << 22));
     for i in 0..10 {
         wr(&d, RSSRK + 4 * i, 0x6d5a_56da ^ i);
@@ -881,13 +886,13 @@ fn control_totals_survive_a_function_reset() {
             .1
     };
     assert_eq!(total(&d), 1);
-    crate::NicFunction::reset(&d);
+    PciFunction::reset(&d);
     assert_eq!(total(&d), 1);
 }
 
 /// A nicemu counter by name (`ctl stats`' guest_errors list); 0 when absent.
 fn nicemu_counter(d: &Ixgbe, name: &str) -> u64 {
-    crate::NicFunction::error_counters(d)
+    Introspect::error_counters(d)
         .into_iter()
         .find(|(n, _)| *n == name)
         .map_or(0, |c| c.1)

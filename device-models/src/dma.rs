@@ -1,0 +1,173 @@
+//! The guest memory a device reaches by DMA: bounds-checked by `vm-memory`,
+//! split by what a mapping lets the device read and write, replaced when the
+//! VM's memory map changes, and off while bus mastering is off.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock};
+
+/// Guest physical memory as the device sees it through DMA.
+pub type GuestRam = vm_memory::GuestMemoryMmap<()>;
+
+/// What DMA reaches at one moment: the guest memory the device may read and
+/// the part of it the device may write (a mapping's access flags, as an
+/// IOMMU enforces them: a read-only mapping is in `read` only).
+#[derive(Debug, Default)]
+pub struct DmaView {
+    /// Memory the device may read (descriptors, transmit buffers).
+    pub read: GuestRam,
+    /// Memory the device may write (write-backs, receive buffers).
+    pub write: GuestRam,
+}
+
+impl DmaView {
+    /// One memory, readable and writable throughout.
+    pub fn read_write(mem: GuestRam) -> DmaView {
+        DmaView {
+            read: mem.clone(),
+            write: mem,
+        }
+    }
+}
+
+/// The guest memory a device reaches by DMA, and whether it may reach it at
+/// all (PCI COMMAND.BME, PCI 3.0 §6.2.2: with bus mastering off a function
+/// issues no memory requests). The transport replaces the memory when the
+/// VM's memory map changes; each doorbell or received frame takes the
+/// current view once (a reference count, no copy) and works on it.
+#[derive(Debug, Default)]
+pub struct DmaMemory {
+    view: RwLock<Arc<DmaView>>,
+    bus_master: AtomicBool,
+}
+
+impl DmaMemory {
+    /// The current view, or `None` while bus mastering is off.
+    #[inline]
+    pub fn get(&self) -> Option<Arc<DmaView>> {
+        let v = self.view.read().unwrap_or_else(|e| e.into_inner());
+        self.bus_master
+            .load(Ordering::Acquire)
+            .then(|| Arc::clone(&v))
+    }
+
+    /// The current view whether or not bus mastering is on (inspection and
+    /// tests; DMA goes through [`Self::get`]).
+    pub fn view(&self) -> Arc<DmaView> {
+        Arc::clone(&self.view.read().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Replaces the guest memory with `mem`, readable and writable.
+    pub fn set(&self, mem: GuestRam) {
+        self.set_view(DmaView::read_write(mem));
+    }
+
+    /// Replaces the view, and returns once no DMA works on the old one: a
+    /// removed mapping is not used after this returns (work per doorbell
+    /// and per frame is bounded, so the wait is).
+    pub fn set_view(&self, view: DmaView) {
+        let old = std::mem::replace(
+            &mut *self.view.write().unwrap_or_else(|e| e.into_inner()),
+            Arc::new(view),
+        );
+        wait_unused(&old);
+    }
+
+    /// Turns bus mastering on or off; off returns once no DMA is in flight.
+    pub fn set_bus_master(&self, on: bool) {
+        let current = {
+            let v = self.view.write().unwrap_or_else(|e| e.into_inner());
+            self.bus_master.store(on, Ordering::Release);
+            Arc::clone(&v)
+        };
+        if !on {
+            // Ours and the table's reference.
+            wait_unused_but(&current, 2);
+        }
+    }
+
+    /// Bus mastering is on.
+    #[inline]
+    pub fn bus_master(&self) -> bool {
+        self.bus_master.load(Ordering::Acquire)
+    }
+}
+
+/// Waits until `view` is referenced by nobody but the caller.
+fn wait_unused(view: &Arc<DmaView>) {
+    wait_unused_but(view, 1);
+}
+
+/// Waits until `view` has `owners` references left (the snapshots of DMA in
+/// flight on other threads are gone).
+fn wait_unused_but(view: &Arc<DmaView>, owners: usize) {
+    let mut spins = 0u32;
+    while Arc::strong_count(view) > owners {
+        if spins < 64 {
+            std::thread::yield_now();
+        } else {
+            std::thread::sleep(std::time::Duration::from_micros(20));
+        }
+        spins = spins.saturating_add(1);
+    }
+    // Pairs with the release of each snapshot's drop: their accesses are done.
+    std::sync::atomic::fence(Ordering::Acquire);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+    use vm_memory::{GuestAddress, GuestMemoryBackend};
+
+    fn ram() -> GuestRam {
+        GuestRam::from_ranges(&[(GuestAddress(0), 0x1000)]).unwrap()
+    }
+
+    #[test]
+    fn a_replaced_view_is_not_used_after_set_returns() {
+        let m = Arc::new(DmaMemory::default());
+        m.set(ram());
+        m.set_bus_master(true);
+        // DMA in flight on another thread holds a snapshot.
+        let snap = m.get().expect("bus master on");
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        let setter = {
+            let m = m.clone();
+            std::thread::spawn(move || {
+                m.set_view(DmaView::default());
+                done_tx.send(()).unwrap();
+            })
+        };
+        assert!(
+            done_rx.recv_timeout(Duration::from_millis(200)).is_err(),
+            "set_view returned while DMA still used the old memory"
+        );
+        drop(snap);
+        done_rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        setter.join().unwrap();
+        assert!(m.get().unwrap().read.num_regions() == 0);
+    }
+
+    #[test]
+    fn bus_master_off_means_no_view_and_waits_for_dma_in_flight() {
+        let m = Arc::new(DmaMemory::default());
+        m.set(ram());
+        assert!(m.get().is_none(), "off after reset");
+        m.set_bus_master(true);
+        let snap = m.get().unwrap();
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        let t = {
+            let m = m.clone();
+            std::thread::spawn(move || {
+                m.set_bus_master(false);
+                done_tx.send(()).unwrap();
+            })
+        };
+        assert!(done_rx.recv_timeout(Duration::from_millis(200)).is_err());
+        drop(snap);
+        done_rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        t.join().unwrap();
+        assert!(m.get().is_none());
+        assert_eq!(m.view().read.num_regions(), 1, "the memory is kept");
+    }
+}

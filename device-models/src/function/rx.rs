@@ -1,0 +1,244 @@
+//! The receive engine both parts share (82576 datasheet §7.1, 82599 §7.1):
+//! queue selection by RSS, injected receive faults, size checks, the part's
+//! address and VLAN filters, the IEEE 1588 receive stamp, then placing the
+//! frame into the chosen queue's ring in the advanced one-buffer write-back
+//! format (VLAN stripping, packet type, RSS hash, checksum status), counting
+//! it and signalling the queue.
+
+use net_util::rss::HashType;
+
+use super::{q, Dir, Function, Part, QUEUE_ENABLE};
+use crate::desc::{rx_status, rx_writeback, RXD_STAT_VP};
+use crate::fault::RxFault;
+use crate::ptp::{self, RxFilter};
+use crate::ring::{self, Ring};
+use crate::rss;
+use crate::sync::lock_or_try;
+
+/// ETQF: time stamp frames of this ethertype (IEEE 1588; bit 30 on both parts).
+const ETQF_1588: u32 = 1 << 30;
+/// Shortest frame the receiver looks at: an Ethernet header.
+const ETH_HLEN: usize = 14;
+
+impl<M: Part> Function<M> {
+    /// A frame from the wire: dropped (consumed, counted as `rx_no_link`)
+    /// where the part does not take frames from the wire now, else
+    /// [`Self::rx_frame`].
+    pub(crate) fn receive_from_wire(&self, frame: &[u8], sent: Option<u64>, wait: bool) -> bool {
+        if !M::wire_rx(self) {
+            self.errors.rx_no_link();
+            return true;
+        }
+        self.rx_frame(frame, sent, wait)
+    }
+
+    /// Delivers a frame (without FCS) from the wire or a loopback to the
+    /// host; `sent` is when it left its sender, if known (for its IEEE 1588
+    /// stamp).
+    ///
+    /// The receive queue is chosen first (RSS) and only that queue's lock is
+    /// taken, so frames for different queues are placed concurrently. Without
+    /// `wait`, a busy queue makes this return false before anything changed;
+    /// otherwise the frame is consumed (placed, or dropped and counted) and
+    /// this returns true.
+    pub(crate) fn rx_frame(&self, frame: &[u8], sent: Option<u64>, wait: bool) -> bool {
+        if !M::rx_link(self) {
+            self.errors.rx_no_link();
+            return true;
+        }
+        if !M::rx_enabled(self) {
+            self.errors.rx_disabled();
+            return true;
+        }
+        let (hash, ty) = self.rss_hash(frame);
+        let qi = self.rx_queue_for(hash, ty) % self.rxq.len();
+        let Some(_queue) = lock_or_try(&self.rxq[qi], wait) else {
+            return false;
+        };
+        if self.rx_passes(qi, frame) {
+            let ts = self.rx_timestamp(frame, sent);
+            self.rx_to_queue(qi, frame, hash, ty, ts);
+        }
+        true
+    }
+
+    /// RSS hash of a frame when MRQC enables it (§7.1.2.8 of both parts).
+    pub(crate) fn rss_hash(&self, frame: &[u8]) -> (u32, HashType) {
+        let l = M::LAYOUT;
+        let mrqc = self.regs.peek(l.mrqc);
+        if frame.len() < ETH_HLEN || !M::rss_enabled(mrqc) {
+            return (0, HashType::None);
+        }
+        rss::hash_with_regs(|i| self.regs.peek(l.rssrk + 4 * i), mrqc, frame)
+    }
+
+    /// Queue for a frame: RETA entry `hash[6:0]` when RSS hashed it, else
+    /// queue 0.
+    pub(crate) fn rx_queue_for(&self, hash: u32, ty: HashType) -> usize {
+        rss::reta_queue(|i| self.regs.peek(M::LAYOUT.reta + 4 * i), hash, ty)
+    }
+
+    /// Injected faults, size checks and the part's filters (queue `qi`'s
+    /// lock held): whether the frame goes on to its queue. A frame that does
+    /// not is counted where the part counts it.
+    fn rx_passes(&self, qi: usize, frame: &[u8]) -> bool {
+        let l = M::LAYOUT;
+        match self.faults.take_rx() {
+            Some(RxFault::Corrupt) => {
+                // A frame with a bad FCS: counted, not delivered.
+                self.stat_add(l.crcerrs, 1);
+                return false;
+            }
+            Some(RxFault::Drop) => {
+                // The frame finds no receive buffer.
+                M::count_rx_miss(self, qi);
+                return false;
+            }
+            None => {}
+        }
+        if frame.len() < ETH_HLEN {
+            self.stat_add(l.ruc, 1);
+            return false;
+        }
+        if frame.len() > M::max_frame(self, frame) {
+            self.stat_add(l.roc, 1);
+            return false;
+        }
+        if !M::rx_accept(self, frame) {
+            self.errors.rx_filtered();
+            return false;
+        }
+        true
+    }
+
+    /// IEEE 1588 receive stamp (82576 §7.9.2.3, 82599 §7.9.1.1): TSYNCRXCTL's
+    /// type, the part's message selection ([`Model::ptp_match`]) and the
+    /// ETQF filters with the 1588 bit for L2 messages. The latch is taken when
+    /// the frame passed the address filters, before a receive buffer is known
+    /// (a frame then dropped for lack of descriptors leaves the latch locked,
+    /// as the drivers' `*_ptp_rx_hang` expect).
+    fn rx_timestamp(&self, frame: &[u8], sent: Option<u64>) -> bool {
+        let mut ts = self.ts();
+        if !ts.rx_enabled() {
+            return false;
+        }
+        let l = M::LAYOUT;
+        let m = M::ptp_match(self);
+        let regs = &self.regs;
+        let filter = RxFilter {
+            kind: ts.rxctl() & ptp::TSYNCRXCTL_TYPE_MASK,
+            v1_ctrl: m.v1_ctrl,
+            v2_msg: m.v2_msg,
+            udp_port: m.udp_port,
+            l2_1588: |et: u16| {
+                (0..8).any(|i| {
+                    let q = regs.peek(l.etqf + 4 * i);
+                    q & l.etqf_enable != 0 && q & ETQF_1588 != 0 && q as u16 == et
+                })
+            },
+        };
+        ts.rx_stamp(self.env.clock.now_ns(), sent, frame, &filter)
+    }
+
+    /// The VLAN filter table has the VLAN ID of a tagged frame (§7.1.1.3 of
+    /// the 82576, §7.1.2.2 of the 82599).
+    pub(crate) fn vfta_has(&self, f: &[u8]) -> bool {
+        let vid = u32::from(u16::from_be_bytes([f[14], f[15]]) & 0xfff);
+        self.regs.peek(M::LAYOUT.vfta + 4 * (vid >> 5)) & (1 << (vid & 31)) != 0
+    }
+
+    /// The receive address entry whose low register is at `ral` (the high
+    /// one follows) is valid, holds `dst` and has none of `asel` set (the
+    /// address select bits that make it match something else).
+    pub(crate) fn rar_holds(&self, ral: u32, dst: &[u8], asel: u32) -> bool {
+        let rah = self.regs.peek(ral + 4);
+        if rah & (1 << 31) == 0 || rah & asel != 0 {
+            return false;
+        }
+        let lo = self.regs.peek(ral).to_le_bytes();
+        let hi = (rah as u16).to_le_bytes();
+        dst == [lo[0], lo[1], lo[2], lo[3], hi[0], hi[1]]
+    }
+
+    /// The multicast table has `dst`: 12 of its bits, chosen by the
+    /// multicast offset `mo` (RCTL.MO, MCSTCTRL.MO), index the table.
+    pub(crate) fn mta_has(&self, dst: &[u8], mo: u32) -> bool {
+        let (b4, b5) = (u32::from(dst[4]), u32::from(dst[5]));
+        let hash = match mo & 3 {
+            0 => (b4 >> 4) | (b5 << 4),
+            1 => (b4 >> 3) | (b5 << 5),
+            2 => (b4 >> 2) | (b5 << 6),
+            _ => b4 | (b5 << 8),
+        } & 0xfff;
+        self.regs.peek(M::LAYOUT.mta + 4 * (hash >> 5)) & (1 << (hash & 31)) != 0
+    }
+
+    /// Places a frame into receive queue `qi` (its lock held), spanning
+    /// descriptors if needed.
+    fn rx_to_queue(&self, qi: usize, frame: &[u8], hash: u32, ty: HashType, ts: bool) {
+        let l = M::LAYOUT;
+        let base = M::rxq_base(qi);
+        if self.regs.peek(base + q::DCTL) & QUEUE_ENABLE == 0 {
+            M::count_rx_miss(self, qi);
+            return;
+        }
+        let mut r = match Ring::from_block(|o| self.regs.peek(o), base) {
+            Ok(r) => r,
+            Err(e) => {
+                self.errors.ring();
+                log::debug!("{}: rx queue {qi}: {e}", M::NAME);
+                M::count_rx_miss(self, qi);
+                return;
+            }
+        };
+        // VLAN strip: the tag goes to the descriptor.
+        let vet = self.regs.peek(l.vet) as u16;
+        let tagged = frame.len() >= 18 && u16::from_be_bytes([frame[12], frame[13]]) == vet;
+        let (vlan, status_vp) = if tagged && M::vlan_strip(self, qi) {
+            (u16::from_be_bytes([frame[14], frame[15]]), RXD_STAT_VP)
+        } else {
+            (0, 0)
+        };
+        let parts: [&[u8]; 2] = if status_vp != 0 {
+            [&frame[..12], &frame[16..]]
+        } else {
+            [frame, &[]]
+        };
+        let total = parts[0].len() + parts[1].len();
+        let bufsize = match (self.regs.peek(base + l.srrctl) & l.srrctl_bsize) as usize * 1024 {
+            0 => 2048,
+            n => n,
+        };
+        if r.pending() < total.div_ceil(bufsize) as u32 {
+            M::count_rx_miss(self, qi);
+            return;
+        }
+        let Some(mem) = self.mem.get() else {
+            // Bus mastering off (PCI COMMAND.BME): the frame cannot be placed.
+            self.errors.dma_blocked();
+            return;
+        };
+        let ptype = rss::packet_type(frame);
+        let st = M::rx_status(self, frame, ptype, hash);
+        let pkt_info = ptype | rss::descriptor_type(ty);
+        let eop_bits = st.csum | if ts { ptp::RXD_STAT_TS } else { 0 };
+        let placed = ring::place_frame(&mem, &mut r, &parts, total, bufsize, |last, len| {
+            rx_writeback(
+                pkt_info,
+                st.hash,
+                rx_status(last, status_vp, eop_bits),
+                len,
+                vlan,
+            )
+        });
+        let ok = placed.is_ok();
+        if !ok {
+            self.errors.dma();
+        }
+        self.regs.poke(base + q::H, r.head);
+        if ok {
+            self.count_frame(Dir::Rx, qi, frame);
+        }
+        M::queue_interrupt(self, qi, Dir::Rx);
+    }
+}
