@@ -1,8 +1,10 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Model throughput without a VM: frames/s from igb A's TX ring through the
 //! switch into igb B's RX ring, for 64-byte and 1500-byte frames, including the
 //! driver-side work of posting descriptors and refilling buffers.
 //!
 //! Run: `cargo bench -p nicemu --bench datapath`.
+#![allow(clippy::unwrap_used, reason = "a benchmark that cannot set up stops")]
 
 use std::sync::Arc;
 use std::time::Instant;

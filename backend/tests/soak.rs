@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Soak (`ci/soak`, or `SOAK_SECS=600 cargo test --release -p nicemu --test
 //! soak -- --ignored --nocapture`): SOAK_SECS (default 600) of traffic among
 //! two igb functions and an ixgbe function driven over vfio-user and a
@@ -9,6 +10,11 @@
 //! handed the device was sent into the switch or dropped and counted by
 //! name, each frame the switch handed the device is in the guest's ring or
 //! counted by name, and the switch delivered every frame it was given.
+#![allow(
+    clippy::unwrap_used,
+    clippy::too_many_lines,
+    reason = "tests: a step that fails panics, and a scenario reads best in one piece"
+)]
 
 mod common;
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Interrupt signalling that never makes a thread of another port wait for
 //! a client.
 //!
@@ -172,14 +173,18 @@ pub struct Signaller {
 impl Signaller {
     /// Starts the signaller thread `irq-NAME` for `targets` (held weakly:
     /// the thread ends when they are gone or the signaller is dropped).
-    pub fn spawn(name: &str, targets: Weak<dyn IrqTargets>) -> std::io::Result<Signaller> {
+    pub fn spawn(
+        name: &str,
+        targets: Weak<dyn IrqTargets>,
+    ) -> Result<Signaller, crate::error::Error> {
         install_wake_handler();
         let shared = Arc::new(Shared::default());
-        watch(&shared)?;
+        watch(&shared).map_err(|source| crate::error::Error::Spawn {
+            thread: "irq-watchdog".into(),
+            source,
+        })?;
         let (s, t) = (shared.clone(), targets.clone());
-        let thread = std::thread::Builder::new()
-            .name(format!("irq-{name}"))
-            .spawn(move || run(&s, &t))?;
+        let thread = crate::threads::spawn(format!("irq-{name}"), move || run(&s, &t))?;
         Ok(Signaller {
             shared,
             targets,
@@ -239,7 +244,7 @@ impl Signaller {
     /// Call after replacing or removing fds: a signaller write still
     /// waiting on one taken before is interrupted (its interrupt is dropped
     /// with its fd). Returns once no such write is left, within
-    /// [`RELEASE_LIMIT`].
+    /// `RELEASE_LIMIT`.
     pub fn release(&self) {
         let epoch = self.shared.epoch.fetch_add(1, Ordering::AcqRel) + 1;
         let Some(t) = &self.thread else { return };
@@ -409,8 +414,8 @@ fn install_wake_handler() {
         unsafe {
             let mut sa: libc::sigaction = std::mem::zeroed();
             sa.sa_sigaction = on_wake_signal as *const () as libc::sighandler_t;
-            libc::sigemptyset(&mut sa.sa_mask);
-            if libc::sigaction(WAKE_SIGNAL, &sa, std::ptr::null_mut()) != 0 {
+            libc::sigemptyset(&raw mut sa.sa_mask);
+            if libc::sigaction(WAKE_SIGNAL, &raw const sa, std::ptr::null_mut()) != 0 {
                 log::warn!(
                     "cannot install the interrupt signaller's wake handler: {}",
                     std::io::Error::last_os_error()
@@ -426,9 +431,9 @@ fn unblock_wake_signal() {
     // only reads it.
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, WAKE_SIGNAL);
-        libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+        libc::sigemptyset(&raw mut set);
+        libc::sigaddset(&raw mut set, WAKE_SIGNAL);
+        libc::pthread_sigmask(libc::SIG_UNBLOCK, &raw const set, std::ptr::null_mut());
     }
 }
 
