@@ -6,8 +6,10 @@
 //! `O_NONBLOCK` the client flips under nicemu's writes —, rings pointing
 //! anywhere, bus mastering off mid-traffic), and a hostile vhost-user client
 //! hands the virtio-net port a memory table that would SIGBUS. Meanwhile igb
-//! `good` keeps being served: every register read answers within 100 ms,
-//! its frames go out and the frames sent to it arrive. nicemu ends with its
+//! `good` keeps being served: every register read answers within 100 ms
+//! (on a loaded host: within three times the slowest read of an unattacked
+//! port of another nicemu over the same period), its frames go out and the
+//! frames sent to it arrive. nicemu ends with its
 //! RSS and descriptor count within budget and error counters that say what
 //! happened.
 #![allow(
@@ -31,11 +33,15 @@ use vfio_bindings::bindings::vfio::{
     VFIO_IRQ_SET_ACTION_TRIGGER, VFIO_IRQ_SET_DATA_EVENTFD, VFIO_IRQ_SET_DATA_NONE,
     VFIO_PCI_MSIX_IRQ_INDEX,
 };
+use vfio_user::Client;
 use vmm_sys_util::eventfd::EventFd;
 use vmm_sys_util::sock_ctrl_msg::ScmSocket;
 
-/// Longest a register read of the good tenant may take.
+/// Longest a register read of the good tenant may take on a quiet host.
 const READ_BUDGET: Duration = Duration::from_millis(100);
+/// On a loaded host, how many times the reference port's slowest read the
+/// good tenant's slowest read may take (see [`read_budget`]).
+const REFERENCE_FACTOR: u32 = 3;
 /// nicemu's resident memory at the end.
 const RSS_BUDGET_KIB: u64 = 128 * 1024;
 /// Descriptors nicemu may hold at the end beyond those it had with the good
@@ -289,6 +295,36 @@ fn flip_non_blocking(fd: RawFd, stop: Arc<AtomicBool>) -> std::thread::JoinHandl
     })
 }
 
+/// A tenant's traffic until `done` (and at least 20 frames): a frame, its
+/// doorbell, then a register read (TDH, which must follow every doorbell)
+/// every 5 ms. Returns the frames sent, each read's latency and the client.
+fn drive(mut c: Client, mut ram: Ram, mac: u8, done: &AtomicBool) -> (u32, Vec<Duration>, Client) {
+    let mut frame = vec![0xffu8; 60];
+    frame[6..12].copy_from_slice(&[0x52, 0x54, 0, 0, 0, mac]);
+    let (mut sent, mut reads) = (0u32, Vec::new());
+    while !done.load(Ordering::Acquire) || sent < 20 {
+        send(&mut c, &mut ram, sent % 8, &frame);
+        sent += 1;
+        let r = Instant::now();
+        assert_eq!(rd(&mut c, 0x3810), sent % 8, "TDH follows every doorbell");
+        reads.push(r.elapsed());
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    (sent, reads, c)
+}
+
+/// The good tenant's read budget: [`READ_BUDGET`], or on a host so loaded
+/// that a port nobody attacks is slower than that, [`REFERENCE_FACTOR`]
+/// times the slowest read of such a port (a nicemu of its own with one igb,
+/// driven the same way over the same period). A good tenant stalled by the
+/// hostile one — a lock held across a client's blocking write, released by
+/// the 100 ms watchdog or never — is slower than an unattacked port under
+/// the same load.
+fn read_budget(reference: &[Duration]) -> Duration {
+    let worst = reference.iter().max().copied().unwrap_or_default();
+    READ_BUDGET.max(worst * REFERENCE_FACTOR)
+}
+
 /// The hostile tenant, start to end.
 fn hostile(dir: &Path) {
     let mut c = Raw::at(&dir.join("evil.sock"));
@@ -323,6 +359,16 @@ fn a_hostile_tenant_stalls_no_other_and_nicemu_stays_within_budget() {
     let mut ram = Ram::new(&n.dir, "good-ram", 1 << 20);
     ram.map(&mut c);
     setup_queue0(&mut c, &mut ram);
+    // The reference: a port of another nicemu, driven the same way over the same period.
+    let reference = Nicemu::start(
+        "tenants-reference",
+        &["--device", "igb,id=ref,socket={dir}/ref.sock"],
+        &["ref.sock"],
+    );
+    let mut rc = reference.client("ref.sock");
+    let mut rram = Ram::new(&reference.dir, "ref-ram", 1 << 20);
+    rram.map(&mut rc);
+    setup_queue0(&mut rc, &mut rram);
     let fds_before = open_fds(pid);
     let done = Arc::new(AtomicBool::new(false));
     let evil = {
@@ -337,26 +383,26 @@ fn a_hostile_tenant_stalls_no_other_and_nicemu_stays_within_budget() {
     let (tx, good) = std::sync::mpsc::channel();
     let good_done = done.clone();
     std::thread::spawn(move || {
-        let mut frame = vec![0xffu8; 60];
-        frame[6..12].copy_from_slice(&[0x52, 0x54, 0, 0, 0, 2]);
-        let (mut sent, mut worst) = (0u32, Duration::ZERO);
-        while !good_done.load(Ordering::Acquire) || sent < 20 {
-            send(&mut c, &mut ram, sent % 8, &frame);
-            sent += 1;
-            let r = Instant::now();
-            assert_eq!(rd(&mut c, 0x3810), sent % 8, "TDH follows every doorbell");
-            worst = worst.max(r.elapsed());
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        let _ = tx.send((sent, worst, c));
+        let _ = tx.send(drive(c, ram, 2, &good_done));
     });
-    let (sent, worst, mut c) = good
+    let ref_done = done.clone();
+    let ref_thread = std::thread::spawn(move || drive(rc, rram, 4, &ref_done).1);
+    let (sent, reads, mut c) = good
         .recv_timeout(Duration::from_secs(120))
         .expect("the good tenant was stalled, or the hostile one never finished");
     evil.join().expect("the hostile tenant's expectations hold");
+    let ref_reads = ref_thread.join().unwrap();
+    let worst = reads.iter().max().copied().unwrap_or_default();
+    let budget = read_budget(&ref_reads);
+    eprintln!(
+        "good tenant: {} reads, slowest {worst:?}; reference: {} reads, slowest {:?}; budget {budget:?}",
+        reads.len(),
+        ref_reads.len(),
+        ref_reads.iter().max().copied().unwrap_or_default()
+    );
     assert!(
-        worst < READ_BUDGET,
-        "a register read of the good tenant took {worst:?}"
+        worst < budget,
+        "a register read of the good tenant took {worst:?} (budget {budget:?})"
     );
     let s = stats(&n, "good");
     assert_eq!(
