@@ -35,6 +35,8 @@ mount -t bpf bpf /sys/fs/bpf 2>/dev/null
 C0=$(/usr/sbin/ethtool -l "$IFACE" | sed -n 's/^Combined:[[:space:]]*//p' | tail -n 1)
 /usr/sbin/ethtool -L "$IFACE" combined 1
 nicemu_carrier "$IFACE" 150
+# Datagrams the DUT's UDP layer received (/proc/net/snmp, InDatagrams).
+udp_in() { awk '/^Udp:/ { n++; if (n == 2) print $2 }' /proc/net/snmp; }
 for r in $XSK_RUNS; do
     mode=${r%%:*}; bind=${r#*:}
     if [ "$mode" = tx_only ]; then
@@ -49,10 +51,16 @@ for r in $XSK_RUNS; do
             [ $n -ge 150 ]; do sleep 0.1; n=$((n+1)); done
         n=0
         until /usr/bin/ping -q -c 1 -W 1 "$PEER_IP" >/dev/null || [ $n -ge 10 ]; do n=$((n+1)); done
-        nicemu_peer timeout $((XSK_SECS + 16)) netperf -H "$DUT_IP" -t UDP_STREAM \
-            -l $((XSK_SECS + 6)) -- -m 18 >/tmp/xskgen 2>&1 &
+        u0=$(udp_in)
+        nicemu_peer timeout $((XSK_SECS + 26)) netperf -H "$DUT_IP" -t UDP_STREAM \
+            -l $((XSK_SECS + 16)) -- -m 18 >/tmp/xskgen 2>&1 &
         gen=$!
-        sleep 2
+        # The socket binds once the flood runs: its program takes every frame of the queue,
+        # netperf's control connection too, and a netperf still setting up (TCG, loaded
+        # host) never started (a run saw rx 1/s: the control connection's retransmissions).
+        n=0
+        while [ "$(udp_in)" = "$u0" ] && [ $n -lt 100 ]; do sleep 0.1; n=$((n+1)); done
+        sleep 1
         nicemu_out "${mode}_$bind" timeout $((XSK_SECS + 15)) "$XSK" "$IFACE" 0 "$mode" "$bind" \
             $((XSK_SECS + 3))
         wait $gen
@@ -116,7 +124,7 @@ impl Scenario for Xsk {
     }
 
     fn budget_secs(&self, p: &Params) -> u64 {
-        RUNS.len() as u64 * (p.num("xsk.duration").max(2.0) as u64 + 20) + 20
+        RUNS.len() as u64 * (p.num("xsk.duration").max(2.0) as u64 + 30) + 20
     }
 
     fn parse(&self, s: &Section, _target: &Target) -> ScenarioResult {
