@@ -8,6 +8,21 @@ use std::sync::{Arc, RwLock};
 /// Guest physical memory as the device sees it through DMA.
 pub type GuestRam = vm_memory::GuestMemoryMmap<()>;
 
+/// A range of guest memory inside one of its regions: `vm-memory`'s
+/// bounds-checked volatile view, reached with one region lookup. Accesses
+/// through it cost a bounds check, where each access through [`GuestRam`]
+/// walks the regions it spans again.
+pub type GuestSlice<'a> = vm_memory::VolatileSlice<'a, ()>;
+
+/// The `len` bytes of `mem` at `addr` as one slice, if they lie in one
+/// region (else the caller goes through [`GuestRam`], which spans regions
+/// and reports what is outside memory).
+#[inline]
+pub fn slice_of(mem: &GuestRam, addr: u64, len: usize) -> Option<GuestSlice<'_>> {
+    use vm_memory::{GuestAddress, GuestMemoryBackend};
+    mem.get_slice(GuestAddress(addr), len).ok()
+}
+
 /// What DMA reaches at one moment: the guest memory the device may read and
 /// the part of it the device may write (a mapping's access flags, as an
 /// IOMMU enforces them: a read-only mapping is in `read` only).

@@ -61,7 +61,7 @@ pub mod sync;
 pub mod testutil;
 pub mod txframe;
 
-pub use dma::{DmaMemory, DmaView, GuestRam};
+pub use dma::{DmaMemory, DmaView, GuestRam, GuestSlice};
 pub use env::{Clock, DeviceEnv, FrameSink, InterruptSink, MonotonicClock, TimerSink};
 pub use errors::{ErrorCounters, GuestErrors};
 pub use fault::{DriverView, Fault, FaultError};

@@ -4,7 +4,7 @@
 
 use vm_memory::{Bytes, GuestAddress};
 
-use crate::dma::{DmaView, GuestRam};
+use crate::dma::{slice_of, DmaView, GuestRam};
 
 /// Size of every advanced (and legacy) descriptor.
 pub const DESC_SIZE: u64 = 16;
@@ -109,9 +109,20 @@ impl Ring {
 #[inline]
 pub fn read_desc(mem: &GuestRam, addr: u64) -> Result<[u8; 16], RingError> {
     let mut d = [0u8; 16];
-    mem.read_slice(&mut d, GuestAddress(addr))
-        .map_err(|_| RingError::BadAddress(addr))?;
+    read_into(mem, addr, &mut d)?;
     Ok(d)
+}
+
+/// Fills `buf` from guest memory at `addr`: through one slice when the
+/// range lies in one region, else across regions.
+#[inline]
+pub fn read_into(mem: &GuestRam, addr: u64, buf: &mut [u8]) -> Result<(), RingError> {
+    if let Some(s) = slice_of(mem, addr, buf.len()) {
+        s.copy_to(buf);
+        return Ok(());
+    }
+    mem.read_slice(buf, GuestAddress(addr))
+        .map_err(|_| RingError::BadAddress(addr))
 }
 
 /// Writes a 16-byte advanced receive write-back descriptor so that the dword
@@ -120,6 +131,13 @@ pub fn read_desc(mem: &GuestRam, addr: u64) -> Result<[u8; 16], RingError> {
 /// means the write-back is complete) before they read the status at offset 8.
 #[inline]
 pub fn write_desc(mem: &GuestRam, addr: u64, d: &[u8; 16]) -> Result<(), RingError> {
+    if let Some(s) = slice_of(mem, addr, 16) {
+        s.copy_from(&d[..12]);
+        std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
+        s.write_slice(&d[12..], 12)
+            .map_err(|_| RingError::BadAddress(addr))?;
+        return Ok(());
+    }
     mem.write_slice(&d[..12], GuestAddress(addr))
         .map_err(|_| RingError::BadAddress(addr))?;
     std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
@@ -160,8 +178,7 @@ pub fn place_frame(
 /// Writes one little-endian dword.
 #[inline]
 pub fn write_u32(mem: &GuestRam, addr: u64, v: u32) -> Result<(), RingError> {
-    mem.write_obj(v, GuestAddress(addr))
-        .map_err(|_| RingError::BadAddress(addr))
+    write_buf(mem, addr, &v.to_le_bytes())
 }
 
 /// Copies `len` bytes of guest memory at `addr` onto the end of `out`.
@@ -169,16 +186,16 @@ pub fn write_u32(mem: &GuestRam, addr: u64, v: u32) -> Result<(), RingError> {
 pub fn read_buf(mem: &GuestRam, addr: u64, len: usize, out: &mut Vec<u8>) -> Result<(), RingError> {
     let start = out.len();
     out.resize(start + len, 0);
-    mem.read_slice(&mut out[start..], GuestAddress(addr))
-        .map_err(|_| {
-            out.truncate(start);
-            RingError::BadAddress(addr)
-        })
+    read_into(mem, addr, &mut out[start..]).inspect_err(|_| out.truncate(start))
 }
 
 /// Copies `data` into guest memory at `addr`.
 #[inline]
 pub fn write_buf(mem: &GuestRam, addr: u64, data: &[u8]) -> Result<(), RingError> {
+    if let Some(s) = slice_of(mem, addr, data.len()) {
+        s.copy_from(data);
+        return Ok(());
+    }
     mem.write_slice(data, GuestAddress(addr))
         .map_err(|_| RingError::BadAddress(addr))
 }
