@@ -38,6 +38,7 @@
 #![forbid(unsafe_code)]
 
 pub mod bar;
+pub mod batch;
 pub mod desc;
 pub mod dma;
 pub mod env;
@@ -61,6 +62,7 @@ pub mod sync;
 pub mod testutil;
 pub mod txframe;
 
+pub use batch::{FrameBatch, Frames};
 pub use dma::{DmaMemory, DmaView, GuestRam, GuestSlice};
 pub use env::{Clock, DeviceEnv, FrameSink, InterruptSink, MonotonicClock, TimerSink};
 pub use errors::{ErrorCounters, GuestErrors};

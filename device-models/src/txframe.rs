@@ -181,12 +181,14 @@ impl TxQueue {
     }
 
     /// Finishes the complete frame: VLAN insertion, checksums or TSO, padding;
-    /// passes the frame (or each segment) to `out` and clears it.
+    /// passes the frame (or each segment) to `out` and clears it. `out` gets
+    /// the buffer the frame is in and may take it by swapping it for an
+    /// empty one (the queue then assembles its next frame in that one).
     pub fn finish(
         &mut self,
         o: FrameOpts,
         s: FinishSettings,
-        mut out: impl FnMut(&[u8]),
+        mut out: impl FnMut(&mut Vec<u8>),
     ) -> Result<Finished, TxDrop> {
         let res = self.finish_inner(o, s, &mut out);
         self.frame.clear();
@@ -201,7 +203,7 @@ impl TxQueue {
         &mut self,
         o: FrameOpts,
         s: FinishSettings,
-        out: &mut impl FnMut(&[u8]),
+        out: &mut impl FnMut(&mut Vec<u8>),
     ) -> Result<Finished, TxDrop> {
         let ctx = self.ctx[usize::from(o.idx & 1)];
         let frame = &mut self.frame;

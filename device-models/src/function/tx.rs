@@ -2,11 +2,17 @@
 //! a tail doorbell, one pass over the queue's ring ([`crate::txframe`]), each
 //! gathered frame finished with the part's settings (VLAN ethertype,
 //! padding), its IEEE 1588 stamp latched, counted and sent where the part
-//! routes it (the wire or a loopback), then the queue's interrupt.
+//! routes it (a loopback, or the wire in [`FrameBatch`]es of up to
+//! [`crate::batch::BATCH_FRAMES`] frames), then the queue's interrupt.
 
 use super::{q, Dir, Function, Part, TxRoute, QUEUE_ENABLE};
+use crate::batch::FrameBatch;
 use crate::sync::lock;
 use crate::txframe::{queue_pass, Finished, FrameOpts, TxQueue};
+
+/// Batches a function keeps for reuse between passes (passes of different
+/// queues may run at once; more than this are freed).
+const KEEP_BATCHES: usize = 2;
 
 impl<M: Part> Function<M> {
     /// Rings every transmit queue (the transmitter was just enabled).
@@ -30,6 +36,7 @@ impl<M: Part> Function<M> {
         if self.regs.peek(base + q::DCTL) & QUEUE_ENABLE == 0 {
             return;
         }
+        let mut out = self.take_batch();
         let pass = queue_pass(
             &self.regs,
             base,
@@ -37,8 +44,10 @@ impl<M: Part> Function<M> {
             &self.mem,
             &self.errors,
             M::LAYOUT.context_dd,
-            |t, first| self.tx_finish(t, qi, first),
+            |t, first| self.tx_finish(t, qi, first, &mut out),
         );
+        self.tx_flush(&mut out);
+        self.put_batch(out);
         match pass {
             Ok(true) => M::queue_interrupt(self, qi, Dir::Tx),
             Ok(false) => {}
@@ -47,15 +56,18 @@ impl<M: Part> Function<M> {
     }
 
     /// Finishes a complete frame (VLAN, offloads, TSO, padding) and sends it.
-    fn tx_finish(&self, txq: &mut TxQueue, qi: usize, first: FrameOpts) {
+    fn tx_finish(&self, txq: &mut TxQueue, qi: usize, first: FrameOpts, out: &mut FrameBatch) {
         let s = M::tx_settings(self);
-        // The frame leaves the MAC now: one instant for its 1588 stamp and
-        // its departure on the wire.
-        let now = self.env.clock.now_ns();
+        // The frame leaves the MAC with its batch: one instant for its 1588
+        // stamp and its departure on the wire.
+        if out.is_full() {
+            self.tx_flush(out);
+        }
+        let now = out.sent_ns(|| self.env.clock.now_ns());
         if first.tstamp && self.ts().tx_stamp(now) {
             M::tx_stamped(self);
         }
-        match txq.finish(first, s, |f| self.tx_out(qi, f, now)) {
+        match txq.finish(first, s, |f| self.tx_out(qi, f, now, out)) {
             Ok(Finished::Segments(_)) => {
                 if let Some(tsctc) = M::LAYOUT.tsctc {
                     self.stat_add(tsctc, 1);
@@ -69,15 +81,43 @@ impl<M: Part> Function<M> {
         }
     }
 
-    /// Counts a finished frame and puts it on the wire, or back into the
-    /// receiver when the part loops back.
-    fn tx_out(&self, qi: usize, frame: &[u8], sent: u64) {
+    /// Counts a finished frame and adds it to the batch for the wire (its
+    /// buffer changes places with an empty one of the batch), or puts it back
+    /// into the receiver when the part loops back.
+    fn tx_out(&self, qi: usize, frame: &mut Vec<u8>, sent: u64, out: &mut FrameBatch) {
         self.count_frame(Dir::Tx, qi, frame);
         match M::tx_route(self) {
             TxRoute::Loopback => {
                 self.rx_frame(frame, Some(sent), true);
             }
-            TxRoute::Wire => self.env.wire.transmit_at(frame, sent),
+            TxRoute::Wire => {
+                if out.is_full() {
+                    self.tx_flush(out);
+                }
+                out.sent_ns(|| sent);
+                out.push(frame);
+            }
+        }
+    }
+
+    /// Hands the batch's frames to the wire and empties it.
+    fn tx_flush(&self, out: &mut FrameBatch) {
+        if !out.is_empty() {
+            self.env.wire.transmit_batch(out);
+            out.clear();
+        }
+    }
+
+    /// A batch for a pass (reused: its buffers are warm).
+    fn take_batch(&self) -> FrameBatch {
+        lock(&self.tx_batches).pop().unwrap_or_default()
+    }
+
+    /// Gives a pass's (empty) batch back for reuse.
+    fn put_batch(&self, b: FrameBatch) {
+        let mut kept = lock(&self.tx_batches);
+        if kept.len() < KEEP_BATCHES {
+            kept.push(b);
         }
     }
 }
