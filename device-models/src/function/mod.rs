@@ -29,7 +29,7 @@ use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use crate::bar::{self, IoWindow, RegisterWindow};
-use crate::batch::FrameBatch;
+use crate::batch::{FrameBatch, Frames};
 use crate::dma::{DmaMemory, DmaView, GuestRam};
 use crate::env::DeviceEnv;
 use crate::errors::{ErrorCounters, GuestErrors};
@@ -512,6 +512,10 @@ impl<M: Part> NetPort for Function<M> {
         } else {
             Delivery::Busy
         }
+    }
+
+    fn deliver_batch(&self, frames: Frames<'_>, sent_ns: Option<u64>, wait: bool) -> usize {
+        self.receive_batch_from_wire(frames, sent_ns, wait)
     }
 
     fn set_link(&self, up: bool) {
