@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Model throughput without a VM: frames/s from one function's TX ring
 //! through the switch into another's RX ring, igb and ixgbe, 64-byte and
 //! 1500-byte frames, including the driver-side work of posting descriptors,
@@ -10,6 +11,7 @@
 //! frames per case, `DATAPATH_CASE=igb:64` runs one case (for
 //! `valgrind --tool=callgrind --toggle-collect='*measure*'`, which counts the
 //! instructions of the measured loop only).
+#![allow(clippy::unwrap_used, reason = "a benchmark that cannot set up stops")]
 
 mod common;
 

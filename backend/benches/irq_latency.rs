@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Interrupt latency without a VM: from a device thread raising MSI-X
 //! vector 0 to the client's eventfd becoming readable, through the
 //! function's signaller thread (`nicemu::vfio::signaller`), against the
@@ -5,6 +6,7 @@
 //! wait). The client waits in poll(2), as QEMU's event loop waits in ppoll.
 //!
 //! Run: `cargo bench -p nicemu --bench irq_latency`.
+#![allow(clippy::unwrap_used, reason = "a benchmark that cannot set up stops")]
 
 use std::os::fd::{AsRawFd, BorrowedFd};
 use std::sync::Arc;
@@ -41,7 +43,7 @@ fn wait_readable(efd: &EventFd) {
         revents: 0,
     };
     // SAFETY: one pollfd we own; waits without a timeout.
-    while unsafe { libc::poll(&mut p, 1, -1) } != 1 {}
+    while unsafe { libc::poll(&raw mut p, 1, -1) } != 1 {}
 }
 
 fn main() {

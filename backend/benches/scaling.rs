@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! How the model scales with cores: N queue pairs of one function pair, and
 //! N function pairs on one switch (one network of one `nicemu`), each
 //! driven by its own thread as in `datapath` (N = 1, 2, 4, 8), igb and
@@ -9,6 +10,8 @@
 //!
 //! Run: `cargo bench -p nicemu --bench scaling`. `SCALING_FRAMES=N` sets the
 //! frames per thread (default 200 000).
+
+#![allow(clippy::unwrap_used, reason = "a benchmark that cannot set up stops")]
 
 mod common;
 

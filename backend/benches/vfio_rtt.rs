@@ -1,8 +1,10 @@
+// SPDX-License-Identifier: Apache-2.0
 //! vfio-user register access cost through nicemu's server, without QEMU: a
 //! client on the same machine reads STATUS and posts RDT writes in a loop.
 //! (In a TCG guest add QEMU's share; see README.)
 //!
 //! Run: `cargo bench -p nicemu --bench vfio_rtt`.
+#![allow(clippy::unwrap_used, reason = "a benchmark that cannot set up stops")]
 
 use std::sync::Arc;
 use std::time::Instant;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Packet capture of a port (`nicemu ctl capture DEV FILE`): frames as they
 //! leave or enter the port, written as a pcap file (Ethernet link type) with
 //! the maintained `pcap-file` crate, readable by tcpdump and Wireshark.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Parsing of the command-line device and wire specifications
 //! (`kind,key=value,...`) into typed configuration.
 
@@ -72,6 +73,97 @@ fn default_mac(index: usize) -> [u8; 6] {
     [0x52, 0x54, 0x00, 0x4e, 0x49, 0x10 + index as u8]
 }
 
+/// The device kind a `--device` value starts with.
+fn device_kind(s: &str) -> Result<DeviceKind, String> {
+    match s {
+        "igb" => Ok(DeviceKind::Igb),
+        "ixgbe" => Ok(DeviceKind::Ixgbe),
+        "virtio-net" => Ok(DeviceKind::VirtioNet),
+        "" => Err("missing device kind (igb, ixgbe or virtio-net)".into()),
+        k => Err(format!(
+            "unknown device kind '{k}' (use igb, ixgbe or virtio-net)"
+        )),
+    }
+}
+
+/// `mac=`: a unicast MAC address.
+fn unicast_mac(v: &str) -> Result<[u8; 6], String> {
+    let m = parse_mac(v).ok_or_else(|| format!("mac '{v}' is not like 52:54:00:12:34:56"))?;
+    if m[0] & 1 != 0 {
+        return Err(format!(
+            "mac '{v}' is multicast: the first byte must be even"
+        ));
+    }
+    Ok(m)
+}
+
+/// `queues=`: 1 to 64 queue pairs.
+fn queue_pairs(v: &str) -> Result<u16, String> {
+    v.parse()
+        .ok()
+        .filter(|n| (1..=64).contains(n))
+        .ok_or_else(|| format!("queues '{v}' must be a number from 1 to 64"))
+}
+
+/// `delay=`: nanoseconds up to [`MAX_DELAY_NS`].
+fn wire_delay(v: &str) -> Result<u64, String> {
+    v.parse()
+        .ok()
+        .filter(|n| *n <= MAX_DELAY_NS)
+        .ok_or_else(|| format!("delay '{v}' must be nanoseconds from 0 to {MAX_DELAY_NS}"))
+}
+
+/// The `key=value` items of one `--device`, as given.
+#[derive(Default)]
+struct DeviceKeys {
+    id: Option<String>,
+    socket: Option<PathBuf>,
+    mac: Option<[u8; 6]>,
+    net: Option<String>,
+    queues: Option<u16>,
+    sfp: Option<device_models::ixgbe::SfpKind>,
+    delay_ns: Option<u64>,
+}
+
+impl DeviceKeys {
+    /// Takes one `key=value` item.
+    fn set(&mut self, k: &str, v: &str) -> Result<(), String> {
+        match k {
+            "id" => self.id = Some(v.to_string()),
+            "socket" => self.socket = Some(PathBuf::from(v)),
+            "mac" => self.mac = Some(unicast_mac(v)?),
+            "net" => self.net = Some(v.to_string()),
+            "queues" => self.queues = Some(queue_pairs(v)?),
+            "sfp" => {
+                let sfp = device_models::ixgbe::SfpKind::parse(v)
+                    .ok_or_else(|| format!("sfp '{v}' must be da, sr, lr or none"))?;
+                self.sfp = Some(sfp);
+            }
+            "delay" => self.delay_ns = Some(wire_delay(v)?),
+            other => {
+                return Err(format!(
+                    "unknown key '{other}' (known: id, socket, mac, net, queues, delay, sfp)"
+                ))
+            }
+        }
+        Ok(())
+    }
+
+    /// Refuses keys that do not apply to `kind`.
+    fn check_applies_to(&self, kind: DeviceKind) -> Result<(), String> {
+        if self.queues.is_some() && kind != DeviceKind::VirtioNet {
+            return Err("queues= applies to virtio-net only".into());
+        }
+        if self.sfp.is_some() && kind != DeviceKind::Ixgbe {
+            return Err("sfp= applies to ixgbe only".into());
+        }
+        if self.delay_ns.is_some() && kind == DeviceKind::VirtioNet {
+            return Err("delay= applies to igb and ixgbe (PTP time stamps) only".into());
+        }
+        Ok(())
+    }
+}
+
 impl DeviceSpec {
     /// Parses one `--device` value; `index` numbers devices for default MACs.
     pub fn parse(spec: &str, index: usize) -> Result<DeviceSpec, Error> {
@@ -80,91 +172,24 @@ impl DeviceSpec {
             reason,
         };
         let mut parts = spec.split(',');
-        let kind = match parts.next().unwrap_or("") {
-            "igb" => DeviceKind::Igb,
-            "ixgbe" => DeviceKind::Ixgbe,
-            "virtio-net" => DeviceKind::VirtioNet,
-            "" => return Err(bad("missing device kind (igb, ixgbe or virtio-net)".into())),
-            k => {
-                return Err(bad(format!(
-                    "unknown device kind '{k}' (use igb, ixgbe or virtio-net)"
-                )))
-            }
-        };
-        let (mut id, mut socket, mut mac, mut net, mut queues) = (None, None, None, None, None);
-        let mut sfp = None;
-        let mut delay_ns = None;
+        let kind = device_kind(parts.next().unwrap_or("")).map_err(bad)?;
+        let mut keys = DeviceKeys::default();
         for kv in parts {
             let (k, v) = key_value(kv).map_err(bad)?;
-            match k {
-                "id" => id = Some(v.to_string()),
-                "socket" => socket = Some(PathBuf::from(v)),
-                "mac" => {
-                    let m = parse_mac(v)
-                        .ok_or_else(|| bad(format!("mac '{v}' is not like 52:54:00:12:34:56")))?;
-                    if m[0] & 1 != 0 {
-                        return Err(bad(format!(
-                            "mac '{v}' is multicast: the first byte must be even"
-                        )));
-                    }
-                    mac = Some(m);
-                }
-                "net" => net = Some(v.to_string()),
-                "queues" => {
-                    let n: u16 =
-                        v.parse()
-                            .ok()
-                            .filter(|n| (1..=64).contains(n))
-                            .ok_or_else(|| {
-                                bad(format!("queues '{v}' must be a number from 1 to 64"))
-                            })?;
-                    queues = Some(n);
-                }
-                "sfp" => {
-                    sfp = Some(
-                        device_models::ixgbe::SfpKind::parse(v)
-                            .ok_or_else(|| bad(format!("sfp '{v}' must be da, sr, lr or none")))?,
-                    );
-                }
-                "delay" => {
-                    let n: u64 =
-                        v.parse()
-                            .ok()
-                            .filter(|n| *n <= MAX_DELAY_NS)
-                            .ok_or_else(|| {
-                                bad(format!(
-                                    "delay '{v}' must be nanoseconds from 0 to {MAX_DELAY_NS}"
-                                ))
-                            })?;
-                    delay_ns = Some(n);
-                }
-                other => {
-                    return Err(bad(format!(
-                        "unknown key '{other}' (known: id, socket, mac, net, queues, delay, sfp)"
-                    )))
-                }
-            }
+            keys.set(k, v).map_err(bad)?;
         }
-        if queues.is_some() && kind != DeviceKind::VirtioNet {
-            return Err(bad("queues= applies to virtio-net only".into()));
-        }
-        if sfp.is_some() && kind != DeviceKind::Ixgbe {
-            return Err(bad("sfp= applies to ixgbe only".into()));
-        }
-        if delay_ns.is_some() && kind == DeviceKind::VirtioNet {
-            return Err(bad(
-                "delay= applies to igb and ixgbe (PTP time stamps) only".into(),
-            ));
-        }
+        keys.check_applies_to(kind).map_err(bad)?;
         Ok(DeviceSpec {
             kind,
-            id: id.ok_or_else(|| bad("missing id=NAME".into()))?,
-            socket: socket.ok_or_else(|| bad("missing socket=PATH".into()))?,
-            mac: mac.unwrap_or_else(|| default_mac(index)),
-            net: net.unwrap_or_else(|| "lan0".into()),
-            queues: queues.unwrap_or(1),
-            delay_ns: delay_ns.unwrap_or(0),
-            sfp: sfp.unwrap_or_default(),
+            id: keys.id.ok_or_else(|| bad("missing id=NAME".into()))?,
+            socket: keys
+                .socket
+                .ok_or_else(|| bad("missing socket=PATH".into()))?,
+            mac: keys.mac.unwrap_or_else(|| default_mac(index)),
+            net: keys.net.unwrap_or_else(|| "lan0".into()),
+            queues: keys.queues.unwrap_or(1),
+            delay_ns: keys.delay_ns.unwrap_or(0),
+            sfp: keys.sfp.unwrap_or_default(),
         })
     }
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Errors of the nicemu process, each with a message that says what to fix.
 
 use std::path::PathBuf;
@@ -40,6 +41,18 @@ pub enum Error {
         /// Why.
         source: std::io::Error,
     },
+    /// A thread could not be started (out of memory or of the process's
+    /// thread limit).
+    #[error("cannot start thread {thread}: {source} (raise the thread or memory limit, or run fewer ports)")]
+    Spawn {
+        /// The thread's name.
+        thread: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// SIGINT/SIGTERM/SIGHUP could not be blocked for the signal thread.
+    #[error("cannot set up signal handling: {0}")]
+    Signals(#[source] std::io::Error),
     /// Two devices use the same id or socket.
     #[error("duplicate {what} '{value}': each --device needs its own id and socket")]
     Duplicate {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The switch's MAC table (forwarding database): which port a unicast MAC
 //! was last seen on. It is bounded, because any guest can send frames with
 //! random source MACs: at most [`FDB_CAP`] entries, an entry not refreshed

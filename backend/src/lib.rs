@@ -1,18 +1,21 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The `nicemu` process: command line, ports (vfio-user functions), the L2
 //! switch joining them, register tracing and signal handling.
+// The length rule is for non-test code (tests read best as one scenario).
+#![cfg_attr(test, allow(clippy::too_many_lines))]
 
 pub mod capture;
 pub mod config;
 pub mod control;
 pub mod error;
 pub mod fdb;
-pub mod memfile;
 pub mod outfile;
 pub mod ports;
 pub mod sched;
 pub mod signals;
 pub mod socket;
 pub mod switch;
+pub mod threads;
 pub mod timer;
 pub mod trace;
 pub mod vfio;
@@ -39,6 +42,8 @@ pub struct Cli {
     /// `nicemu ctl …` talks to a running nicemu instead of starting one.
     #[command(subcommand)]
     pub command: Option<Command>,
+    // The doc comment is --help text (clap), where brackets mean optional parts.
+    #[allow(rustdoc::broken_intra_doc_links)]
     /// A PCI function or port: KIND,id=NAME,socket=PATH[,mac=MAC][,net=NET][,queues=N][,delay=NS]
     /// (KIND: igb, ixgbe, virtio-net; net defaults to lan0; delay: wire delay in ns
     /// of frames arriving at an igb/ixgbe port, seen in its PTP receive time

@@ -1,4 +1,7 @@
+// SPDX-License-Identifier: Apache-2.0
 //! `nicemu`: emulated Intel NICs for QEMU. See `nicemu --help`.
+// The length rule is for non-test code (tests read best as one scenario).
+#![cfg_attr(test, allow(clippy::too_many_lines))]
 
 use clap::Parser as _;
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Files nicemu writes (pcap captures, register traces). A local user of the
 //! control socket names them, and nicemu may run as root, so every output
 //! file is created new: an existing file is never truncated and a symlink is
@@ -178,7 +179,7 @@ mod tests {
             Err(OutputError::Exists(_))
         ));
         assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
-        assert!(create_new(&d.join("fresh")).is_ok());
+        create_new(&d.join("fresh")).unwrap();
         let _ = std::fs::remove_dir_all(d);
     }
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Starting the configured ports — igb/ixgbe functions served over
 //! vfio-user (device model, switch attachment, receive thread, timer,
 //! vfio-user server) and virtio-net ports served over vhost-user — and the
@@ -233,10 +234,7 @@ fn start_function(
     let direct = Arc::new(PortSlot::default());
     let (port, rx) = switch.attach_direct(Some(direct.clone()));
     let counters = port.counters.clone();
-    let irq = Arc::new(EventIrq::new(&spec.id, vectors).map_err(|e| Error::Listen {
-        path: spec.socket.clone(),
-        source: e,
-    })?);
+    let irq = Arc::new(EventIrq::new(&spec.id, vectors)?);
     let timer = Arc::new(DeviceTimer::default());
     let env = DeviceEnv {
         irq: irq.clone(),
@@ -258,25 +256,14 @@ fn start_function(
     dev.set_wire_delay_ns(spec.delay_ns);
     // Receive thread: frames from the switch into the device.
     let rx_dev = dev.clone();
-    std::thread::Builder::new()
-        .name(format!("rx-{}", spec.id))
-        .spawn(move || {
-            crate::sched::enter_data_path();
-            while let Some((frame, sent)) = rx.recv_timed() {
-                rx_dev.deliver(&frame, Some(sent), true);
-                rx.recycle(frame);
-            }
-        })
-        .map_err(|e| Error::Listen {
-            path: spec.socket.clone(),
-            source: e,
-        })?;
-    timer::spawn(&spec.id, timer, dev.clone(), Arc::new(MonotonicClock)).map_err(|e| {
-        Error::Listen {
-            path: spec.socket.clone(),
-            source: e,
+    crate::threads::spawn(format!("rx-{}", spec.id), move || {
+        crate::sched::enter_data_path();
+        while let Some((frame, sent)) = rx.recv_timed() {
+            rx_dev.deliver(&frame, Some(sent), true);
+            rx.recycle(frame);
         }
     })?;
+    timer::spawn(&spec.id, timer, dev.clone(), Arc::new(MonotonicClock))?;
     let tracer = Arc::new(match trace {
         Some(sink) => Tracer::new(true, sink),
         None => Tracer::disabled(),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Scheduling policy of nicemu's data-path threads (`--sched`).
 //!
 //! A guest rings a doorbell (TDT, RDT, EIMS…) as a posted vfio-user write: the
@@ -74,7 +75,7 @@ fn apply(p: DataPathSched) -> std::io::Result<()> {
     let param = libc::sched_param { sched_priority: 0 };
     // SAFETY: `param` is a valid sched_param for the call's duration; pid 0 is
     // the calling thread, and these three policies need no privilege.
-    let r = unsafe { libc::sched_setscheduler(0, p.policy(), &param) };
+    let r = unsafe { libc::sched_setscheduler(0, p.policy(), &raw const param) };
     if r == 0 {
         Ok(())
     } else {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! SIGINT/SIGTERM handling: the signals are blocked in every thread and
 //! collected synchronously by the main thread with `sigwait`.
 
@@ -18,17 +19,14 @@ impl Signals {
         // SAFETY: `set` is a valid, exclusively borrowed sigset_t; the signal
         // numbers are valid; pthread_sigmask only reads `set`.
         let rc = unsafe {
-            libc::sigemptyset(&mut set);
-            libc::sigaddset(&mut set, libc::SIGINT);
-            libc::sigaddset(&mut set, libc::SIGTERM);
-            libc::sigaddset(&mut set, libc::SIGHUP);
-            libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut())
+            libc::sigemptyset(&raw mut set);
+            libc::sigaddset(&raw mut set, libc::SIGINT);
+            libc::sigaddset(&raw mut set, libc::SIGTERM);
+            libc::sigaddset(&raw mut set, libc::SIGHUP);
+            libc::pthread_sigmask(libc::SIG_BLOCK, &raw const set, std::ptr::null_mut())
         };
         if rc != 0 {
-            return Err(Error::Listen {
-                path: "signals".into(),
-                source: std::io::Error::from_raw_os_error(rc),
-            });
+            return Err(Error::Signals(std::io::Error::from_raw_os_error(rc)));
         }
         Ok(Signals { set })
     }
@@ -38,7 +36,7 @@ impl Signals {
         let mut sig = 0;
         loop {
             // SAFETY: `self.set` was initialised in `block`; `sig` is a valid out pointer.
-            let rc = unsafe { libc::sigwait(&self.set, &mut sig) };
+            let rc = unsafe { libc::sigwait(&raw const self.set, &raw mut sig) };
             if rc == 0 {
                 return sig;
             }

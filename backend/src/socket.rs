@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Listening sockets of nicemu (vfio-user, vhost-user, control, stream wire).
 //!
 //! Every socket is created with mode 0600 whatever the umask: the socket is
@@ -50,7 +51,7 @@ pub fn bind_private(path: &Path) -> std::io::Result<UnixListener> {
     }
     addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
     for (d, s) in addr.sun_path.iter_mut().zip(bytes) {
-        *d = *s as libc::c_char;
+        *d = libc::c_char::from_ne_bytes([*s]);
     }
     // SAFETY: plain socket(2) call; the result is checked.
     let fd =
@@ -93,7 +94,7 @@ fn peer_cred(s: &UnixStream) -> std::io::Result<libc::ucred> {
             libc::SOL_SOCKET,
             libc::SO_PEERCRED,
             (&raw mut cred).cast(),
-            &mut len,
+            &raw mut len,
         )
     })?;
     Ok(cred)

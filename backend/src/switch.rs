@@ -1,8 +1,9 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The L2 learning switch joining the ports of one network, and per-port
 //! bounded receive queues: a full queue drops (and counts) the frame instead
 //! of blocking the sending guest. Everything a guest can fill is bounded in
 //! bytes as well as entries: the queues ([`PORT_QUEUE`] frames,
-//! [`PORT_QUEUE_BYTES`]), the frame pool ([`POOL_BYTES`]) and the MAC table
+//! [`PORT_QUEUE_BYTES`]), the frame pool (`POOL_BYTES`) and the MAC table
 //! ([`crate::fdb`]).
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -34,7 +35,7 @@ struct Pooled {
 }
 
 /// Recycled frame buffers, so forwarding does not allocate per frame once
-/// warm; at most [`POOL_KEEP`] buffers of [`POOL_BYTES`] in all.
+/// warm; at most `POOL_KEEP` buffers of `POOL_BYTES` in all.
 #[derive(Debug, Default)]
 pub struct FramePool {
     free: Mutex<Pooled>,
@@ -485,7 +486,7 @@ mod tests {
         let ma = [2, 0, 0, 0, 0, 0xa];
         let mb = [2, 0, 0, 0, 0, 0xb];
         a.transmit(&frame(mb, ma));
-        assert!(rb.rx.try_recv().is_ok());
+        rb.rx.try_recv().unwrap();
         assert!(rc.rx.try_recv().is_ok(), "unknown destination floods");
         b.transmit(&frame(ma, mb));
         let got = ra.recv().unwrap();
@@ -617,7 +618,7 @@ mod tests {
         let (b, rb) = sw.attach();
         a.transmit(&[0xff; 13]);
         a.transmit(&[]);
-        assert!(rb.rx.try_recv().is_err());
+        rb.rx.try_recv().unwrap_err();
         assert_eq!(a.counters.runt_drops.load(Ordering::Relaxed), 2);
         assert_eq!(b.counters.rx_frames.load(Ordering::Relaxed), 0);
     }

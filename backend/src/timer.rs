@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Device timers: one thread per device sleeps until the earliest deadline the
 //! device armed (interrupt moderation, link timers) and then calls
 //! [`PciFunction::on_timer`](device_models::PciFunction::on_timer).
@@ -56,13 +57,11 @@ pub fn spawn(
     timer: Arc<DeviceTimer>,
     dev: SharedDevice,
     clock: Arc<dyn Clock>,
-) -> std::io::Result<()> {
-    std::thread::Builder::new()
-        .name(format!("timer-{id}"))
-        .spawn(move || loop {
-            let now = timer.wait(clock.as_ref());
-            dev.on_timer(now);
-        })?;
+) -> Result<(), crate::error::Error> {
+    crate::threads::spawn(format!("timer-{id}"), move || loop {
+        let now = timer.wait(clock.as_ref());
+        dev.on_timer(now);
+    })?;
     Ok(())
 }
 

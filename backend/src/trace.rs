@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Register access tracing (`--trace-regs[=FILE]`): one line per access with
 //! time, device, direction, location, decoded register name and value.
 
@@ -226,8 +227,8 @@ mod tests {
             .map(|l| l.split_whitespace().nth(4).unwrap())
             .collect();
         assert_eq!(names, vec!["RDT[0]", "TDT[0]"]);
-        assert!(TraceFilter::parse("0x20-0x10").is_err());
-        assert!(TraceFilter::parse("0xzz").is_err());
+        TraceFilter::parse("0x20-0x10").unwrap_err();
+        TraceFilter::parse("0xzz").unwrap_err();
         assert_eq!(TraceFilter::parse("0x8").unwrap(), TraceFilter::Range(8, 8));
         std::fs::remove_file(p).unwrap();
     }

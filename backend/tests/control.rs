@@ -1,6 +1,12 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Integration tests of the control socket: two igb functions on one network,
 //! driven over vfio-user as a guest driver would, steered and observed with
 //! `nicemu ctl`.
+#![allow(
+    clippy::unwrap_used,
+    clippy::too_many_lines,
+    reason = "tests: a step that fails panics, and a scenario reads best in one piece"
+)]
 
 mod common;
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! One nicemu, three tenants: igb `evil` is driven by a hostile vfio-user
 //! client doing everything issue 14 lists for the client side (DMA maps past
 //! their file, a memfd shrunk under a mapping, unsealable files, thousands of
@@ -9,6 +10,11 @@
 //! its frames go out and the frames sent to it arrive. nicemu ends with its
 //! RSS and descriptor count within budget and error counters that say what
 //! happened.
+#![allow(
+    clippy::unwrap_used,
+    clippy::too_many_lines,
+    reason = "tests: a step that fails panics, and a scenario reads best in one piece"
+)]
 
 mod common;
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Soak (`ci/soak`, or `cargo test --release -p nicemu --test soak -- --ignored
 //! --nocapture`): SOAK_SECS (default 600) of traffic between two igb functions
 //! driven over vfio-user, with link flaps, function resets and client
@@ -7,6 +8,11 @@
 //! stay flat; frames are conserved at the switch (every frame a port sent is
 //! delivered to or dropped at its peer's queue, counted), and the devices'
 //! own counters are compared with what the switch handed them.
+#![allow(
+    clippy::unwrap_used,
+    clippy::too_many_lines,
+    reason = "tests: a step that fails panics, and a scenario reads best in one piece"
+)]
 
 mod common;
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Frames between the three kinds of port — an igb and an ixgbe function
 //! driven over vfio-user, a virtio-net port driven over vhost-user by the
 //! `vhost` crate's frontend — each way, with frames too long for the
@@ -5,6 +6,11 @@
 //! another port and every frame a port was handed is in its guest's ring or
 //! counted by a named drop counter, and the drivers found exactly the
 //! frames the devices say they placed.
+#![allow(
+    clippy::unwrap_used,
+    clippy::too_many_lines,
+    reason = "tests: a step that fails panics, and a scenario reads best in one piece"
+)]
 
 mod common;
 

@@ -1,7 +1,13 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Hostile vfio-user clients against the `nicemu` binary, over a raw unix
 //! socket: every malformed message gets an error reply or ends the
 //! connection, nicemu never dies, leaks no descriptors, and the next
 //! well-formed client is served.
+#![allow(
+    clippy::unwrap_used,
+    clippy::too_many_lines,
+    reason = "tests: a step that fails panics, and a scenario reads best in one piece"
+)]
 
 mod common;
 

@@ -1,5 +1,11 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Integration tests: start the `nicemu` binary and drive an igb function over
 //! a real vfio-user socket with the `vfio_user` crate's client, as QEMU would.
+#![allow(
+    clippy::unwrap_used,
+    clippy::too_many_lines,
+    reason = "tests: a step that fails panics, and a scenario reads best in one piece"
+)]
 
 mod common;
 
@@ -202,7 +208,7 @@ fn dma_loopback_and_msix_over_the_socket() {
         revents: 0,
     };
     // SAFETY: one valid pollfd for the duration of the call.
-    let ready = unsafe { libc::poll(&mut pfd, 1, 5000) };
+    let ready = unsafe { libc::poll(&raw mut pfd, 1, 5000) };
     assert_eq!(ready, 1, "RX vector fired");
     assert_eq!(ev.read().unwrap(), 1, "RX vector fired once");
     assert_eq!(rd(&mut c, 0x4074), 1, "GPRC");

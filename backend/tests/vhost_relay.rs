@@ -1,6 +1,12 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The vhost-user relay between a port's socket and its request handler:
 //! only the frontend that connected to the port's socket reaches the
 //! handler; no other local process can attach to it first.
+#![allow(
+    clippy::unwrap_used,
+    clippy::too_many_lines,
+    reason = "tests: a step that fails panics, and a scenario reads best in one piece"
+)]
 
 mod common;
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! BAR access plumbing shared by igb and ixgbe: the memory-mapped register
 //! window (BAR0: any width and alignment folded onto 32-bit registers, 64-bit
 //! accesses as two dword accesses, low first) and the I/O window (IOADDR at

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Advanced and legacy descriptor layouts shared by igb and ixgbe
 //! (82576 datasheet §7.1.5 / §7.2.2, 82599 §7.1.6 / §7.2.3).
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The guest memory a device reaches by DMA: bounds-checked by `vm-memory`,
 //! split by what a mapping lets the device read and write, replaced when the
 //! VM's memory map changes, and off while bus mastering is off.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! What a device gets from its environment (the crate's only way out):
 //! where it signals interrupts, where its transmitted frames go, the clock,
 //! and where it asks to be called back.
@@ -38,7 +39,7 @@ pub trait FrameSink: Send + Sync {
 }
 
 /// Where a device asks to be called back at a time (interrupt moderation,
-/// link timers). The transport calls [`PciFunction::on_timer`] at or after the
+/// link timers). The transport calls [`PciFunction::on_timer`](crate::PciFunction::on_timer) at or after the
 /// earliest armed deadline.
 pub trait TimerSink: Send + Sync {
     /// Requests a call of `on_timer` at `deadline_ns` (on the device's [`Clock`]).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Counters of guest programming errors a device tolerated: bad input is
 //! dropped and counted, never fatal.
 

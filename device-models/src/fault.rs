@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Faults the control path injects, shared by igb and ixgbe, each shown to
 //! the guest driver the way real hardware would show it: CRC-errored frames
 //! (CRCERRS), receive starvation (MPC/RNBC), a stalled transmit queue (the

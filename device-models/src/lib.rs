@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Transport-free models of Intel NICs: igb (82576) and ixgbe (82599).
 //!
 //! A device is a state machine behind [`NicFunction`]: a [`PciFunction`]
@@ -34,7 +35,8 @@
 //! The crate has no `unsafe` code: guest memory is reached only through
 //! `vm-memory`'s bounds-checked accessors. Test doubles (`testutil`) are
 //! built for this crate's tests and behind the `test-utils` feature.
-
+// The length rule is for non-test code (tests read best as one scenario).
+#![cfg_attr(test, allow(clippy::too_many_lines))]
 #![forbid(unsafe_code)]
 
 pub mod bar;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Interrupt moderation shared by igb and ixgbe (EITR; 82576 datasheet
 //! §7.3.4.1, 82599 §7.3.2.1): each MSI-X vector fires at most once per its
 //! programmed interval. A cause that arrives sooner stays pending and a timer

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! NVM (EEPROM) images and the EERD read protocol shared by igb and ixgbe.
 //!
 //! Both parts validate the image by summing words `0..=checksum_word` and

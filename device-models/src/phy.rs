@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! An IEEE 802.3 clause-22 copper PHY behind an MDIO interface.
 //!
 //! Models the basic registers (802.3 §22.2.4): control with self-clearing reset

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! What the world sees of an emulated NIC function, in three roles:
 //!
 //! - [`PciFunction`]: the PCI function a transport (vfio-user) serves —

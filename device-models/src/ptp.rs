@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! IEEE 1588 time synchronisation unit shared by the 82576 (datasheet §7.9,
 //! registers §8.15) and the 82599 (datasheet §7.9, registers §8.2.3.26).
 //!
@@ -586,7 +587,7 @@ mod tests {
                 let nominal = ns(c.value_at(t1 + d) - before, shift);
                 let ppb_got = (measured / nominal - 1.0) * 1e9;
                 // Resolution: 1/IV (0.12 ppb on igb, 75 ppb on ixgbe).
-                let tol = 1e9 / (timinca & 0xff_ffff) as f64 + 1.0;
+                let tol = 1e9 / f64::from(timinca & 0xff_ffff) + 1.0;
                 assert!((ppb_got - ppb as f64).abs() < tol, "{ppb}: {ppb_got}");
             }
         }
@@ -652,7 +653,7 @@ mod tests {
         c.step_ns(100, 1_000_000_000);
         assert_eq!(c.value_at(100), (1_000_000_100u64) << 19);
         c.step_ns(100, -2_000_000_000);
-        assert_eq!(c.value_at(100) as i64 >> 19, -999_999_900);
+        assert_eq!(c.value_at(100).cast_signed() >> 19, -999_999_900);
         c.step_ns(100, i64::MIN);
     }
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Table-driven register files.
 //!
 //! A device describes its BAR0 register set as a static table of [`RegDef`]s

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Descriptor ring geometry and bounded guest-memory access, shared by the
 //! transmit and receive engines of igb and ixgbe (82576 §7.1.3 / §7.2.2,
 //! 82599 §7.1.9 / §7.2.3: base, length in bytes, head and tail indices).
@@ -391,16 +392,16 @@ mod tests {
         // inside it are still read, the others are errors of their own.
         let r = Ring::new(0xffd0, 0, 8 * 16, 0, 7).unwrap();
         let mut c = DescCache::default();
-        assert!(c.get(&m, &r, 0).is_ok());
-        assert!(c.get(&m, &r, 2).is_ok());
+        c.get(&m, &r, 0).unwrap();
+        c.get(&m, &r, 2).unwrap();
         assert_eq!(c.get(&m, &r, 3), Err(RingError::BadAddress(0x10000)));
     }
 
     #[test]
     fn access_outside_ram_is_an_error_not_a_crash() {
         let m = ram();
-        assert!(read_desc(&m, 0xfff8).is_err());
-        assert!(read_desc(&m, u64::MAX - 4).is_err());
+        read_desc(&m, 0xfff8).unwrap_err();
+        read_desc(&m, u64::MAX - 4).unwrap_err();
         assert!(write_desc(&m, 0x10000, &[0; 16]).is_err());
         let mut v = vec![1];
         assert!(read_buf(&m, 0xff00, 0x1000, &mut v).is_err());

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Receive side scaling as the 82576 and the 82599 program it (82576
 //! datasheet §7.1.2.8, 82599 §7.1.2.8): the hash types MRQC enables, the key
 //! in ten RSSRK registers, the 128-entry redirection table RETA, and how the

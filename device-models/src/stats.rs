@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Statistics counters shared by igb and ixgbe (82576 datasheet §8.19, 82599
 //! §8.2.3.23): frame classification (size buckets, broadcast/multicast, octets
 //! including the FCS, as counted on the wire), clear-on-read registers that

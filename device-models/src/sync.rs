@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Lock helpers of the device models: a panic on one thread (a bug, never a
 //! guest's doing) must not take the device down with it, so poisoned locks are
 //! recovered; the receive path can try a queue's lock instead of waiting.

@@ -1,5 +1,10 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Test doubles for device unit tests: recording interrupt sink and wire,
 //! in-memory guest RAM.
+#![allow(
+    clippy::unwrap_used,
+    reason = "test doubles: a set-up that fails panics"
+)]
 
 use std::sync::{Arc, Mutex};
 

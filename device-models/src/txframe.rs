@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Transmit frame assembly shared by igb and ixgbe (82576 datasheet §7.2.2,
 //! 82599 §7.2.3): gathering a frame from the data descriptors up to EOP with the
 //! options of its first descriptor, the queue's offload contexts, then VLAN

@@ -1,6 +1,12 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Hostile guest input: random register programs, random descriptor rings
 //! and random frames must leave the device responsive, never panicking, with
 //! bounded work (each test finishes in well under a second).
+#![allow(
+    clippy::unwrap_used,
+    clippy::too_many_lines,
+    reason = "tests: a step that fails panics, and a scenario reads best in one piece"
+)]
 
 use device_models::igb::{Igb, IgbConfig};
 use device_models::ixgbe::{Ixgbe, IxgbeConfig, SfpKind};

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Fuzzes the control socket as a local user would use it: arbitrary bytes
 //! (request lines, JSON of any shape, over-long lines, file names) sent to a
 //! running control server with an igb, a virtio-net port and a wire. Every

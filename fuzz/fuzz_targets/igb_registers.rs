@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Fuzzes the igb register file and data path: the input seeds guest memory
 //! (descriptors and buffers) and then is a program of register reads/writes at
 //! any offset with any value and width, received frames and timer ticks

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Fuzzes the ixgbe register file and data path the same way as
 //! `igb_registers`: guest memory seeded from the input, then a program of
 //! register accesses, frames and timer ticks. The device must never panic.

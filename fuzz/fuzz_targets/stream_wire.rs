@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Fuzzes the stream wire as a `-netdev stream` peer would: arbitrary bytes
 //! (length prefixes of any value, truncated frames, runts) into the wire's
 //! socket, forwarded through the switch to an igb function and a virtio-net

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Fuzzes descriptor parsing and the offload engines with arbitrary
 //! descriptors, contexts and frames: checksums, TSO segmentation, RX checksum
 //! verification and the RSS hash must never panic or read out of bounds.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Fuzzes nicemu's vfio-user server over a real igb: the input is a sequence
 //! of messages (any command, any payload, posted or not, framing broken on
 //! purpose) each sent with descriptors from a menu — eventfds, a blocking
@@ -18,7 +19,7 @@ use device_models::{DeviceEnv, FrameSink, MonotonicClock, TimerSink};
 use libfuzzer_sys::fuzz_target;
 use nicemu::trace::Tracer;
 use nicemu::vfio::irq::EventIrq;
-use nicemu::vfio::{server, VfioPort};
+use nicemu::vfio::VfioPort;
 use vmm_sys_util::sock_ctrl_msg::ScmSocket;
 
 struct Nowhere;
@@ -199,10 +200,9 @@ fuzz_target!(|data: &[u8]| {
             env,
         );
         let mut port = VfioPort::new("fuzz".into(), dev, irq, Arc::new(Tracer::disabled()));
-        let tables = port.tables();
         let (client, srv) = UnixStream::pair().unwrap();
         let server = std::thread::spawn(move || {
-            let _ = server::serve_stream("fuzz", srv, &tables, &mut port);
+            let _ = port.serve_stream(srv);
             port.disconnect();
         });
         let mut replies = client.try_clone().unwrap();

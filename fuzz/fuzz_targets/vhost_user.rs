@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Fuzzes a virtio-net port's vhost-user socket as a hostile frontend would:
 //! arbitrary message streams (any request, flags, sizes, payloads; no file
 //! descriptors) through the relay into the vhost-user handler and the

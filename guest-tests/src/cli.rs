@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Command-line interface.
 
 use std::path::PathBuf;
@@ -115,6 +116,8 @@ pub struct Outputs {
 /// Options of `run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
+    // The doc comment is --help text (clap); [params] is the TOML table.
+    #[allow(rustdoc::broken_intra_doc_links)]
     /// Matrix TOML file (kernels, devices, scenarios, topology, [params]); flags override
     /// it. Without it and without --device the shipped matrix/default.toml is used.
     #[arg(long)]

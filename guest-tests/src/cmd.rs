@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Small helpers for running external commands with errors that name the command.
 
 use std::process::{Command, Output};

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Checks of what the repository ships for other tools: the CI templates' nicemu-guest
 //! commands parse with the harness's real flags (and name files that exist), and the libvirt
 //! domain example is well-formed XML whose `<qemu:commandline>` is what `qemu-args` prints.
@@ -99,7 +100,7 @@ fn ci_templates_use_the_harness_s_real_flags() {
 fn template_checker_catches_a_wrong_flag() {
     let bad = "run: target/release/nicemu-guest run --shards 1/4\n";
     let c = commands(bad);
-    assert!(Cli::try_parse_from(&c[0]).is_err());
+    Cli::try_parse_from(&c[0]).unwrap_err();
 }
 
 #[test]

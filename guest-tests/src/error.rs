@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The harness's error type: every failure is one clear line telling what to do.
 
 use std::path::PathBuf;

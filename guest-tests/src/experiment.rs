@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Shipped experiments (`nicemu-guest experiment NAME`): the four seed measurements as A/B
 //! runs over interleaved rounds. Each is data — `experiments/NAME/experiment.toml` (device,
 //! kernel, scenarios, parameters, headline metrics, the B side's patch) and a README (what
@@ -228,7 +229,7 @@ mod tests {
                 );
             }
         }
-        assert!(by_name("nope").is_err());
+        by_name("nope").unwrap_err();
     }
 
     fn args(argv: &[&str]) -> ExperimentArgs {

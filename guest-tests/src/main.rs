@@ -1,4 +1,7 @@
+// SPDX-License-Identifier: Apache-2.0
 //! `nicemu-guest`: the guest test harness for nicemu.
+// The length rule is for non-test code (tests read best as one scenario).
+#![cfg_attr(test, allow(clippy::too_many_lines))]
 
 mod build;
 mod cli;
@@ -33,48 +36,12 @@ fn main() {
     std::process::exit(code);
 }
 
+/// Runs one subcommand; returns the exit code.
 fn dispatch(cmd: cli::Command) -> Result<i32> {
     match cmd {
-        cli::Command::Provision(args) => {
-            let p = provision::provision()?;
-            println!("provision: cache {}", p.cache.display());
-            println!("provision: sid root {}", p.sid_root.display());
-            match &p.qemu {
-                provision::QemuLauncher::Host(q) => println!("provision: QEMU {}", q.display()),
-                provision::QemuLauncher::Chroot(r) => {
-                    println!("provision: QEMU via chroot {}", r.display())
-                }
-            }
-            for k in &args.kernels {
-                let spec = image::kernel::KernelSpec::from_args(k, None)?;
-                let g = image::kernel::resolve(&spec, &p.sid_root)?;
-                println!("provision: kernel {}: {}", g.name, g.image.display());
-            }
-            Ok(0)
-        }
+        cli::Command::Provision(args) => provision_cmd(&args),
         cli::Command::List => {
-            let devs: Vec<&str> = vm::device::DeviceKind::ALL
-                .iter()
-                .map(|d| d.name())
-                .collect();
-            println!("devices:   {}", devs.join(", "));
-            println!(
-                "kernels:   {} (or tree:DIR, or --kernel BZIMAGE --modules DIR)",
-                image::kernel::NAMES.join(", ")
-            );
-            println!("scenarios: {}", scenario::NAMES.join(", "));
-            let topos: Vec<&str> = vm::device::Topology::ALL.iter().map(|t| t.name()).collect();
-            println!("topology:  {} (netns is the default)", topos.join(", "));
-            println!("experiments (nicemu-guest experiment NAME [--rounds N] [--aa]):");
-            for n in experiment::names() {
-                if let Ok(e) = experiment::by_name(n) {
-                    println!("  {n:<16} seed {}: {}", e.seed, e.summary);
-                }
-            }
-            println!("parameters (--param KEY=VALUE or [params] in a matrix file):");
-            for (k, d, m) in params::KNOWN {
-                println!("  {k:<26} {:<34} {m}", format!("[{d}]"));
-            }
+            list();
             Ok(0)
         }
         cli::Command::QemuArgs(args) => {
@@ -84,18 +51,10 @@ fn dispatch(cmd: cli::Command) -> Result<i32> {
             print!("{}", qemu_args::render(args.format, &nicemu, &n, &q));
             Ok(0)
         }
-        cli::Command::Source(args) => {
-            let p = provision::provision()?;
-            let spec = image::kernel::KernelSpec::from_args(&args.kernel, None)?;
-            let k = image::kernel::resolve(&spec, &p.sid_root)?;
-            let src = provision::linux_source::ensure(&p.sid_root, &k.release)?;
-            let paths: Vec<&str> = args.paths.iter().map(String::as_str).collect();
-            println!("{}", src.extract(&paths)?.display());
-            Ok(0)
-        }
+        cli::Command::Source(args) => source(&args),
         cli::Command::Run(args) => {
             let r = run::run(&args)?;
-            Ok(if r.passed() { 0 } else { 1 })
+            Ok(i32::from(!r.passed()))
         }
         cli::Command::Merge(args) => {
             let reports = args
@@ -106,29 +65,9 @@ fn dispatch(cmd: cli::Command) -> Result<i32> {
             let m = report::merge::merge(&reports)?;
             run::write_outputs(&m, None, &args.out)?;
             println!("{}", report::markdown::render(&m));
-            Ok(if m.passed() { 0 } else { 1 })
+            Ok(i32::from(!m.passed()))
         }
-        cli::Command::Compare(args) => {
-            let (a, b) = match args.files.as_slice() {
-                [one] => {
-                    let r = report::json::read(one)?;
-                    let k = r.kernels();
-                    if k.len() != 2 {
-                        return Err(Error::Usage(format!(
-                            "{} holds {} kernel(s) ({}); give two files or a file with exactly two kernels",
-                            one.display(),
-                            k.len(),
-                            k.join(", ")
-                        )));
-                    }
-                    (r.only_kernel(&k[0]), r.only_kernel(&k[1]))
-                }
-                [a, b] => (report::json::read(a)?, report::json::read(b)?),
-                _ => return Err(Error::Usage("compare takes one or two files".into())),
-            };
-            println!("{}", report::compare::render(&a, &b));
-            Ok(0)
-        }
+        cli::Command::Compare(args) => compare(&args),
         cli::Command::Experiment(x) => run_experiment(&x),
         cli::Command::Report(args) => {
             let r = report::json::read(&args.file)?;
@@ -137,6 +76,86 @@ fn dispatch(cmd: cli::Command) -> Result<i32> {
             Ok(0)
         }
     }
+}
+
+/// `provision`: the cache, the sid root, QEMU and the kernels asked for.
+fn provision_cmd(args: &cli::ProvisionArgs) -> Result<i32> {
+    let p = provision::provision()?;
+    println!("provision: cache {}", p.cache.display());
+    println!("provision: sid root {}", p.sid_root.display());
+    match &p.qemu {
+        provision::QemuLauncher::Host(q) => println!("provision: QEMU {}", q.display()),
+        provision::QemuLauncher::Chroot(r) => {
+            println!("provision: QEMU via chroot {}", r.display())
+        }
+    }
+    for k in &args.kernels {
+        let spec = image::kernel::KernelSpec::from_args(k, None)?;
+        let g = image::kernel::resolve(&spec, &p.sid_root)?;
+        println!("provision: kernel {}: {}", g.name, g.image.display());
+    }
+    Ok(0)
+}
+
+/// `list`: devices, kernels, scenarios, topologies, experiments, parameters.
+fn list() {
+    let devs: Vec<&str> = vm::device::DeviceKind::ALL
+        .iter()
+        .map(|d| d.name())
+        .collect();
+    println!("devices:   {}", devs.join(", "));
+    println!(
+        "kernels:   {} (or tree:DIR, or --kernel BZIMAGE --modules DIR)",
+        image::kernel::NAMES.join(", ")
+    );
+    println!("scenarios: {}", scenario::NAMES.join(", "));
+    let topos: Vec<&str> = vm::device::Topology::ALL.iter().map(|t| t.name()).collect();
+    println!("topology:  {} (netns is the default)", topos.join(", "));
+    println!("experiments (nicemu-guest experiment NAME [--rounds N] [--aa]):");
+    for n in experiment::names() {
+        if let Ok(e) = experiment::by_name(n) {
+            println!("  {n:<16} seed {}: {}", e.seed, e.summary);
+        }
+    }
+    println!("parameters (--param KEY=VALUE or [params] in a matrix file):");
+    for (k, d, m) in params::KNOWN {
+        println!("  {k:<26} {:<34} {m}", format!("[{d}]"));
+    }
+}
+
+/// `source`: extracts the guest kernel's source (the paths asked for) and
+/// prints where.
+fn source(args: &cli::SourceArgs) -> Result<i32> {
+    let p = provision::provision()?;
+    let spec = image::kernel::KernelSpec::from_args(&args.kernel, None)?;
+    let k = image::kernel::resolve(&spec, &p.sid_root)?;
+    let src = provision::linux_source::ensure(&p.sid_root, &k.release)?;
+    let paths: Vec<&str> = args.paths.iter().map(String::as_str).collect();
+    println!("{}", src.extract(&paths)?.display());
+    Ok(0)
+}
+
+/// `compare`: two reports, or the two kernels of one, side by side.
+fn compare(args: &cli::CompareArgs) -> Result<i32> {
+    let (a, b) = match args.files.as_slice() {
+        [one] => {
+            let r = report::json::read(one)?;
+            let k = r.kernels();
+            if k.len() != 2 {
+                return Err(Error::Usage(format!(
+                    "{} holds {} kernel(s) ({}); give two files or a file with exactly two kernels",
+                    one.display(),
+                    k.len(),
+                    k.join(", ")
+                )));
+            }
+            (r.only_kernel(&k[0]), r.only_kernel(&k[1]))
+        }
+        [a, b] => (report::json::read(a)?, report::json::read(b)?),
+        _ => return Err(Error::Usage("compare takes one or two files".into())),
+    };
+    println!("{}", report::compare::render(&a, &b));
+    Ok(0)
 }
 
 /// `experiment NAME`: prints the README with `--readme`, else runs A against B.
@@ -163,7 +182,7 @@ fn run_experiment(x: &cli::ExperimentArgs) -> Result<i32> {
         args.rounds
     );
     let r = run::run(&args)?;
-    Ok(if r.passed() { 0 } else { 1 })
+    Ok(i32::from(!r.passed()))
 }
 
 fn fail(e: &Error) -> i32 {

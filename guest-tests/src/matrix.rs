@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The test matrix: kernels × devices, each cell one guest running the scenarios.
 //! Built from a TOML file (the shipped `matrix/default.toml` when nothing is given) with
 //! command-line flags overriding it; `--shard K/N` keeps every N-th cell.
@@ -97,42 +98,7 @@ impl Matrix {
             Some(f) => f,
             None => MatrixFile::parse(DEFAULT_TOML, "matrix/default.toml")?,
         };
-        let pick = |cli: &[String], file: Option<Vec<String>>, what: &str| -> Result<Vec<String>> {
-            let v: Vec<String> = if cli.is_empty() {
-                file.unwrap_or_default()
-            } else {
-                cli.to_vec()
-            };
-            let v: Vec<String> = v
-                .iter()
-                .map(|s| s.trim().to_owned())
-                .filter(|s| !s.is_empty())
-                .collect();
-            if v.is_empty() {
-                Err(Error::Usage(format!("the matrix has no {what}")))
-            } else {
-                Ok(v)
-            }
-        };
-        let kernel_names = if o.kernels.is_empty() && f.kernels.is_none() {
-            vec!["sid".to_owned()]
-        } else {
-            pick(&o.kernels, f.kernels, "kernels")?
-        };
-        let modules = o.modules.clone().or(f.modules);
-        let kernels = kernel_names
-            .iter()
-            .map(|k| KernelSpec::from_args(k, modules.as_deref()))
-            .collect::<Result<Vec<_>>>()?;
-        if modules.is_some()
-            && !kernels
-                .iter()
-                .any(|k| matches!(k, KernelSpec::Custom { .. }))
-        {
-            return Err(Error::Usage(
-                "--modules is only used with a bzImage path as kernel".into(),
-            ));
-        }
+        let kernels = kernels_of(o, f.kernels, f.modules)?;
         let devices = pick(&o.devices, f.devices, "devices")?
             .iter()
             .map(|d| DeviceKind::parse(d))
@@ -146,43 +112,9 @@ impl Matrix {
                 )));
             }
         }
-        let mut params = Params::default();
-        for (k, v) in f.params.unwrap_or_default() {
-            let v = match v {
-                toml::Value::String(s) => s,
-                toml::Value::Integer(i) => i.to_string(),
-                toml::Value::Float(f) => f.to_string(),
-                toml::Value::Boolean(b) => u8::from(b).to_string(),
-                _ => {
-                    return Err(Error::Usage(format!(
-                        "parameter {k}: use a string, number or boolean"
-                    )))
-                }
-            };
-            params.set(&k, &v)?;
-        }
-        for p in &o.params {
-            params.set_pair(p)?;
-        }
-        params.validate()?;
+        let params = params_of(f.params.unwrap_or_default(), &o.params)?;
         let topology = o.topology.or(f.topology).unwrap_or(Topology::Netns);
-        if let Some(peer) = topology.interop_peer() {
-            if let Some(d) = devices.iter().find(|d| d.nicemu_kind().is_none()) {
-                return Err(Error::Usage(format!(
-                    "topology {} puts QEMU's {peer} next to a nicemu device under test; \
-                     {d} is not a nicemu device (use nicemu-igb or nicemu-ixgbe)",
-                    topology.name()
-                )));
-            }
-        }
-        if topology == Topology::Mixed {
-            if let Some(d) = devices.iter().find(|d| **d != DeviceKind::NicemuIgb) {
-                return Err(Error::Usage(format!(
-                    "topology mixed is nicemu's igb port (device under test) next to its ixgbe \
-                     port; use --device nicemu-igb, not {d}"
-                )));
-            }
-        }
+        check_topology(topology, &devices)?;
         Ok(Matrix {
             kernels,
             devices,
@@ -206,6 +138,103 @@ impl Matrix {
         }
         v
     }
+}
+
+/// The command line's list if it has one, else the file's; blank entries
+/// dropped, and none left is an error naming `what`.
+fn pick(cli: &[String], file: Option<Vec<String>>, what: &str) -> Result<Vec<String>> {
+    let v: Vec<String> = if cli.is_empty() {
+        file.unwrap_or_default()
+    } else {
+        cli.to_vec()
+    };
+    let v: Vec<String> = v
+        .iter()
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+        .collect();
+    if v.is_empty() {
+        Err(Error::Usage(format!("the matrix has no {what}")))
+    } else {
+        Ok(v)
+    }
+}
+
+/// The kernels (sid when neither the command line nor the file names one);
+/// `--modules` only goes with a bzImage path.
+fn kernels_of(
+    o: &Overrides,
+    file_kernels: Option<Vec<String>>,
+    file_modules: Option<PathBuf>,
+) -> Result<Vec<KernelSpec>> {
+    let kernel_names = if o.kernels.is_empty() && file_kernels.is_none() {
+        vec!["sid".to_owned()]
+    } else {
+        pick(&o.kernels, file_kernels, "kernels")?
+    };
+    let modules = o.modules.clone().or(file_modules);
+    let kernels = kernel_names
+        .iter()
+        .map(|k| KernelSpec::from_args(k, modules.as_deref()))
+        .collect::<Result<Vec<_>>>()?;
+    if modules.is_some()
+        && !kernels
+            .iter()
+            .any(|k| matches!(k, KernelSpec::Custom { .. }))
+    {
+        return Err(Error::Usage(
+            "--modules is only used with a bzImage path as kernel".into(),
+        ));
+    }
+    Ok(kernels)
+}
+
+/// The file's `[params]`, then the command line's `--param`s over them,
+/// validated.
+fn params_of(file: BTreeMap<String, toml::Value>, cli: &[String]) -> Result<Params> {
+    let mut params = Params::default();
+    for (k, v) in file {
+        let v = match v {
+            toml::Value::String(s) => s,
+            toml::Value::Integer(i) => i.to_string(),
+            toml::Value::Float(f) => f.to_string(),
+            toml::Value::Boolean(b) => u8::from(b).to_string(),
+            _ => {
+                return Err(Error::Usage(format!(
+                    "parameter {k}: use a string, number or boolean"
+                )))
+            }
+        };
+        params.set(&k, &v)?;
+    }
+    for p in cli {
+        params.set_pair(p)?;
+    }
+    params.validate()?;
+    Ok(params)
+}
+
+/// The peers a topology puts next to the device under test must fit it: an
+/// interop peer needs a nicemu device, `mixed` is nicemu's igb only.
+fn check_topology(topology: Topology, devices: &[DeviceKind]) -> Result<()> {
+    if let Some(peer) = topology.interop_peer() {
+        if let Some(d) = devices.iter().find(|d| d.nicemu_kind().is_none()) {
+            return Err(Error::Usage(format!(
+                "topology {} puts QEMU's {peer} next to a nicemu device under test; \
+                 {d} is not a nicemu device (use nicemu-igb or nicemu-ixgbe)",
+                topology.name()
+            )));
+        }
+    }
+    if topology == Topology::Mixed {
+        if let Some(d) = devices.iter().find(|d| **d != DeviceKind::NicemuIgb) {
+            return Err(Error::Usage(format!(
+                "topology mixed is nicemu's igb port (device under test) next to its ixgbe \
+                 port; use --device nicemu-igb, not {d}"
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn dedup(v: Vec<String>) -> Vec<String> {
@@ -302,14 +331,14 @@ mod tests {
 
     #[test]
     fn bad_files_and_values_are_clear_errors() {
-        assert!(MatrixFile::parse("kernel = [\"sid\"]", "t").is_err());
+        MatrixFile::parse("kernel = [\"sid\"]", "t").unwrap_err();
         let f = MatrixFile::parse("[params]\n\"ping.cnt\" = 1\n", "t").unwrap();
-        assert!(Matrix::build(Some(f), &Overrides::default()).is_err());
+        Matrix::build(Some(f), &Overrides::default()).unwrap_err();
         let o = Overrides {
             scenarios: vec!["pong".into()],
             ..Default::default()
         };
-        assert!(Matrix::build(None, &o).is_err());
+        Matrix::build(None, &o).unwrap_err();
     }
 
     #[test]
@@ -346,7 +375,7 @@ mod tests {
             topology: Some(Topology::InteropIgb),
             ..Default::default()
         };
-        assert!(Matrix::build(None, &o).is_err());
+        Matrix::build(None, &o).unwrap_err();
     }
 
     #[test]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Scenario parameters: `scenario.key=value` pairs from the matrix file and `--param`.
 //!
 //! Every scenario documents its keys and defaults in [`KNOWN`]; unknown keys are an error so

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! `qemu-args`: the nicemu command and the QEMU arguments for a device set, the same ones
 //! `run` uses (`run::nicemu_cell`), for launchers other than the harness (virtme-ng's
 //! `--qemu-opts`, libvirt's `<qemu:commandline>`, a script). vfio-user and vhost-user need
@@ -143,7 +144,7 @@ mod tests {
 
     #[test]
     fn unknown_devices_and_quoting() {
-        assert!(vectors(&args("e1000", Topology::Single), Path::new("x")).is_err());
+        vectors(&args("e1000", Topology::Single), Path::new("x")).unwrap_err();
         assert_eq!(quote("a b"), "'a b'");
         assert_eq!(quote("it's"), "'it'\\''s'");
         assert_eq!(quote("q35,memory-backend=mem"), "q35,memory-backend=mem");

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The `run` command: build the matrix, provision, build one image per kernel, boot one
 //! guest per (kernel, device) cell, evaluate the scenarios, report.
 
@@ -103,47 +104,8 @@ pub fn default_timeout(scenarios: &[Box<dyn Scenario>], params: &Params) -> u64 
 /// Runs everything `args` asks for; returns the report (its `passed()` decides the exit code).
 pub fn run(args: &RunArgs) -> Result<RunReport> {
     let started = Instant::now();
-    let matrix = matrix_from_args(args)?;
-    let requests = kernel_requests(args, &matrix)?;
-    let all = matrix.cells();
-    let shard = args.shard.as_deref().map(Shard::parse).transpose()?;
-    let cells = match shard {
-        Some(s) => s.select(&all),
-        None => all.clone(),
-    };
-    let scenarios: Vec<Box<dyn Scenario>> = matrix
-        .scenarios
-        .iter()
-        .filter_map(|s| scenario::by_name(s))
-        .collect();
-    let timeout = args
-        .timeout
-        .unwrap_or_else(|| default_timeout(&scenarios, &matrix.params));
-    println!(
-        "matrix: {} kernel(s) × {} device(s) = {} cell(s){}; scenarios {}; peer {}; timeout {} s per guest",
-        matrix.kernels.len(),
-        matrix.devices.len(),
-        all.len(),
-        shard
-            .map(|s| format!(", shard {s} runs {}", cells.len()))
-            .unwrap_or_default(),
-        matrix.scenarios.join(","),
-        matrix.topology.name(),
-        timeout
-    );
-    let nicemu_bin = if cells.iter().any(|c| c.device.nicemu_kind().is_some()) {
-        Some(nicemu_proc::find_binary(args.nicemu.as_deref())?)
-    } else {
-        None
-    };
-
-    if nicemu_bin.is_some() && matrix.scenarios.iter().any(|s| s == "faults") {
-        // The faults scenario's capture check decodes the pcap with the host's tcpdump.
-        match crate::vm::host::ensure_tcpdump() {
-            Ok(m) => println!("{m}"),
-            Err(e) => println!("warning: {e}; the faults capture check will fail"),
-        }
-    }
+    let plan = Plan::new(args)?;
+    let nicemu_bin = nicemu_binary(args, &plan)?;
     let prov = provision::provision()?;
     let chroot = match &prov.qemu {
         QemuLauncher::Chroot(root) => Some(root.clone()),
@@ -156,146 +118,311 @@ pub fn run(args: &RunArgs) -> Result<RunReport> {
     let id = run_dir::new_id();
     let dir = RunDir::create(&prov.cache, chroot.as_deref(), &id)?;
     println!("run {id}: {}", dir.host.display());
-
-    let mut report = RunReport {
-        schema: report::SCHEMA,
-        run_id: id.clone(),
-        run_dir: dir.host.to_string_lossy().into_owned(),
-        accel: String::new(),
-        topology: matrix.topology.name().to_owned(),
-        smp: args.smp,
-        mem_mb: args.mem,
-        scenarios: matrix.scenarios.clone(),
-        params: matrix.params.clone(),
-        shard: shard.map(|s| s.to_string()),
-        wall_secs: 0.0,
-        runs: Vec::new(),
-        env: None,
-        ab: None,
-    };
-    let mut accel: Option<Accel> = None;
+    let mut report = plan.empty_report(args, &id, &dir);
     let ctx = Ctx {
         args,
         prov: &prov,
-        matrix: &matrix,
-        scenarios: &scenarios,
+        matrix: &plan.matrix,
+        scenarios: &plan.scenarios,
         nicemu_bin: nicemu_bin.as_deref(),
-        timeout: Duration::from_secs(timeout),
+        timeout: Duration::from_secs(plan.timeout),
     };
     let rounds = rounds_of(args)?;
-    let total = cells.len() * rounds as usize;
-    let mut done = 0;
-    let ab = matrix.kernels.len() == 2 && (args.kernel_a.is_some() || rounds > 1);
-    // Every kernel is prepared (built) once, before the rounds boot it again and again.
+    let prepared = prepare_kernels(&plan, &prov, &dir, plan.is_ab(args, rounds))?;
+    Rounds::new(&ctx, &plan, &dir, rounds).run(&prepared, &mut report)?;
+    if !args.keep_images {
+        remove_images(&dir.host);
+    }
+    report.wall_secs = (started.elapsed().as_secs_f64() * 10.0).round() / 10.0;
+    report.env = Some(run_env(&prov, nicemu_bin.as_deref(), args.pin, args.smp));
+    if plan.is_ab(args, rounds) && rounds > 1 {
+        report.ab = Some(report::ab::summarise(&report, rounds, &args.main_metrics));
+    }
+    write_outputs(&report, Some(&dir.host), &args.out)?;
+    print_reports(args, &plan, &report);
+    println!("results: {}", dir.host.join("results.json").display());
+    Ok(report)
+}
+
+/// What one `run` covers: the matrix, the kernels it asks for, the cells of
+/// this shard, the scenarios and the per-guest timeout.
+struct Plan {
+    matrix: Matrix,
+    requests: Vec<KernelRequest>,
+    cells: Vec<Cell>,
+    shard: Option<Shard>,
+    scenarios: Vec<Box<dyn Scenario>>,
+    /// Seconds per guest.
+    timeout: u64,
+}
+
+impl Plan {
+    /// The plan of `args`, announced on one line.
+    fn new(args: &RunArgs) -> Result<Plan> {
+        let matrix = matrix_from_args(args)?;
+        let requests = kernel_requests(args, &matrix)?;
+        let all = matrix.cells();
+        let shard = args.shard.as_deref().map(Shard::parse).transpose()?;
+        let cells = match shard {
+            Some(s) => s.select(&all),
+            None => all.clone(),
+        };
+        let scenarios: Vec<Box<dyn Scenario>> = matrix
+            .scenarios
+            .iter()
+            .filter_map(|s| scenario::by_name(s))
+            .collect();
+        let timeout = args
+            .timeout
+            .unwrap_or_else(|| default_timeout(&scenarios, &matrix.params));
+        println!(
+            "matrix: {} kernel(s) × {} device(s) = {} cell(s){}; scenarios {}; peer {}; timeout {} s per guest",
+            matrix.kernels.len(),
+            matrix.devices.len(),
+            all.len(),
+            shard
+                .map(|s| format!(", shard {s} runs {}", cells.len()))
+                .unwrap_or_default(),
+            matrix.scenarios.join(","),
+            matrix.topology.name(),
+            timeout
+        );
+        Ok(Plan {
+            matrix,
+            requests,
+            cells,
+            shard,
+            scenarios,
+            timeout,
+        })
+    }
+
+    /// Two kernels compared side by side (A/B).
+    fn is_ab(&self, args: &RunArgs, rounds: u32) -> bool {
+        self.matrix.kernels.len() == 2 && (args.kernel_a.is_some() || rounds > 1)
+    }
+
+    /// The report before any cell ran.
+    fn empty_report(&self, args: &RunArgs, id: &str, dir: &RunDir) -> RunReport {
+        RunReport {
+            schema: report::SCHEMA,
+            run_id: id.to_owned(),
+            run_dir: dir.host.to_string_lossy().into_owned(),
+            accel: String::new(),
+            topology: self.matrix.topology.name().to_owned(),
+            smp: args.smp,
+            mem_mb: args.mem,
+            scenarios: self.matrix.scenarios.clone(),
+            params: self.matrix.params.clone(),
+            shard: self.shard.map(|s| s.to_string()),
+            wall_secs: 0.0,
+            runs: Vec::new(),
+            env: None,
+            ab: None,
+        }
+    }
+}
+
+/// nicemu's binary when a cell needs it (and, for the `faults` scenario,
+/// the host's tcpdump its capture check decodes with).
+fn nicemu_binary(args: &RunArgs, plan: &Plan) -> Result<Option<PathBuf>> {
+    if !plan.cells.iter().any(|c| c.device.nicemu_kind().is_some()) {
+        return Ok(None);
+    }
+    let bin = nicemu_proc::find_binary(args.nicemu.as_deref())?;
+    if plan.matrix.scenarios.iter().any(|s| s == "faults") {
+        match crate::vm::host::ensure_tcpdump() {
+            Ok(m) => println!("{m}"),
+            Err(e) => println!("warning: {e}; the faults capture check will fail"),
+        }
+    }
+    Ok(Some(bin))
+}
+
+/// Every kernel prepared (built) once, before the rounds boot it again and
+/// again. A patch that does not apply, a failed build or a bad tree ends the
+/// run (exit 2); any other failure is the kernel's cells' result.
+fn prepare_kernels(
+    plan: &Plan,
+    prov: &provision::Provisioned,
+    dir: &RunDir,
+    ab: bool,
+) -> Result<Vec<Result<(kernel::GuestKernel, KernelImage)>>> {
+    let with_ksft = plan.matrix.scenarios.iter().any(|s| s == "kselftest");
     let mut prepared = Vec::new();
-    let with_ksft = matrix.scenarios.iter().any(|s| s == "kselftest");
-    for (ki, kreq) in requests.iter().enumerate() {
+    for (ki, kreq) in plan.requests.iter().enumerate() {
         let tag = if ab {
             side_name(ki).to_ascii_lowercase() + "-"
         } else {
             String::new()
         };
         prepared.push(
-            match prepare_kernel(kreq, &prov.sid_root, &dir, &tag, with_ksft) {
-                // A patch that does not apply, a failed build, a bad tree: say so, exit 2.
+            match prepare_kernel(kreq, &prov.sid_root, dir, &tag, with_ksft) {
                 Err(e @ (Error::Interrupted | Error::Build(_) | Error::Usage(_))) => return Err(e),
                 p => p,
             },
         );
     }
-    for round in 1..=rounds {
-        for (ki, kreq) in requests.iter().enumerate() {
-            let kcells: Vec<&Cell> = cells.iter().filter(|c| c.kernel == ki).collect();
-            if kcells.is_empty() {
-                continue;
-            }
-            let side = ab.then(|| side_name(ki).to_owned());
-            let (kern, img) = match &prepared[ki] {
-                Ok(p) => p,
-                Err(e) => {
-                    println!("kernel {}: {e}", kreq.name());
-                    for c in kcells {
-                        done += 1;
-                        let mut r = not_booted(c, &kreq.name(), &e.to_string(), &scenarios, &dir);
-                        r.side = side.clone();
-                        r.round = (rounds > 1).then_some(round);
-                        report.runs.push(r);
-                    }
-                    continue;
-                }
-            };
-            let a = match accel {
-                Some(a) => a,
-                None => {
-                    let a = accel::resolve(args.accel, || kvm_probe(&ctx, img))?;
-                    report.accel = a.qemu_name().to_owned();
-                    accel = Some(a);
-                    a
-                }
-            };
-            for c in kcells {
-                done += 1;
-                let sd = match (&side, rounds > 1) {
-                    (Some(sd), true) => format!("{sd}{round}-"),
-                    (Some(sd), false) => format!("{sd}-"),
-                    _ => String::new(),
-                };
-                // A/B cells are named by side and round, not by the (patched) kernel's long
-                // name: the sockets inside must stay under the unix socket path limit.
-                let cdir = dir.sub(&match side {
-                    Some(_) => format!("{}-{sd}{}", c.index + 1, c.device.name()),
-                    None => format!(
-                        "{}-{}-{}",
-                        c.index + 1,
-                        cell_kernel_name(&kern.name),
-                        c.device.name()
-                    ),
-                })?;
-                println!(
-                    "[{done}/{total}] {}{} / {}: booting ({}, timeout {timeout} s)",
-                    kern.name,
-                    side.as_ref()
-                        .map(|sd| format!(" ({sd}, round {round}/{rounds})"))
-                        .unwrap_or_default(),
-                    c.device,
-                    a.qemu_name()
-                );
-                let t0 = Instant::now();
-                let r = run_cell(&ctx, c, a, img, &cdir);
-                let mut r = match r {
-                    Err(Error::Interrupted) => return Err(Error::Interrupted),
-                    Err(e) => not_booted(c, &kern.name, &e.to_string(), &scenarios, &cdir),
-                    Ok(r) => r,
-                };
-                r.kernel = kern.name.clone();
-                r.kernel_label = kern.label.clone();
-                r.kernel_release = kern.release.clone();
-                r.side = side.clone();
-                r.round = (rounds > 1).then_some(round);
-                r.wall_secs = (t0.elapsed().as_secs_f64() * 10.0).round() / 10.0;
-                print_cell(done, total, &r);
-                report.runs.push(r);
-            }
+    Ok(prepared)
+}
+
+/// The rounds of a run: every cell of every kernel, booted once per round,
+/// with the progress counter and the accelerator resolved at the first boot.
+struct Rounds<'a> {
+    ctx: &'a Ctx<'a>,
+    plan: &'a Plan,
+    dir: &'a RunDir,
+    rounds: u32,
+    ab: bool,
+    total: usize,
+    done: usize,
+    accel: Option<Accel>,
+}
+
+impl<'a> Rounds<'a> {
+    fn new(ctx: &'a Ctx<'a>, plan: &'a Plan, dir: &'a RunDir, rounds: u32) -> Self {
+        Rounds {
+            ctx,
+            plan,
+            dir,
+            rounds,
+            ab: plan.is_ab(ctx.args, rounds),
+            total: plan.cells.len() * rounds as usize,
+            done: 0,
+            accel: None,
         }
     }
-    if !args.keep_images {
-        remove_images(&dir.host);
+
+    /// Boots every cell in every round into `report`.
+    fn run(
+        &mut self,
+        prepared: &[Result<(kernel::GuestKernel, KernelImage)>],
+        report: &mut RunReport,
+    ) -> Result<()> {
+        for round in 1..=self.rounds {
+            for (ki, kreq) in self.plan.requests.iter().enumerate() {
+                let kcells: Vec<&Cell> =
+                    self.plan.cells.iter().filter(|c| c.kernel == ki).collect();
+                if kcells.is_empty() {
+                    continue;
+                }
+                let side = self.ab.then(|| side_name(ki).to_owned());
+                match &prepared[ki] {
+                    Ok((kern, img)) => {
+                        for c in kcells {
+                            let r = self.boot_cell(round, side.clone(), kern, img, c, report)?;
+                            report.runs.push(r);
+                        }
+                    }
+                    Err(e) => {
+                        println!("kernel {}: {e}", kreq.name());
+                        for c in kcells {
+                            self.done += 1;
+                            let why = e.to_string();
+                            let mut r =
+                                not_booted(c, &kreq.name(), &why, self.ctx.scenarios, self.dir);
+                            r.side = side.clone();
+                            r.round = (self.rounds > 1).then_some(round);
+                            report.runs.push(r);
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
     }
-    report.wall_secs = (started.elapsed().as_secs_f64() * 10.0).round() / 10.0;
-    report.env = Some(run_env(&prov, nicemu_bin.as_deref(), args.pin, args.smp));
-    if ab && rounds > 1 {
-        report.ab = Some(report::ab::summarise(&report, rounds, &args.main_metrics));
+
+    /// Boots one cell of kernel `kern` in `round` (on `side` of an A/B).
+    fn boot_cell(
+        &mut self,
+        round: u32,
+        side: Option<String>,
+        kern: &kernel::GuestKernel,
+        img: &KernelImage,
+        c: &Cell,
+        report: &mut RunReport,
+    ) -> Result<CellRun> {
+        let a = match self.accel {
+            Some(a) => a,
+            None => {
+                let a = accel::resolve(self.ctx.args.accel, || kvm_probe(self.ctx, img))?;
+                report.accel = a.qemu_name().to_owned();
+                self.accel = Some(a);
+                a
+            }
+        };
+        self.done += 1;
+        let cdir = self
+            .dir
+            .sub(&self.cell_dir_name(round, side.as_deref(), kern, c))?;
+        println!(
+            "[{}/{}] {}{} / {}: booting ({}, timeout {} s)",
+            self.done,
+            self.total,
+            kern.name,
+            side.as_ref()
+                .map(|sd| format!(" ({sd}, round {round}/{})", self.rounds))
+                .unwrap_or_default(),
+            c.device,
+            a.qemu_name(),
+            self.plan.timeout
+        );
+        let t0 = Instant::now();
+        let mut r = match run_cell(self.ctx, c, a, img, &cdir) {
+            Err(Error::Interrupted) => return Err(Error::Interrupted),
+            Err(e) => not_booted(c, &kern.name, &e.to_string(), self.ctx.scenarios, &cdir),
+            Ok(r) => r,
+        };
+        r.kernel = kern.name.clone();
+        r.kernel_label = kern.label.clone();
+        r.kernel_release = kern.release.clone();
+        r.side = side;
+        r.round = (self.rounds > 1).then_some(round);
+        r.wall_secs = (t0.elapsed().as_secs_f64() * 10.0).round() / 10.0;
+        print_cell(self.done, self.total, &r);
+        Ok(r)
     }
-    write_outputs(&report, Some(&dir.host), &args.out)?;
-    println!("\n{}", report::markdown::render(&report));
+
+    /// A cell's directory: A/B cells are named by side and round, not by the
+    /// (patched) kernel's long name: the sockets inside must stay under the
+    /// unix socket path limit.
+    fn cell_dir_name(
+        &self,
+        round: u32,
+        side: Option<&str>,
+        kern: &kernel::GuestKernel,
+        c: &Cell,
+    ) -> String {
+        match side {
+            Some(sd) if self.rounds > 1 => {
+                format!("{}-{sd}{round}-{}", c.index + 1, c.device.name())
+            }
+            Some(sd) => format!("{}-{sd}-{}", c.index + 1, c.device.name()),
+            None => format!(
+                "{}-{}-{}",
+                c.index + 1,
+                cell_kernel_name(&kern.name),
+                c.device.name()
+            ),
+        }
+    }
+}
+
+/// The Markdown report, and for an A/B of one round the side-by-side
+/// comparison (with rounds, the A/B verdicts are part of the report).
+fn print_reports(args: &RunArgs, plan: &Plan, report: &RunReport) {
+    println!("\n{}", report::markdown::render(report));
     if report.ab.is_some() {
-        // The A/B verdicts are part of the Markdown report above.
-    } else if let (Some(a), Some(b)) = (&args.kernel_a, &args.kernel_b) {
-        let ka = requests
+        return;
+    }
+    if let (Some(a), Some(b)) = (&args.kernel_a, &args.kernel_b) {
+        let ka = plan
+            .requests
             .first()
             .map(|k| k.name())
             .unwrap_or_else(|| a.clone());
-        let kb = requests
+        let kb = plan
+            .requests
             .get(1)
             .map(|k| k.name())
             .unwrap_or_else(|| b.clone());
@@ -304,8 +431,6 @@ pub fn run(args: &RunArgs) -> Result<RunReport> {
             report::compare::render(&report.only_kernel(&ka), &report.only_kernel(&kb))
         );
     }
-    println!("results: {}", dir.host.join("results.json").display());
-    Ok(report)
 }
 
 /// `--rounds`: at least 1; more only with two kernels (A/B).
@@ -681,8 +806,7 @@ fn run_cell(
     d: &RunDir,
 ) -> Result<CellRun> {
     let dev = cell.device;
-    let topo = ctx.matrix.topology;
-    let mut t = target(topo, dev);
+    let mut t = target(ctx.matrix.topology, dev);
     t.module_version = img
         .built
         .iter()
@@ -697,24 +821,7 @@ fn run_cell(
         &initrd_host,
     )?;
     let mut s = spec(ctx, accel, &img.guest_path, initrd_guest, d);
-    let mut nicemu = None;
-    let mut host = None;
-    if let (Some(kind), Some(bin)) = (dev.nicemu_kind(), ctx.nicemu_bin) {
-        let delay_ns = ctx.matrix.params.num("ptp.delay_ns").max(0.0) as u64;
-        let c = nicemu_cell(bin, kind, topo, dev, d, delay_ns, virtio_queues(ctx));
-        let log = d.host.join("nicemu.log");
-        println!("  nicemu {} (log {})", c.args.join(" "), log.display());
-        nicemu = Some(NicemuProcess::start(bin, &c.args, &c.sockets, &log)?);
-        s.extra = c.qemu;
-        host = Some(c.host);
-    } else {
-        s.extra = dev.qemu_args(
-            &d.guest.to_string_lossy(),
-            &[],
-            topo.macs(),
-            virtio_queues(ctx),
-        );
-    }
+    let (mut nicemu, mut host) = attach_ports(ctx, dev, d, &mut s)?;
     if ctx.args.pin {
         let plan = crate::vm::pin::PinPlan::new(ctx.args.smp, host_cores());
         s.pin = Some((plan, nicemu.as_ref().map(|n| n.pid())));
@@ -734,7 +841,57 @@ fn run_cell(
         .iter()
         .map(|sc| scenario::evaluate(sc.as_ref(), &console, &t))
         .collect();
-    let boot = match (&out.exit, out.to_done) {
+    Ok(CellRun {
+        kernel: String::new(),
+        kernel_label: String::new(),
+        kernel_release: String::new(),
+        device: dev.name().into(),
+        cell: cell.index,
+        boot: boot_text(&out, &s),
+        secs_to_userspace: out.to_userspace.map(round),
+        secs_to_result: out.to_done.map(round),
+        wall_secs: 0.0,
+        error: nicemu_note,
+        setup: Some(setup_result),
+        scenarios: results,
+        console_tail: console_tail(&out, &console, &s),
+        dir: d.host.to_string_lossy().into_owned(),
+        side: None,
+        round: None,
+    })
+}
+
+/// The guest's network ports: nicemu started for a nicemu device (its QEMU
+/// arguments into `s`, and the host actions its guest may ask for), else
+/// QEMU's own device.
+fn attach_ports(
+    ctx: &Ctx,
+    dev: DeviceKind,
+    d: &RunDir,
+    s: &mut BootSpec,
+) -> Result<(Option<NicemuProcess>, Option<HostActions>)> {
+    let topo = ctx.matrix.topology;
+    if let (Some(kind), Some(bin)) = (dev.nicemu_kind(), ctx.nicemu_bin) {
+        let delay_ns = ctx.matrix.params.num("ptp.delay_ns").max(0.0) as u64;
+        let c = nicemu_cell(bin, kind, topo, dev, d, delay_ns, virtio_queues(ctx));
+        let log = d.host.join("nicemu.log");
+        println!("  nicemu {} (log {})", c.args.join(" "), log.display());
+        let nicemu = NicemuProcess::start(bin, &c.args, &c.sockets, &log)?;
+        s.extra = c.qemu;
+        return Ok((Some(nicemu), Some(c.host)));
+    }
+    s.extra = dev.qemu_args(
+        &d.guest.to_string_lossy(),
+        &[],
+        topo.macs(),
+        virtio_queues(ctx),
+    );
+    Ok((None, None))
+}
+
+/// How the boot ended, in a word or a sentence.
+fn boot_text(out: &launch::BootOutcome, s: &BootSpec) -> String {
+    match (&out.exit, out.to_done) {
         (_, Some(_)) => "ok".to_owned(),
         (Exit::TimedOut, None) => format!("timeout after {} s", s.timeout.as_secs()),
         (Exit::Exited(code), None) => format!(
@@ -742,11 +899,18 @@ fn run_cell(
             code.map(|c| c.to_string())
                 .unwrap_or_else(|| "signal".into())
         ),
-    };
-    // Scenario failures carry their own reasons; the console tail is for broken boots.
-    let failed = out.to_done.is_none();
-    let mut tail = if failed { out.tail(15) } else { Vec::new() };
-    if failed && console.boot_uptime.is_none() {
+    }
+}
+
+/// The console's last lines for a broken boot (scenario failures carry their
+/// own reasons), with QEMU's last log lines when the guest never reached
+/// userspace.
+fn console_tail(out: &launch::BootOutcome, console: &Console, s: &BootSpec) -> Vec<String> {
+    if out.to_done.is_some() {
+        return Vec::new();
+    }
+    let mut tail = out.tail(15);
+    if console.boot_uptime.is_none() {
         let qlog = std::fs::read_to_string(&s.qemu_log).unwrap_or_default();
         let last: Vec<String> = qlog
             .lines()
@@ -756,24 +920,7 @@ fn run_cell(
             .collect();
         tail.extend(last.into_iter().rev());
     }
-    Ok(CellRun {
-        kernel: String::new(),
-        kernel_label: String::new(),
-        kernel_release: String::new(),
-        device: dev.name().into(),
-        cell: cell.index,
-        boot,
-        secs_to_userspace: out.to_userspace.map(round),
-        secs_to_result: out.to_done.map(round),
-        wall_secs: 0.0,
-        error: nicemu_note,
-        setup: Some(setup_result),
-        scenarios: results,
-        console_tail: tail,
-        dir: d.host.to_string_lossy().into_owned(),
-        side: None,
-        round: None,
-    })
+    tail
 }
 
 fn print_cell(done: usize, total: usize, r: &CellRun) {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The Internet checksum (RFC 1071) over IPv4 headers and TCP/UDP segments
 //! with their IPv4 or IPv6 pseudo header: computing it for a transmitted frame
 //! (82576 §7.2.5, 82599 §7.2.5 checksum offload; virtio-net's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Where the headers of an Ethernet frame are: one 802.1Q / 802.1ad tag
 //! skipped, IPv4 (with options) or IPv6 (the fixed header; extension headers
 //! are not walked), the L4 header unless the packet is a fragment.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Packet helpers shared by nicemu's emulated NICs (igb, ixgbe) and its
 //! virtio-net ports: finding the IP and L4 headers of an Ethernet frame,
 //! Internet checksums (RFC 1071) and their offloads, TCP and UDP segmentation and the
@@ -8,7 +9,8 @@
 //! virtio-net translates its `virtio_net_hdr`. Every function takes frames as
 //! untrusted input: header offsets are checked against the frame and a
 //! request that does not fit it is an [`OffloadError`], never a panic.
-
+// The length rule is for non-test code (tests read best as one scenario).
+#![cfg_attr(test, allow(clippy::too_many_lines))]
 #![forbid(unsafe_code)]
 
 pub mod csum;

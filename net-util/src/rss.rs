@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Receive side scaling: the Toeplitz hash over the IPv4/IPv6 addresses and
 //! TCP/UDP ports a frame carries, for the hash types a device enables
 //! (Microsoft RSS specification; 82576 datasheet §7.1.2.8, 82599 §7.1.2.8).

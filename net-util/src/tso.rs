@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! TCP and UDP segmentation (82576 §7.2.4, 82599 §7.2.4 TSO/USO; virtio-net
 //! `VIRTIO_NET_HDR_GSO_TCPV4/6`): one large frame becomes MSS-sized
 //! segments with replicated headers and their checksums.
@@ -264,7 +265,7 @@ mod tests {
         );
         let mut t = tcp4_tso(100);
         t.mac_len = 127;
-        assert!(segment(&f, &t, &mut seg, |_| {}).is_err());
+        segment(&f, &t, &mut seg, |_| {}).unwrap_err();
         // An IPv6-typed frame whose request claims IP length 0: the payload
         // length arithmetic must not underflow (overflow checks are on in
         // tests and fuzzing).
@@ -272,7 +273,7 @@ mod tests {
         v6[14] = 0x60;
         let mut t = tcp4_tso(10);
         t.ip_len = 0;
-        assert!(segment(&v6, &t, &mut seg, |_| {}).is_err());
+        segment(&v6, &t, &mut seg, |_| {}).unwrap_err();
     }
 
     #[test]
@@ -307,7 +308,7 @@ mod tests {
         let f = tcp4(&[0u8; 4000]);
         assert_eq!(Tso::for_frame(&f, 1448), Ok((tcp4_tso(1448), true)));
         assert_eq!(Tso::for_frame(&f, 0), Err(OffloadError::BadTso));
-        assert!(Tso::for_frame(&f[..40], 1448).is_err());
+        Tso::for_frame(&f[..40], 1448).unwrap_err();
         let mut udp = f.clone();
         udp[23] = 17;
         assert_eq!(Tso::for_frame(&udp, 1448), Err(OffloadError::BadTso));

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! What the data-path benchmarks share: igb and ixgbe functions on one
 //! switch, wired as `nicemu` wires them (direct delivery through a
 //! [`PortSlot`], a receive thread per port for what the switch queues), and a
@@ -427,7 +428,7 @@ pub fn cpu_secs(clock: libc::clockid_t) -> f64 {
         tv_nsec: 0,
     };
     // SAFETY: `ts` is a valid, writable timespec for the call.
-    let rc = unsafe { libc::clock_gettime(clock, &mut ts) };
+    let rc = unsafe { libc::clock_gettime(clock, &raw mut ts) };
     assert_eq!(rc, 0, "clock_gettime");
     ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
 }

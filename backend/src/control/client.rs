@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! `nicemu ctl`: sends one request to a running nicemu's control socket and
 //! prints the answer, human-readable by default or as JSON with `--json`.
 
@@ -177,95 +178,110 @@ pub fn run(args: &CtlArgs) -> Result<String, String> {
     Ok(human(&args.verb, &resp.data))
 }
 
+/// A reply as the text `nicemu ctl` prints without `--json`.
 fn human(verb: &Verb, d: &serde_json::Value) -> String {
+    match verb {
+        Verb::List => list_table(d),
+        Verb::Stats { .. } if d.get("wire").is_some() => wire_stats(d),
+        Verb::Stats { all, .. } => port_stats(d, *all),
+        Verb::Capture { file, .. } if file == "stop" => {
+            format!("capture stopped after {} frames\n", d["frames"])
+        }
+        _ => "ok\n".to_string(),
+    }
+}
+
+/// `list`: one line per port.
+fn list_table(d: &serde_json::Value) -> String {
     use std::fmt::Write as _;
     let mut o = String::new();
-    match verb {
-        Verb::List => {
-            let _ = writeln!(
-                o,
-                "{:<10} {:<6} {:<8} {:<17} {:<5} {:<7} {:<9} {:<9} interrupts",
-                "id", "model", "net", "mac", "link", "driver", "rx queues", "tx queues"
-            );
-            for p in d["devices"].as_array().into_iter().flatten() {
-                let qs = |k: &str| {
-                    let v: Vec<String> = p[k]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .map(|x| x.to_string())
-                        .collect();
-                    if v.is_empty() {
-                        "-".to_string()
-                    } else {
-                        v.join(",")
-                    }
-                };
-                let _ = writeln!(
-                    o,
-                    "{:<10} {:<6} {:<8} {:<17} {:<5} {:<7} {:<9} {:<9} {}",
-                    p["id"].as_str().unwrap_or(""),
-                    p["model"].as_str().unwrap_or(""),
-                    p["net"].as_str().unwrap_or(""),
-                    p["mac"].as_str().unwrap_or(""),
-                    p["link"].as_str().unwrap_or(""),
-                    if p["driver_loaded"].as_bool() == Some(true) {
-                        "loaded"
-                    } else {
-                        "-"
-                    },
-                    qs("rx_queues"),
-                    qs("tx_queues"),
-                    p["interrupts"].as_str().unwrap_or("")
-                );
-            }
-        }
-        Verb::Stats { .. } if d.get("wire").is_some() => {
-            let s = &d["switch"];
-            let _ = writeln!(o, "wire: {}", d["wire"].as_str().unwrap_or(""));
-            for k in [
-                "tx_frames",
-                "rx_frames",
-                "rx_drops",
-                "runt_drops",
-                "egress_drops",
-            ] {
-                let _ = writeln!(o, "{k:<16} {}", s[k]);
-            }
-        }
-        Verb::Stats { all, .. } => {
-            for kv in d["counters"].as_array().into_iter().flatten() {
-                let (k, v) = (kv[0].as_str().unwrap_or(""), kv[1].as_u64().unwrap_or(0));
-                if *all || v != 0 {
-                    let _ = writeln!(o, "{k:<16} {v}");
-                }
-            }
-            let s = &d["switch"];
-            let _ = writeln!(
-                o,
-                "switch port: tx_frames {} rx_frames {} rx_drops {} runt_drops {}",
-                s["tx_frames"], s["rx_frames"], s["rx_drops"], s["runt_drops"]
-            );
-            let n = &d["net"];
-            let _ = writeln!(
-                o,
-                "mac table: entries {} aged {} evictions {}",
-                n["fdb_entries"], n["fdb_aged"], n["fdb_evictions"]
-            );
-            let errs: Vec<String> = d["guest_errors"]
+    let _ = writeln!(
+        o,
+        "{:<10} {:<6} {:<8} {:<17} {:<5} {:<7} {:<9} {:<9} interrupts",
+        "id", "model", "net", "mac", "link", "driver", "rx queues", "tx queues"
+    );
+    for p in d["devices"].as_array().into_iter().flatten() {
+        let qs = |k: &str| {
+            let v: Vec<String> = p[k]
                 .as_array()
                 .into_iter()
                 .flatten()
-                .map(|kv| format!("{} {}", kv[0].as_str().unwrap_or(""), kv[1]))
+                .map(|x| x.to_string())
                 .collect();
-            let _ = writeln!(o, "guest errors: {}", errs.join(", "));
-        }
-        Verb::Capture { file, .. } if file == "stop" => {
-            let _ = writeln!(o, "capture stopped after {} frames", d["frames"]);
-        }
-        _ => {
-            let _ = writeln!(o, "ok");
+            if v.is_empty() {
+                "-".to_string()
+            } else {
+                v.join(",")
+            }
+        };
+        let _ = writeln!(
+            o,
+            "{:<10} {:<6} {:<8} {:<17} {:<5} {:<7} {:<9} {:<9} {}",
+            p["id"].as_str().unwrap_or(""),
+            p["model"].as_str().unwrap_or(""),
+            p["net"].as_str().unwrap_or(""),
+            p["mac"].as_str().unwrap_or(""),
+            p["link"].as_str().unwrap_or(""),
+            if p["driver_loaded"].as_bool() == Some(true) {
+                "loaded"
+            } else {
+                "-"
+            },
+            qs("rx_queues"),
+            qs("tx_queues"),
+            p["interrupts"].as_str().unwrap_or("")
+        );
+    }
+    o
+}
+
+/// `stats wireN`: the wire's switch port.
+fn wire_stats(d: &serde_json::Value) -> String {
+    use std::fmt::Write as _;
+    let mut o = String::new();
+    let s = &d["switch"];
+    let _ = writeln!(o, "wire: {}", d["wire"].as_str().unwrap_or(""));
+    for k in [
+        "tx_frames",
+        "rx_frames",
+        "rx_drops",
+        "runt_drops",
+        "egress_drops",
+    ] {
+        let _ = writeln!(o, "{k:<16} {}", s[k]);
+    }
+    o
+}
+
+/// `stats DEV`: its counters (the non-zero ones unless `all`), its switch
+/// port, the network's MAC table and the guest errors.
+fn port_stats(d: &serde_json::Value, all: bool) -> String {
+    use std::fmt::Write as _;
+    let mut o = String::new();
+    for kv in d["counters"].as_array().into_iter().flatten() {
+        let (k, v) = (kv[0].as_str().unwrap_or(""), kv[1].as_u64().unwrap_or(0));
+        if all || v != 0 {
+            let _ = writeln!(o, "{k:<16} {v}");
         }
     }
+    let s = &d["switch"];
+    let _ = writeln!(
+        o,
+        "switch port: tx_frames {} rx_frames {} rx_drops {} runt_drops {}",
+        s["tx_frames"], s["rx_frames"], s["rx_drops"], s["runt_drops"]
+    );
+    let n = &d["net"];
+    let _ = writeln!(
+        o,
+        "mac table: entries {} aged {} evictions {}",
+        n["fdb_entries"], n["fdb_aged"], n["fdb_evictions"]
+    );
+    let errs: Vec<String> = d["guest_errors"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|kv| format!("{} {}", kv[0].as_str().unwrap_or(""), kv[1]))
+        .collect();
+    let _ = writeln!(o, "guest errors: {}", errs.join(", "));
     o
 }

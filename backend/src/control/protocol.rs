@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Control requests and responses (one JSON object per line).
 
 use serde::{Deserialize, Serialize};
@@ -26,7 +27,7 @@ pub enum FaultSpec {
     NvmCorrupt,
     /// Set a counter (e.g. near its wrap point).
     CounterPreset {
-        /// Counter name as `nicemu ctl stats` prints it (GPRC, GORC, RQDPC[0]…).
+        /// Counter name as `nicemu ctl stats` prints it (`GPRC`, `GORC`, `RQDPC[0]`…).
         name: String,
         /// Value.
         value: u64,
@@ -173,7 +174,7 @@ mod tests {
             serde_json::from_str::<Request>(r#"{"verb":"list"}"#).unwrap(),
             Request::List
         );
-        assert!(serde_json::from_str::<Request>(r#"{"verb":"reboot"}"#).is_err());
+        serde_json::from_str::<Request>(r#"{"verb":"reboot"}"#).unwrap_err();
         let e = serde_json::to_string(&Response::err("no")).unwrap();
         assert_eq!(e, r#"{"ok":false,"error":"no"}"#);
     }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The control socket server: answers requests about the running ports.
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -39,17 +40,11 @@ pub fn start(path: &Path, reg: Arc<Registry>, out: OutputDir) -> Result<PathBuf,
     let l = crate::socket::listen(path)?;
     let ctl = Arc::new(Ctl { reg, out });
     let active = Arc::new(AtomicUsize::new(0));
-    std::thread::Builder::new()
-        .name("control".into())
-        .spawn(move || {
-            for c in l.incoming().flatten() {
-                admit(c, &ctl, &active);
-            }
-        })
-        .map_err(|source| Error::Listen {
-            path: path.to_path_buf(),
-            source,
-        })?;
+    crate::threads::spawn("control".into(), move || {
+        for c in l.incoming().flatten() {
+            admit(c, &ctl, &active);
+        }
+    })?;
     Ok(path.to_path_buf())
 }
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Interrupt delivery to QEMU through the eventfds of vfio-user `SET_IRQS`
 //! (vfio-user spec §"VFIO_USER_DEVICE_SET_IRQS"; kernel VFIO semantics of
 //! `VFIO_IRQ_SET_*`): INTx, MSI and MSI-X, each vector replaceable or
@@ -16,38 +17,7 @@ use vfio_bindings::bindings::vfio::{
     VFIO_IRQ_SET_DATA_TYPE_MASK, VFIO_PCI_INTX_IRQ_INDEX, VFIO_PCI_MSIX_IRQ_INDEX,
     VFIO_PCI_MSI_IRQ_INDEX,
 };
-
-/// Error for malformed SET_IRQS requests.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum IrqError {
-    /// Index not INTx/MSI/MSI-X.
-    #[error("interrupt index {0} not supported")]
-    BadIndex(u32),
-    /// start + count beyond the vectors of the index.
-    #[error("vectors {start}..{end} beyond the {max} of index {index}")]
-    OutOfRange {
-        /// Index.
-        index: u32,
-        /// First vector.
-        start: u32,
-        /// One past the last.
-        end: u64,
-        /// Vectors available.
-        max: u32,
-    },
-    /// More fds than vectors.
-    #[error("{fds} eventfds for {count} vectors")]
-    TooManyFds {
-        /// Fds sent.
-        fds: usize,
-        /// Vectors addressed.
-        count: u32,
-    },
-    /// An fd whose writes could block whatever its flags (a regular file,
-    /// a device), or that cannot be made non-blocking.
-    #[error("interrupt fd is not an eventfd, pipe or socket ({0})")]
-    NotSignallable(String),
-}
+pub use vfio_user_server::IrqError;
 
 #[derive(Default)]
 struct Vectors {
@@ -130,7 +100,7 @@ pub fn prepare_fd(f: &impl AsRawFd) -> Result<(), IrqError> {
     // SAFETY: fstat writes into a zeroed stat buffer we own.
     let mode = unsafe {
         let mut st: libc::stat = std::mem::zeroed();
-        if libc::fstat(fd, &mut st) != 0 {
+        if libc::fstat(fd, &raw mut st) != 0 {
             return Err(IrqError::NotSignallable(
                 std::io::Error::last_os_error().to_string(),
             ));
@@ -234,7 +204,7 @@ impl IrqCounters {
 impl EventIrq {
     /// A sink for function `id` with `msix_count` MSI-X vectors (at most
     /// [`MAX_SLOTS`] − 2), nothing assigned; starts its signaller thread.
-    pub fn new(id: &str, msix_count: u16) -> std::io::Result<Self> {
+    pub fn new(id: &str, msix_count: u16) -> Result<Self, crate::error::Error> {
         let msix_count = msix_count.min(MAX_SLOTS as u16 - 2);
         let table = Arc::new(Table {
             v: RwLock::new(Vectors {
@@ -250,6 +220,11 @@ impl EventIrq {
             signaller,
             msix_count: u32::from(msix_count),
         })
+    }
+
+    /// Number of MSI-X vectors.
+    pub fn msix_vectors(&self) -> u32 {
+        self.msix_count
     }
 
     /// Signalling counters.

@@ -1,310 +1,133 @@
-//! A PCI function served to QEMU over vfio-user (QEMU `vfio-user-pci`).
+// SPDX-License-Identifier: Apache-2.0
+//! An igb/ixgbe function served to QEMU over vfio-user (QEMU
+//! `vfio-user-pci`) by the [`vfio_user_server`] crate.
 //!
-//! One server thread per function accepts one client at a time; when the
-//! client goes away (VM shut down, QEMU killed, malformed stream) the device is
-//! reset and the socket accepts the next client. The protocol is nicemu's own
-//! ([`server`], [`wire`]); a panic while serving is contained to the
-//! connection.
+//! [`NicPort`] adapts a device model ([`NicFunction`]) and its interrupts
+//! ([`EventIrq`], signalled by the function's [`signaller`] thread) to the
+//! server's [`PciDevice`], and traces register accesses on the way;
+//! [`VfioPort`] runs the server on its own thread. The server accepts one client at a time;
+//! when the client goes away (VM shut down, QEMU killed, malformed stream)
+//! the device is reset and the socket accepts the next client. A panic
+//! while serving is contained to the connection.
 
 pub mod irq;
-pub mod memory;
-pub mod server;
 pub mod signaller;
-pub mod wire;
 
 use std::fs::File;
-use std::path::{Path, PathBuf};
+use std::os::unix::net::UnixStream;
+use std::path::Path;
 use std::sync::Arc;
 
-use device_models::NicFunction;
-use server::{ConnError, DeviceBackend, DeviceTables, Server};
-use vfio_bindings::bindings::vfio::{
-    VFIO_IRQ_INFO_EVENTFD, VFIO_PCI_CONFIG_REGION_INDEX, VFIO_PCI_INTX_IRQ_INDEX,
-    VFIO_PCI_MSIX_IRQ_INDEX, VFIO_PCI_MSI_IRQ_INDEX, VFIO_PCI_NUM_IRQS, VFIO_PCI_NUM_REGIONS,
-    VFIO_REGION_INFO_FLAG_READ, VFIO_REGION_INFO_FLAG_WRITE,
-};
-use wire::{DmaMapFlags, DmaUnmapFlags, IrqInfo, RegionInfo};
+use device_models::{DmaView, NicFunction};
+use vfio_user_server::{ConnError, DmaMaps, Endpoint, IrqError, PciDevice, Server};
 
 use crate::error::Error;
 use crate::trace::{Dir, Tracer};
 use irq::EventIrq;
-use memory::{DmaError, DmaTable};
 
 /// Shared handle to a device model. The model locks internally only what an
 /// operation touches (per queue, see `device_models`), so the transport thread,
 /// receive threads, timer and control socket call it without a device lock.
 pub type SharedDevice = Arc<dyn NicFunction>;
 
-/// The vfio-user side of one function.
-pub struct VfioPort {
+/// A device model as the vfio-user server's [`PciDevice`], with register
+/// tracing.
+pub struct NicPort {
     id: String,
     dev: SharedDevice,
     irq: Arc<EventIrq>,
-    dma: DmaTable,
     tracer: Arc<Tracer>,
 }
 
-impl std::fmt::Debug for VfioPort {
+impl std::fmt::Debug for NicPort {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("VfioPort").field("id", &self.id).finish()
+        f.debug_struct("NicPort").field("id", &self.id).finish()
     }
 }
 
-/// A DMA table error as the errno the client gets, logged.
-fn dma_err(id: &str, e: DmaError) -> std::io::Error {
-    log::warn!("{id}: {e}");
-    std::io::Error::from_raw_os_error(e.errno())
-}
-
-fn io_err(e: impl std::fmt::Display) -> std::io::Error {
-    std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string())
-}
-
-impl VfioPort {
-    /// Wraps a device; `irq` must be the sink the device was created with.
-    pub fn new(id: String, dev: SharedDevice, irq: Arc<EventIrq>, tracer: Arc<Tracer>) -> Self {
-        VfioPort {
-            id,
-            dev,
-            irq,
-            dma: DmaTable::default(),
-            tracer,
-        }
-    }
-
-    /// Region table advertised to the client: BARs and config space, no mmap
-    /// (every access is trapped, so writes can be posted).
-    fn regions(dev: &dyn NicFunction) -> Vec<RegionInfo> {
-        (0..VFIO_PCI_NUM_REGIONS)
-            .map(|index| {
-                let mut info = RegionInfo {
-                    index,
-                    ..Default::default()
-                };
-                let rw = VFIO_REGION_INFO_FLAG_READ | VFIO_REGION_INFO_FLAG_WRITE;
-                if index == VFIO_PCI_CONFIG_REGION_INDEX {
-                    info.size = device_models::pci::CONFIG_SPACE_SIZE as u64;
-                    info.flags = rw;
-                } else if let Some(b) = dev.bars().iter().find(|b| b.index as u32 == index) {
-                    info.size = b.size;
-                    info.flags = rw;
-                }
-                info
-            })
-            .collect()
-    }
-
-    fn irqs(dev: &dyn NicFunction) -> Vec<IrqInfo> {
-        (0..VFIO_PCI_NUM_IRQS)
-            .map(|index| {
-                let count = match index {
-                    VFIO_PCI_INTX_IRQ_INDEX | VFIO_PCI_MSI_IRQ_INDEX => 1,
-                    VFIO_PCI_MSIX_IRQ_INDEX => u32::from(dev.msix_vectors()),
-                    _ => 0,
-                };
-                IrqInfo {
-                    index,
-                    count,
-                    flags: if count > 0 { VFIO_IRQ_INFO_EVENTFD } else { 0 },
-                }
-            })
-            .collect()
-    }
-
-    fn region_name(index: u32) -> String {
-        if index == VFIO_PCI_CONFIG_REGION_INDEX {
-            "CFG".into()
-        } else {
-            format!("BAR{index}")
-        }
-    }
-
-    fn trace(&self, dir: Dir, region: u32, offset: u64, data: &[u8]) {
+impl NicPort {
+    /// Records an access in the register trace, when tracing is on.
+    fn trace(&self, dir: Dir, region: Region, offset: u64, data: &[u8]) {
         if !self.tracer.enabled() {
             return;
         }
-        let name = if region == VFIO_PCI_CONFIG_REGION_INDEX {
-            format!("CFG[{offset:#x}]")
-        } else {
-            self.dev.reg_name(region as usize, offset)
+        let (region, name) = match region {
+            Region::Config => ("CFG".to_string(), format!("CFG[{offset:#x}]")),
+            Region::Bar(bar) => (format!("BAR{bar}"), self.dev.reg_name(bar as usize, offset)),
         };
-        self.tracer.record(
-            &self.id,
-            dir,
-            &Self::region_name(region),
-            offset,
-            &name,
-            data,
-        );
-    }
-
-    /// Forgets the client: DMA mappings, interrupts, and resets the device
-    /// (after every connection).
-    pub fn disconnect(&mut self) {
-        self.dma.clear();
-        self.irq.clear();
-        self.dev.set_dma(self.dma.memory());
-        self.dev.reset();
-    }
-
-    /// What the server advertises for this function: its regions and
-    /// interrupts.
-    pub fn tables(&self) -> DeviceTables {
-        let d = self.dev.as_ref();
-        DeviceTables {
-            regions: Self::regions(d),
-            irqs: Self::irqs(d),
-            resettable: true,
-        }
-    }
-
-    /// Creates the socket and serves clients until the process ends.
-    pub fn serve(mut self, socket: &Path) -> Result<std::thread::JoinHandle<()>, Error> {
-        let tables = self.tables();
-        let server = Server::bind(&self.id, socket, tables)?;
-        let path: PathBuf = socket.to_path_buf();
-        let id = self.id.clone();
-        let handle = std::thread::Builder::new()
-            .name(format!("vfio-{id}"))
-            .spawn(move || {
-                crate::sched::enter_data_path();
-                loop {
-                    log::info!("{id}: waiting for a vfio-user client on {}", path.display());
-                    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        server.serve_one(&mut self)
-                    }));
-                    match r {
-                        Ok(Ok(())) => log::info!("{id}: client disconnected"),
-                        Ok(Err(e @ ConnError::Accept(_))) => {
-                            // No client was served; do not spin on e.g. EMFILE.
-                            log::warn!("{id}: {e}");
-                            std::thread::sleep(std::time::Duration::from_millis(100));
-                            continue;
-                        }
-                        Ok(Err(e)) => log::warn!("{id}: client connection dropped: {e}"),
-                        Err(_) => {
-                            log::error!("{id}: panic while serving the client; connection dropped")
-                        }
-                    }
-                    self.disconnect();
-                }
-            })
-            .map_err(|e| Error::Listen {
-                path: socket.to_path_buf(),
-                source: e,
-            })?;
-        Ok(handle)
+        self.tracer
+            .record(&self.id, dir, &region, offset, &name, data);
     }
 }
 
-impl DeviceBackend for VfioPort {
-    fn region_read(
-        &mut self,
-        region: u32,
-        offset: u64,
-        data: &mut [u8],
-    ) -> Result<(), std::io::Error> {
-        {
-            let d = self.dev.as_ref();
-            if region == VFIO_PCI_CONFIG_REGION_INDEX {
-                d.config_read(offset, data);
-            } else if d.bars().iter().any(|b| b.index as u32 == region) {
-                if data.len() > 8 {
-                    // Large reads (e.g. of a whole region) are served dword by dword.
-                    for (i, chunk) in data.chunks_mut(4).enumerate() {
-                        d.bar_read(region as usize, offset + 4 * i as u64, chunk);
-                    }
-                } else {
-                    d.bar_read(region as usize, offset, data);
-                }
-            } else {
-                return Err(io_err(format!(
-                    "read of region {region} that does not exist"
-                )));
-            }
-        }
-        self.trace(Dir::Read, region, offset, data);
-        Ok(())
+/// Where a traced access went.
+#[derive(Clone, Copy)]
+enum Region {
+    Config,
+    Bar(u32),
+}
+
+impl PciDevice for NicPort {
+    fn config_size(&self) -> u64 {
+        device_models::pci::CONFIG_SPACE_SIZE as u64
     }
 
-    fn region_write(
-        &mut self,
-        region: u32,
-        offset: u64,
-        data: &[u8],
-    ) -> Result<(), std::io::Error> {
-        self.trace(Dir::Write, region, offset, data);
-        let d = self.dev.as_ref();
-        if region == VFIO_PCI_CONFIG_REGION_INDEX {
-            d.config_write(offset, data);
-        } else if d.bars().iter().any(|b| b.index as u32 == region) {
-            if data.len() > 8 {
-                for (i, chunk) in data.chunks(4).enumerate() {
-                    d.bar_write(region as usize, offset + 4 * i as u64, chunk);
-                }
-            } else {
-                d.bar_write(region as usize, offset, data);
+    fn bar_size(&self, bar: u32) -> u64 {
+        self.dev
+            .bars()
+            .iter()
+            .find(|b| b.index as u64 == u64::from(bar))
+            .map_or(0, |b| b.size)
+    }
+
+    fn config_read(&mut self, offset: u64, data: &mut [u8]) {
+        self.dev.config_read(offset, data);
+        self.trace(Dir::Read, Region::Config, offset, data);
+    }
+
+    fn config_write(&mut self, offset: u64, data: &[u8]) {
+        self.trace(Dir::Write, Region::Config, offset, data);
+        self.dev.config_write(offset, data);
+    }
+
+    fn bar_read(&mut self, bar: u32, offset: u64, data: &mut [u8]) {
+        if data.len() > 8 {
+            // Large reads (e.g. of a whole region) are served dword by dword.
+            for (i, chunk) in data.chunks_mut(4).enumerate() {
+                self.dev
+                    .bar_read(bar as usize, offset + 4 * i as u64, chunk);
             }
         } else {
-            return Err(io_err(format!(
-                "write to region {region} that does not exist"
-            )));
+            self.dev.bar_read(bar as usize, offset, data);
         }
-        Ok(())
+        self.trace(Dir::Read, Region::Bar(bar), offset, data);
     }
 
-    fn dma_map(
-        &mut self,
-        flags: DmaMapFlags,
-        offset: u64,
-        address: u64,
-        size: u64,
-        fd: Option<File>,
-    ) -> Result<(), std::io::Error> {
-        if fd.is_none() {
-            // QEMU also announces ROM/firmware ranges that are not backed by a
-            // shareable fd; the device cannot reach them, which is fine for a NIC.
-            log::debug!(
-                "{}: DMA region {address:#x}+{size:#x} has no fd; not reachable",
-                self.id
-            );
-        }
-        self.dma
-            .map(address, size, offset, flags, fd)
-            .map_err(|e| dma_err(&self.id, e))?;
-        log::debug!(
-            "{}: DMA map {address:#x}+{size:#x} flags {:#x}",
-            self.id,
-            flags.0
-        );
-        self.dev.set_dma(self.dma.memory());
-        Ok(())
-    }
-
-    fn dma_unmap(
-        &mut self,
-        flags: DmaUnmapFlags,
-        address: u64,
-        size: u64,
-    ) -> Result<(), std::io::Error> {
-        if flags.contains(DmaUnmapFlags::ALL) {
-            self.dma.clear();
+    fn bar_write(&mut self, bar: u32, offset: u64, data: &[u8]) {
+        self.trace(Dir::Write, Region::Bar(bar), offset, data);
+        if data.len() > 8 {
+            for (i, chunk) in data.chunks(4).enumerate() {
+                self.dev
+                    .bar_write(bar as usize, offset + 4 * i as u64, chunk);
+            }
         } else {
-            self.dma
-                .unmap(address, size)
-                .map_err(|e| dma_err(&self.id, e))?;
+            self.dev.bar_write(bar as usize, offset, data);
         }
-        log::debug!("{}: DMA unmap {address:#x}+{size:#x}", self.id);
-        // Returns once no DMA uses the removed mapping: only then is the
-        // reply sent.
-        self.dev.set_dma(self.dma.memory());
-        Ok(())
     }
 
-    fn reset(&mut self) -> Result<(), std::io::Error> {
-        log::info!("{}: device reset", self.id);
+    fn reset(&mut self) {
         self.dev.reset();
-        Ok(())
+    }
+
+    fn set_dma(&mut self, dma: DmaMaps) {
+        self.dev.set_dma(DmaView {
+            read: dma.read,
+            write: dma.write,
+        });
+    }
+
+    fn msix_vectors(&self) -> u32 {
+        self.irq.msix_vectors()
     }
 
     fn set_irqs(
@@ -314,17 +137,54 @@ impl DeviceBackend for VfioPort {
         start: u32,
         count: u32,
         fds: Vec<File>,
-    ) -> Result<(), std::io::Error> {
-        log::debug!(
-            "{}: SET_IRQS index {index} flags {flags:#x} {start}+{count} ({} fds)",
-            self.id,
-            fds.len()
-        );
-        self.irq
-            .set_irqs(index, flags, start, count, fds)
-            .map_err(|e| {
-                log::warn!("{}: {e}", self.id);
-                io_err(e)
-            })
+    ) -> Result<(), IrqError> {
+        self.irq.set_irqs(index, flags, start, count, fds)
+    }
+
+    fn clear_irqs(&mut self) {
+        self.irq.clear();
+    }
+}
+
+/// The vfio-user side of one function.
+#[derive(Debug)]
+pub struct VfioPort {
+    endpoint: Endpoint<NicPort>,
+}
+
+impl VfioPort {
+    /// Wraps a device; `irq` must be the sink the device was created with.
+    pub fn new(id: String, dev: SharedDevice, irq: Arc<EventIrq>, tracer: Arc<Tracer>) -> Self {
+        let port = NicPort {
+            id: id.clone(),
+            dev,
+            irq,
+            tracer,
+        };
+        VfioPort {
+            endpoint: Endpoint::new(id, port),
+        }
+    }
+
+    /// Serves one connected client on `stream` until it goes away (the
+    /// fuzz target drives the server through a socket pair with this).
+    pub fn serve_stream(&mut self, stream: UnixStream) -> Result<(), ConnError> {
+        self.endpoint.serve(stream)
+    }
+
+    /// Forgets the client: DMA mappings, interrupts, and resets the device
+    /// (after every connection).
+    pub fn disconnect(&mut self) {
+        self.endpoint.disconnect();
+    }
+
+    /// Creates the socket and serves clients on a thread of their own until
+    /// the process ends.
+    pub fn serve(self, socket: &Path) -> Result<std::thread::JoinHandle<()>, Error> {
+        let server = Server::new(crate::socket::listen(socket)?, self.endpoint);
+        crate::threads::spawn(format!("vfio-{}", server.endpoint().id()), move || {
+            crate::sched::enter_data_path();
+            server.run()
+        })
     }
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Interrupt signalling that never makes a device thread wait for a client.
 //!
 //! An interrupt fd (a vfio-user SET_IRQS eventfd, a vhost-user call eventfd)
@@ -93,13 +94,14 @@ pub struct Signaller {
 impl Signaller {
     /// Starts the signaller thread `irq-NAME` for `targets` (held weakly:
     /// the thread ends when they are gone or the signaller is dropped).
-    pub fn spawn(name: &str, targets: Weak<dyn IrqTargets>) -> std::io::Result<Signaller> {
+    pub fn spawn(
+        name: &str,
+        targets: Weak<dyn IrqTargets>,
+    ) -> Result<Signaller, crate::error::Error> {
         install_wake_handler();
         let shared = Arc::new(Shared::default());
         let s = shared.clone();
-        let thread = std::thread::Builder::new()
-            .name(format!("irq-{name}"))
-            .spawn(move || run(&s, &targets))?;
+        let thread = crate::threads::spawn(format!("irq-{name}"), move || run(&s, &targets))?;
         Ok(Signaller {
             shared,
             thread: Some(thread),
@@ -122,7 +124,7 @@ impl Signaller {
 
     /// Call after replacing or removing fds: a write still waiting on one
     /// taken before is interrupted (its interrupt is dropped with its fd).
-    /// Returns once no write uses such an fd; bounded by [`RELEASE_LIMIT`].
+    /// Returns once no write uses such an fd; bounded by `RELEASE_LIMIT`.
     pub fn release(&self) {
         let epoch = self.shared.epoch.fetch_add(1, Ordering::AcqRel) + 1;
         let Some(t) = &self.thread else { return };
@@ -245,8 +247,8 @@ fn install_wake_handler() {
         unsafe {
             let mut sa: libc::sigaction = std::mem::zeroed();
             sa.sa_sigaction = on_wake_signal as *const () as libc::sighandler_t;
-            libc::sigemptyset(&mut sa.sa_mask);
-            if libc::sigaction(WAKE_SIGNAL, &sa, std::ptr::null_mut()) != 0 {
+            libc::sigemptyset(&raw mut sa.sa_mask);
+            if libc::sigaction(WAKE_SIGNAL, &raw const sa, std::ptr::null_mut()) != 0 {
                 log::warn!(
                     "cannot install the interrupt signaller's wake handler: {}",
                     std::io::Error::last_os_error()
@@ -262,9 +264,9 @@ fn unblock_wake_signal() {
     // only reads it.
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, WAKE_SIGNAL);
-        libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+        libc::sigemptyset(&raw mut set);
+        libc::sigaddset(&raw mut set, WAKE_SIGNAL);
+        libc::pthread_sigmask(libc::SIG_UNBLOCK, &raw const set, std::ptr::null_mut());
     }
 }
 

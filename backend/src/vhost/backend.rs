@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The vhost-user-net backend: feature negotiation, configuration space,
 //! queue workers (one epoll thread per queue pair), the transmit path into
 //! the switch and the receive path out of it.
@@ -13,7 +14,7 @@ use device_models::FrameSink;
 use net_util::tso::segment;
 use net_util::OffloadError;
 use vhost::vhost_user::message::VhostUserProtocolFeatures;
-use vhost_user_backend::{VhostUserBackend, VringRwLock, VringT};
+use vhost_user_backend::{VhostUserBackend, VringRwLock, VringState, VringT};
 use virtio_queue::QueueT;
 use vm_memory::{GuestAddressSpace, GuestMemoryAtomic, GuestMemoryMmap};
 use vmm_sys_util::epoll::EventSet;
@@ -40,7 +41,7 @@ pub const MAX_MEM_TOTAL: u64 = 1 << 40;
 /// Checks a vhost-user memory table (SET_MEM_TABLE or ADD_MEM_REGION, as
 /// the vhost-user-backend crate mapped it): at most [`MAX_MEM_REGIONS`] and
 /// [`MAX_MEM_TOTAL`] bytes, each region inside a file that cannot shrink
-/// ([`crate::memfile`]), so no access is SIGBUS.
+/// ([`vfio_user_server::memfile`]), so no access is SIGBUS.
 pub fn check_memory(mem: &GuestMemoryMmap<()>) -> Result<(), String> {
     use vm_memory::{GuestMemoryBackend, GuestMemoryRegion};
     if mem.num_regions() > MAX_MEM_REGIONS {
@@ -57,7 +58,7 @@ pub fn check_memory(mem: &GuestMemoryMmap<()>) -> Result<(), String> {
         let Some(fo) = r.file_offset() else {
             return Err("a region without a file".into());
         };
-        crate::memfile::pin_range(fo.file(), fo.start(), r.len())
+        vfio_user_server::memfile::pin_range(fo.file(), fo.start(), r.len())
             .map_err(|e| format!("region at {:#x}: {e}", r.start_addr().0))?;
     }
     Ok(())
@@ -142,6 +143,96 @@ struct RxSide {
     vring: Option<Vring>,
     used: Vec<(u16, u32)>,
     seg: Vec<u8>,
+}
+
+/// A receive queue taken for one frame: its ring, the guest memory, the
+/// negotiated header layout and the queue's scratch buffers.
+struct RxRing<'a> {
+    vr: &'a mut VringState<Mem>,
+    mem: &'a GuestMemoryMmap<()>,
+    side: &'a mut RxSide,
+    neg: Negotiated,
+    hdr: [u8; MAX_HDR_LEN],
+    hdr_len: usize,
+}
+
+impl<'a> RxRing<'a> {
+    fn new(
+        vr: &'a mut VringState<Mem>,
+        mem: &'a GuestMemoryMmap<()>,
+        side: &'a mut RxSide,
+        neg: Negotiated,
+    ) -> Self {
+        RxRing {
+            vr,
+            mem,
+            side,
+            neg,
+            hdr: [0; MAX_HDR_LEN],
+            hdr_len: neg.hdr_len.min(MAX_HDR_LEN),
+        }
+    }
+
+    /// Offers `frame` behind the header in `hdr` to the ring.
+    fn write(&mut self, frame: &[u8]) -> RxOutcome {
+        rx::write_frame(
+            self.vr.get_queue_mut(),
+            self.mem,
+            &mut self.hdr[..self.hdr_len],
+            frame,
+            self.neg.mrg_rxbuf,
+            &mut self.side.used,
+        )
+    }
+
+    /// A large segment whose GSO request the driver accepts, as it came.
+    fn write_gso(&mut self, c: &QueueCounters, h: &NetHdr, frame: &[u8]) -> RxOutcome {
+        h.write(&mut self.hdr[..self.hdr_len], 0);
+        let o = self.write(frame);
+        if matches!(o, RxOutcome::Delivered { .. }) {
+            inc(&c.rx_gso);
+            inc(&c.rx_frames);
+            add(&c.rx_bytes, frame.len() as u64);
+        }
+        o
+    }
+
+    /// A large segment the driver stopped accepting GSO for since the sender
+    /// looked: segmented here, each segment counted by `count`. Segments
+    /// that find no buffer are dropped.
+    fn write_segmented(
+        &mut self,
+        c: &QueueCounters,
+        h: &NetHdr,
+        frame: &[u8],
+        count: impl Fn(&QueueCounters, RxOutcome, usize),
+    ) -> RxOutcome {
+        let guest_csum = self.neg.guest_csum;
+        let mut seg = std::mem::take(&mut self.side.seg);
+        let r = voff::tso_request(h, frame).and_then(|t| {
+            segment(frame, &t.tso, &mut seg, |s| {
+                voff::rx_hdr_plain(s, guest_csum).write(&mut self.hdr[..self.hdr_len], 0);
+                let o = self.write(s);
+                count(c, o, s.len());
+            })
+        });
+        self.side.seg = seg;
+        if r.is_err() {
+            inc(&c.rx_bad_chain);
+        }
+        RxOutcome::Delivered { buffers: 0 }
+    }
+
+    /// A frame without GSO request. Out of buffers, the kick is re-armed and
+    /// the write retried once if the driver added some meanwhile.
+    fn write_plain(&mut self, frame: &[u8]) -> RxOutcome {
+        voff::rx_hdr_plain(frame, self.neg.guest_csum).write(&mut self.hdr[..self.hdr_len], 0);
+        let mut outcome = self.write(frame);
+        if outcome == RxOutcome::NoBuffers && self.vr.enable_notification().unwrap_or(false) {
+            outcome = self.write(frame);
+        }
+        outcome
+    }
 }
 
 struct Pair {
@@ -324,6 +415,20 @@ impl NetBackend {
         self.conn.write().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The token marking GSO trailers of this process (tests build such
+    /// frames).
+    #[cfg(test)]
+    pub(crate) fn token(&self) -> u64 {
+        self.token
+    }
+
+    /// Sets the GSO kinds passed to this port as they are (tests; nicemu
+    /// passes none unless `NICEMU_VHOST_GSO_PASS=1`).
+    #[cfg(test)]
+    pub(crate) fn set_accept(&self, bits: u8) {
+        self.accept.store(bits, Ordering::Release);
+    }
+
     /// Recomputes which GSO kinds other ports may pass to this one.
     pub(crate) fn update_accept(&self) {
         let neg = self.conn().neg;
@@ -402,24 +507,70 @@ impl NetBackend {
             inc(&self.port_counters.rx_link_drops);
             return Delivery::Done;
         }
-        let (mem, neg) = {
-            let c = self.conn();
-            match &c.mem {
-                Some(m) if c.neg.hdr_len != 0 => (m.memory(), c.neg),
-                _ => {
-                    inc(&self.port_counters.rx_not_ready);
-                    return Delivery::Done;
-                }
-            }
+        let Some((mem, neg)) = self.rx_memory() else {
+            inc(&self.port_counters.rx_not_ready);
+            return Delivery::Done;
         };
         let (frame, meta) = voff::split_trailer(frame, self.token);
-        // The flow's queue among the receive queues in use. A queue the
-        // driver has disabled since it was kicked (fewer combined channels,
-        // vhost stop) is forgotten and the frame goes to the next choice
-        // among those left, instead of being dropped. Bounded: every retry
-        // clears one bit.
-        let hash = flow_hash(frame);
-        let mut picked = None;
+        let (q, mut side, vring) = match self.pick_rx_queue(flow_hash(frame), try_only) {
+            Ok(picked) => picked,
+            Err(d) => return d,
+        };
+        let mut vr = vring.get_mut();
+        if !vr.is_enabled() || !vr.get_queue().ready() {
+            // Disabled between the check and now.
+            self.active.fetch_and(!(1u64 << q), Ordering::AcqRel);
+            inc(&self.port_counters.rx_not_ready);
+            return Delivery::Done;
+        }
+        let c = &self.counters[q];
+        let mut ring = RxRing::new(&mut vr, &mem, &mut side, neg);
+        let accepted =
+            |h: &NetHdr| voff::accept_bit(h.gso_kind()) & self.accept.load(Ordering::Acquire) != 0;
+        let outcome = match meta {
+            Some(h) if accepted(&h) => ring.write_gso(c, &h, frame),
+            Some(h) => ring.write_segmented(c, &h, frame, |c, o, len| self.count_rx(c, o, len)),
+            None => {
+                let o = ring.write_plain(frame);
+                if o != RxOutcome::NoBuffers {
+                    self.count_rx(c, o, frame.len());
+                }
+                o
+            }
+        };
+        if outcome == RxOutcome::NoBuffers {
+            let _ = ring.vr.enable_notification();
+            inc(&c.rx_no_buffers);
+            return Delivery::Busy;
+        }
+        if ring.vr.needs_notification().unwrap_or(true) {
+            self.notify(2 * q);
+        }
+        Delivery::Done
+    }
+
+    /// The guest memory and negotiated features of the connection, when a
+    /// frontend has set both up.
+    fn rx_memory(&self) -> Option<(<Mem as GuestAddressSpace>::T, Negotiated)> {
+        let c = self.conn();
+        match &c.mem {
+            Some(m) if c.neg.hdr_len != 0 => Some((m.memory(), c.neg)),
+            _ => None,
+        }
+    }
+
+    /// The receive queue for a frame of flow `hash`, locked, with its vring:
+    /// the flow's queue among the receive queues in use. A queue the driver
+    /// has disabled since it was kicked (fewer combined channels, vhost stop)
+    /// is forgotten and the frame goes to the next choice among those left,
+    /// instead of being dropped. Bounded: every retry clears one bit. `Err`
+    /// is what delivery comes to without a queue (`Busy` with `try_only`
+    /// when the queue is taken or has older frames waiting).
+    fn pick_rx_queue(
+        &self,
+        hash: u32,
+        try_only: bool,
+    ) -> Result<(usize, MutexGuard<'_, RxSide>, Vring), Delivery> {
         for _ in 0..=64 {
             let active = self.active.load(Ordering::Acquire);
             let n = active.count_ones();
@@ -433,117 +584,26 @@ impl NetBackend {
             };
             if try_only && self.pending[q].load(Ordering::Acquire) > 0 {
                 // Older frames of this queue wait in the backlog.
-                return Delivery::Busy;
+                return Err(Delivery::Busy);
             }
             let side = if try_only {
                 match pair.rx.try_lock() {
                     Ok(g) => g,
                     Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
-                    Err(std::sync::TryLockError::WouldBlock) => return Delivery::Busy,
+                    Err(std::sync::TryLockError::WouldBlock) => return Err(Delivery::Busy),
                 }
             } else {
                 lock(&pair.rx)
             };
             match side.vring.clone() {
-                Some(v) if rx_ready(&v) => {
-                    picked = Some((q, side, v));
-                    break;
-                }
+                Some(v) if rx_ready(&v) => return Ok((q, side, v)),
                 _ => {
                     self.active.fetch_and(!(1u64 << q), Ordering::AcqRel);
                 }
             }
         }
-        let Some((q, mut side, vring)) = picked else {
-            inc(&self.port_counters.rx_not_ready);
-            return Delivery::Done;
-        };
-        let side = &mut *side;
-        let mut vr = vring.get_mut();
-        if !vr.is_enabled() || !vr.get_queue().ready() {
-            // Disabled between the check and now.
-            self.active.fetch_and(!(1u64 << q), Ordering::AcqRel);
-            inc(&self.port_counters.rx_not_ready);
-            return Delivery::Done;
-        }
-        let c = &self.counters[q];
-        let mut hdr_buf = [0u8; MAX_HDR_LEN];
-        let hdr_len = neg.hdr_len.min(MAX_HDR_LEN);
-        let mut outcome = RxOutcome::Delivered { buffers: 0 };
-        match meta {
-            Some(h)
-                if (voff::accept_bit(h.gso_kind()) & self.accept.load(Ordering::Acquire)) != 0 =>
-            {
-                h.write(&mut hdr_buf[..hdr_len], 0);
-                outcome = rx::write_frame(
-                    vr.get_queue_mut(),
-                    &*mem,
-                    &mut hdr_buf[..hdr_len],
-                    frame,
-                    neg.mrg_rxbuf,
-                    &mut side.used,
-                );
-                if matches!(outcome, RxOutcome::Delivered { .. }) {
-                    inc(&c.rx_gso);
-                    inc(&c.rx_frames);
-                    add(&c.rx_bytes, frame.len() as u64);
-                }
-            }
-            Some(h) => {
-                // The driver stopped accepting GSO since the sender looked:
-                // segment here. Frames that find no buffer are dropped.
-                let r = voff::tso_request(&h, frame).and_then(|t| {
-                    segment(frame, &t.tso, &mut side.seg, |s| {
-                        let hh = voff::rx_hdr_plain(s, neg.guest_csum);
-                        hh.write(&mut hdr_buf[..hdr_len], 0);
-                        let o = rx::write_frame(
-                            vr.get_queue_mut(),
-                            &*mem,
-                            &mut hdr_buf[..hdr_len],
-                            s,
-                            neg.mrg_rxbuf,
-                            &mut side.used,
-                        );
-                        self.count_rx(c, o, s.len());
-                    })
-                });
-                if r.is_err() {
-                    inc(&c.rx_bad_chain);
-                }
-                outcome = RxOutcome::Delivered { buffers: 0 };
-            }
-            None => {
-                voff::rx_hdr_plain(frame, neg.guest_csum).write(&mut hdr_buf[..hdr_len], 0);
-                for _ in 0..2 {
-                    outcome = rx::write_frame(
-                        vr.get_queue_mut(),
-                        &*mem,
-                        &mut hdr_buf[..hdr_len],
-                        frame,
-                        neg.mrg_rxbuf,
-                        &mut side.used,
-                    );
-                    // Out of buffers: re-arm the kick; retry once if the
-                    // driver added some meanwhile.
-                    if outcome != RxOutcome::NoBuffers || !vr.enable_notification().unwrap_or(false)
-                    {
-                        break;
-                    }
-                }
-                if outcome != RxOutcome::NoBuffers {
-                    self.count_rx(c, outcome, frame.len());
-                }
-            }
-        }
-        if outcome == RxOutcome::NoBuffers {
-            let _ = vr.enable_notification();
-            inc(&c.rx_no_buffers);
-            return Delivery::Busy;
-        }
-        if vr.needs_notification().unwrap_or(true) {
-            self.notify(2 * q);
-        }
-        Delivery::Done
+        inc(&self.port_counters.rx_not_ready);
+        Err(Delivery::Done)
     }
 
     /// The queue pair a frame from the switch goes to now (its flow's pick
@@ -573,7 +633,7 @@ impl NetBackend {
     /// Signals the used ring of `vr` to the guest without ever blocking
     /// (a full call eventfd coalesces; see [`crate::vfio::irq`]).
     /// Starts the thread that signals the port's call eventfds.
-    pub fn start_signaller(self: &Arc<Self>) -> std::io::Result<()> {
+    pub fn start_signaller(self: &Arc<Self>) -> Result<(), crate::error::Error> {
         let weak = Arc::downgrade(self);
         let s = Signaller::spawn(&self.id, weak as Weak<dyn IrqTargets>)?;
         let _ = self.signaller.set(s);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Frames from the switch that found their receive queue without buffers
 //! wait here, one FIFO per queue pair, so a queue the guest has not refilled
 //! holds up only its own flows: frames for other queues are still delivered

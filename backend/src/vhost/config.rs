@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! virtio-net feature bits this backend offers and its device configuration
 //! space (virtio 1.2 §5.1.3, §5.1.4).
 
@@ -80,7 +81,7 @@ impl Negotiated {
     }
 }
 
-/// Size of the configuration space served: mac[6], status, max_virtqueue_pairs.
+/// Size of the configuration space served: `mac[6]`, `status`, `max_virtqueue_pairs`.
 pub const CONFIG_LEN: usize = 10;
 
 /// The device configuration space (little-endian fields).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Per-queue-pair and per-port counters of a virtio-net port.
 
 use std::sync::atomic::{AtomicU64, Ordering};

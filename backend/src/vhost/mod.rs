@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! virtio-net ports served over vhost-user.
 //!
 //! Each `--device virtio-net` port is one [`VirtioNetPort`]: a vhost-user-net
@@ -110,10 +111,6 @@ impl std::fmt::Debug for Shared {
 impl VirtioNetPort {
     /// Attaches the port to `switch` and listens on its socket.
     pub fn start(spec: &DeviceSpec, switch: &Arc<Switch>) -> Result<Self, Error> {
-        let listen_err = |e: std::io::Error| Error::Listen {
-            path: spec.socket.clone(),
-            source: e,
-        };
         let listener = crate::socket::listen(&spec.socket)?;
         let direct = Arc::new(PortSlot::default());
         let (port, rx) = switch.attach_direct(Some(direct.clone()));
@@ -125,7 +122,7 @@ impl VirtioNetPort {
             Box::new(port),
             GsoPeers::for_switch(switch),
         ));
-        backend.start_signaller().map_err(listen_err)?;
+        backend.start_signaller()?;
         let inner = Arc::new(Shared {
             backend: backend.clone(),
             switch_counters,
@@ -137,51 +134,42 @@ impl VirtioNetPort {
         // the guest's queues as buffers arrive (see [`backlog`]).
         let backlog = Arc::new(Backlog::new(usize::from(backend.pairs())));
         let (rb, bl) = (backend.clone(), backlog.clone());
-        std::thread::Builder::new()
-            .name(format!("rx-{}", spec.id))
-            .spawn(move || {
-                crate::sched::enter_data_path();
-                while let Some(frame) = rx.recv() {
-                    bl.push(&rb, &frame);
-                    rx.recycle(frame);
-                }
-                bl.close(&rb);
-            })
-            .map_err(listen_err)?;
+        crate::threads::spawn(format!("rx-{}", spec.id), move || {
+            crate::sched::enter_data_path();
+            while let Some(frame) = rx.recv() {
+                bl.push(&rb, &frame);
+                rx.recycle(frame);
+            }
+            bl.close(&rb);
+        })?;
         let (rb, bl) = (backend.clone(), backlog);
-        std::thread::Builder::new()
-            .name(format!("rxq-{}", spec.id))
-            .spawn(move || {
-                crate::sched::enter_data_path();
-                loop {
-                    let seen = rb.generation();
-                    if bl.pump(&rb) {
-                        continue;
-                    }
-                    if bl.is_empty() {
-                        if bl.is_closed() {
-                            break;
-                        }
-                        // Idle: a pushed frame bumps the generation.
-                        rb.wait(seen, Duration::from_secs(1));
-                    } else {
-                        // Waiting for buffers: a receive kick bumps it; the
-                        // timeout only bounds a missed one.
-                        rb.wait(seen, Duration::from_millis(100));
-                    }
+        crate::threads::spawn(format!("rxq-{}", spec.id), move || {
+            crate::sched::enter_data_path();
+            loop {
+                let seen = rb.generation();
+                if bl.pump(&rb) {
+                    continue;
                 }
-            })
-            .map_err(listen_err)?;
+                if bl.is_empty() {
+                    if bl.is_closed() {
+                        break;
+                    }
+                    // Idle: a pushed frame bumps the generation.
+                    rb.wait(seen, Duration::from_secs(1));
+                } else {
+                    // Waiting for buffers: a receive kick bumps it; the
+                    // timeout only bounds a missed one.
+                    rb.wait(seen, Duration::from_millis(100));
+                }
+            }
+        })?;
         let s = inner.clone();
-        std::thread::Builder::new()
-            .name(format!("vhost-{}", spec.id))
-            .spawn(move || {
-                // The vhost-user daemon's queue workers are spawned from here
-                // and inherit the policy.
-                crate::sched::enter_data_path();
-                serve(&s, Some(listener))
-            })
-            .map_err(listen_err)?;
+        crate::threads::spawn(format!("vhost-{}", spec.id), move || {
+            // The vhost-user daemon's queue workers are spawned from here
+            // and inherit the policy.
+            crate::sched::enter_data_path();
+            serve(&s, Some(listener))
+        })?;
         let port = VirtioNetPort { inner };
         direct.set(Arc::new(port.clone()));
         Ok(port)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The virtio-net header (virtio 1.2 §5.1.6) and the offloads it asks for:
 //! checksum completion, TCP segmentation (through the shared
 //! `net_util` helpers), and the in-process GSO trailer that lets
@@ -260,9 +261,9 @@ mod tests {
             gso_type: VIRTIO_NET_HDR_GSO_TCPV6 as u8,
             ..h
         };
-        assert!(tso_request(&v6, &f).is_err());
-        assert!(tso_request(&NetHdr { gso_size: 0, ..h }, &f).is_err());
-        assert!(tso_request(&h, &f[..40]).is_err());
+        tso_request(&v6, &f).unwrap_err();
+        tso_request(&NetHdr { gso_size: 0, ..h }, &f).unwrap_err();
+        tso_request(&h, &f[..40]).unwrap_err();
     }
 
     #[test]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! A relay between the frontend's connection and the vhost-user request
 //! handler, forwarding every message and its file descriptors unchanged
 //! except one: QEMU's virtio-net sends `SET_VRING_ENABLE` when the guest

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Receive side: writing a virtio-net header and a frame into the guest's
 //! receive buffers, one descriptor chain or (with `VIRTIO_NET_F_MRG_RXBUF`)
 //! as many as needed. Nothing is published to the used ring until the whole

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Descriptor-chain edge cases over `virtio_queue` mock queues: every guest
 //! mistake ends in a defined outcome (drop + reason), never a panic.
 
@@ -22,7 +23,10 @@ fn mem() -> GuestMemoryMmap<()> {
 /// As [`mem`], over a sealable memfd as QEMU shares guest RAM (what a
 /// backend accepts as its memory table).
 fn shared_mem() -> GuestMemoryMmap<()> {
-    file_mem(crate::memfile::tests::memfd(0x40_0000, true), 0x40_0000)
+    file_mem(
+        vfio_user_server::memfile::testutil::memfd(0x40_0000, true),
+        0x40_0000,
+    )
 }
 
 /// Descriptors of chains laid out from table index `first`: each inner slice
@@ -411,6 +415,61 @@ mod backend_rx {
         assert_eq!(before, after);
     }
 
+    /// A frame a virtio-net sender passed with its GSO request (the trailer
+    /// the switch carries) reaches a driver that takes no GSO as MSS-sized
+    /// segments, each counted; a request that does not fit its frame is
+    /// dropped as a bad chain; a driver that takes TCPv4 GSO gets the frame
+    /// whole with the request in its header.
+    #[test]
+    fn passed_gso_frames_are_segmented_for_the_receiver() {
+        use super::super::offload::{push_trailer, tso_request, NetHdr};
+        use virtio_bindings::bindings::virtio_net::VIRTIO_NET_HDR_GSO_TCPV4;
+        use vm_memory::Bytes;
+        let m: GuestMemoryMmap<()> = shared_mem();
+        let b = two_pair_backend(&m);
+        let rx0 = rx_vring(&m, 0x100_000, 16);
+        let tx = rx_vring(&m, 0x300_000, 0);
+        b.handle_event(0, EventSet::IN, &[rx0.clone(), tx.clone()], 0)
+            .unwrap();
+        let hdr = NetHdr {
+            flags: 0,
+            gso_type: VIRTIO_NET_HDR_GSO_TCPV4 as u8,
+            hdr_len: 54,
+            gso_size: 1000,
+            csum_start: 34,
+            csum_offset: 16,
+        };
+        let flow = flows_to(0, 1)[0].clone();
+        let mut big = flow[..54].to_vec();
+        big.resize(54 + 2500, 0x5a);
+        big[16..18].copy_from_slice(&(40u16 + 2500).to_be_bytes());
+        let req = tso_request(&hdr, &big).unwrap();
+        let mut passed = big.clone();
+        push_trailer(&mut passed, &req, b.token());
+        assert_eq!(b.deliver(&passed, false), Delivery::Done);
+        let c = b.counters[0].snapshot();
+        assert_eq!((c.rx_frames, c.rx_gso, c.rx_bad_chain), (3, 0, 0));
+        assert_eq!(c.rx_bytes, 3 * 54 + 2500);
+        // The trailer on a frame cut inside its TCP header.
+        let mut bad = flow[..40].to_vec();
+        push_trailer(&mut bad, &req, b.token());
+        assert_eq!(b.deliver(&bad, false), Delivery::Done);
+        let c = b.counters[0].snapshot();
+        assert_eq!((c.rx_frames, c.rx_bad_chain), (3, 1));
+        b.set_accept(super::super::offload::accept::TCP4);
+        assert_eq!(b.deliver(&passed, false), Delivery::Done);
+        let c = b.counters[0].snapshot();
+        assert_eq!((c.rx_frames, c.rx_gso), (4, 1));
+        assert_eq!(c.rx_bytes, 3 * 54 + 2500 + big.len() as u64);
+        // The header written in front of it (12 bytes, after the three
+        // segments' 2 KiB buffers) carries the request.
+        let mut h = [0u8; 12];
+        m.read_slice(&mut h, GuestAddress(0x100_000 + 0x10_000 + 3 * 0x800))
+            .unwrap();
+        let got = NetHdr::parse(&h).unwrap();
+        assert_eq!((got.gso_type, got.gso_size), (hdr.gso_type, 1000));
+    }
+
     /// Frames waiting for buffers are bounded in bytes as well as frames:
     /// 64 KiB frames (GSO-passed segments) fill a FIFO long before 512 of
     /// them (32 MiB) are held.
@@ -494,7 +553,7 @@ fn file_mem(file: std::fs::File, size: usize) -> GuestMemoryMmap<()> {
 #[test]
 fn memory_tables_that_could_sigbus_are_refused() {
     use super::backend::{check_memory, MAX_MEM_REGIONS};
-    use crate::memfile::tests::memfd;
+    use vfio_user_server::memfile::testutil::memfd;
     // A region larger than its file, a file that could shrink, a good one.
     assert!(check_memory(&file_mem(memfd(4096, true), 1 << 20)).is_err());
     assert!(check_memory(&file_mem(memfd(1 << 20, false), 1 << 20)).is_err());

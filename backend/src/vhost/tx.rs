@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Transmit side: reading a guest's transmit descriptor chain into one
 //! contiguous buffer (virtio-net header + frame), with every guest mistake
 //! mapped to a drop reason instead of a panic.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Wires: switch ports that leave the process — a QEMU `-netdev stream`
 //! compatible unix socket (so QEMU's own NICs can be peers) and a tap device.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The stream wire: a unix socket speaking QEMU's `-netdev stream` framing
 //! (each frame preceded by its length as a 32-bit big-endian integer). nicemu
 //! listens; a QEMU peer connects with
@@ -131,8 +132,8 @@ mod tests {
         assert!(read_frame(&mut &b[..], &mut buf).unwrap());
         assert_eq!(buf, [1, 2, 3]);
         assert!(!read_frame(&mut &[][..], &mut buf).unwrap());
-        assert!(read_frame(&mut &[0, 0, 0, 0][..], &mut buf).is_err());
-        assert!(read_frame(&mut &[0xff, 0, 0, 1][..], &mut buf).is_err());
+        read_frame(&mut &[0, 0, 0, 0][..], &mut buf).unwrap_err();
+        read_frame(&mut &[0xff, 0, 0, 1][..], &mut buf).unwrap_err();
         assert!(
             read_frame(&mut &[0, 0, 0, 9, 1][..], &mut buf).is_err(),
             "truncated"

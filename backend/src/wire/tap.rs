@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The tap wire: a Linux tap interface (`/dev/net/tun`, IFF_TAP | IFF_NO_PI)
 //! joined to a switch, so the host or other programs see the emulated network.
 
@@ -38,11 +39,11 @@ pub fn open(ifname: &str) -> std::io::Result<File> {
         .iter_mut()
         .zip(ifname.bytes().take(libc::IFNAMSIZ - 1))
     {
-        *d = s as libc::c_char;
+        *d = libc::c_char::from_ne_bytes([s]);
     }
     // SAFETY: TUNSETIFF reads and writes a `struct ifreq`; `IfReq` has its
     // layout (16-byte name, flags, padding to 40 bytes) and lives across the call.
-    let rc = unsafe { libc::ioctl(f.as_raw_fd(), TUNSETIFF, &mut req as *mut IfReq) };
+    let rc = unsafe { libc::ioctl(f.as_raw_fd(), TUNSETIFF, &raw mut req) };
     if rc < 0 {
         return Err(std::io::Error::last_os_error());
     }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Frame accounting of a port from `nicemu ctl --json stats`: what the
 //! switch handed it and what became of each frame (placed in the guest's
 //! ring, or dropped and counted by name), and what it transmitted. Frames

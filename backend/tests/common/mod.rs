@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Helpers shared by the integration tests: start nicemu, talk vfio-user,
 //! shared "guest RAM" files, ring set-up the way the igb driver does it.
 #![allow(dead_code)]
@@ -67,7 +68,12 @@ impl Nicemu {
 
     pub fn stop(mut self) -> (std::process::ExitStatus, PathBuf) {
         // SAFETY: sending SIGTERM to our own child process by its pid.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        unsafe {
+            libc::kill(
+                libc::pid_t::try_from(self.child.id()).unwrap(),
+                libc::SIGTERM,
+            )
+        };
         let st = self.child.wait().unwrap();
         (st, self.dir.clone())
     }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! An igb or ixgbe "driver" over vfio-user for tests that move frames:
 //! queue 0 of each direction with [`RING`] descriptors, set up the way
 //! `igb_configure_tx_ring`/`ixgbe_configure_tx_ring` and their receive

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! A vfio-user client over a raw unix socket that sends whatever it is told
 //! to (malformed messages, any descriptors), for the hostile-client tests.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! A virtio-net driver for tests: the `vhost` crate's vhost-user frontend
 //! (an implementation independent of nicemu's) and split virtqueues in a
 //! shared memfd, laid out and driven as a guest's virtio_net driver does

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Register side effects and the locks they run under.
 //!
 //! A register's [`Hook`] says which state its side effect works on, and so

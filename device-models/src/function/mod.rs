@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! One Intel NIC function, whichever part it is: [`Function<M>`] owns what
 //! every 82576 (igb) and 82599 (ixgbe) function has — the register file and its
 //! statistics totals, guest error counters, DMA memory, the I/O window, the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! What a part brings to a [`Function`]: the [`Model`] trait, the register
 //! map the shared engines read ([`Layout`]), and the small traits of the
 //! state a part keeps its own way (its link [`Media`], its interrupt state).

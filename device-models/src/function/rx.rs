@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The receive engine both parts share (82576 datasheet §7.1, 82599 §7.1):
 //! queue selection by RSS, injected receive faults, size checks, the part's
 //! address and VLAN filters, the IEEE 1588 receive stamp, then placing the

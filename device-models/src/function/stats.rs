@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Where each frame counts (82576 datasheet §8.19, 82599 §8.2.3.23): good
 //! and total packets, good and total octets (split low/high counters, FCS
 //! included), the 64..1522-byte size buckets and broadcast/multicast, in the

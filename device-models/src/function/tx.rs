@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The transmit engine both parts share (82576 datasheet §7.2, 82599 §7.2): on
 //! a tail doorbell, one pass over the queue's ring ([`crate::txframe`]), each
 //! gathered frame finished with the part's settings (VLAN ethertype,

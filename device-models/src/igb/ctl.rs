@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The 82576's control registers: CTRL (device and PHY reset, set link up;
 //! §8.2.1), STATUS (§8.2.2), the MDIO interface to the internal PHY (MDIC,
 //! §8.2.4), whose writes can change the link, and TCTL's transmit enable.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The 82576 NVM image (82576 datasheet §6.1, "EEPROM map").
 //!
 //! Words the igb driver reads: 0x00–0x02 MAC address (loaded into RAL0/RAH0 at

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Interrupt causes, masks and MSI-X routing of the 82576 (datasheet §7.3).
 //!
 //! Legacy causes live in ICR (set by events or ICS, masked by IMS). In MSI-X

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Intel 82576 (igb) Gigabit Ethernet controller, one PCI function.
 //!
 //! Behaviour follows the 82576 datasheet and what the Linux `igb` driver reads

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! PCI configuration of the 82576 function (82576 datasheet §9: device ID 0x10C9,
 //! BAR0 128 KiB registers, BAR1 flash, BAR2 32-byte I/O window, BAR3 MSI-X with
 //! 10 vectors, capabilities PM → MSI → MSI-X → PCIe).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The 82576's internal IGP03 copper PHY (82576 datasheet §8.24, PHY registers;
 //! ID 0x02A8_0390 as the igb driver's `igb_get_phy_id_82575` expects).
 

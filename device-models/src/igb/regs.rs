@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The 82576 BAR0 register table (82576 datasheet §8, register summary table 8-2;
 //! offsets as used by the Linux igb driver's `e1000_regs.h`).
 //!

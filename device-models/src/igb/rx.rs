@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! What the 82576's receiver does its own way (datasheet §7.1): the receive
 //! enable and long packet settings of RCTL, address / multicast / VLAN
 //! filtering, the PTP message selection of TSYNCRXCFG, checksum status as

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Unit tests that drive the 82576 model the way the igb driver does.
 
 use vm_memory::{Bytes, GuestAddress};
@@ -599,7 +600,7 @@ fn rss_spreads_flows_over_queues_and_reports_hash_and_checksums() {
     assert_eq!(pkt_info & 0xf, 1, "RSS type TCP/IPv4");
     assert_eq!(pkt_info & 0x0110, 0x0110, "packet type IPv4 + TCP");
     let hash: u32 = d.mem().read_obj(GuestAddress(wb + 4)).unwrap();
-    assert_eq!((hash & 0x7f) as u64 % 4, q, "RETA[hash] picked the queue");
+    assert_eq!(u64::from(hash & 0x7f) % 4, q, "RETA[hash] picked the queue");
     let st: u32 = d.mem().read_obj(GuestAddress(wb + 8)).unwrap();
     assert_eq!(st & 0x63, 0x63, "DD|EOP|IPCS|TCPCS");
     assert_eq!(st & 0x6000_0000, 0, "no checksum errors");

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! What the 82576's transmitter does its own way (datasheet §7.2): TCTL's
 //! padding, VET as the inserted VLAN ethertype, PHY and MAC loopback, and the
 //! time sync interrupt of a transmit stamp. The rest of the transmit path is

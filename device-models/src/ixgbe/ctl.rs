@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The 82599's control registers: CTRL (device and link reset, §8.2.3.1.1),
 //! STATUS and LINKS (computed from the link), the SFP+ cage behind ESDP and
 //! I2CCTL (§8.2.3.1.4), AUTOC's autonegotiation restart, the MDIO interface

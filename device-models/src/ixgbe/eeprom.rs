@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The 82599 NVM image (82599 datasheet §6, "EEPROM map") and the ixgbe
 //! checksum rule (`ixgbe_calc_eeprom_checksum_generic`): the words 0x00–0x3E
 //! plus, for each pointer word 0x03–0x0E that is neither 0 nor 0xFFFF, the

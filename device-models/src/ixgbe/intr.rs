@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Interrupt causes, masks and MSI-X routing of the 82599 (datasheet §7.3).
 //!
 //! EICR bits 31:16 are the "other" causes (LSC, flow director, ECC, SDPs…),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Intel 82599 (ixgbe) 10 Gigabit Ethernet controller, one SFP+ PCI function
 //! (device 8086:10FB, as on the X520 adapters).
 //!

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! PCI configuration of the 82599 SFP+ function (82599 datasheet §9: device ID
 //! 0x10FB; BAR0 512 KiB 64-bit registers, BAR2 32-byte I/O window, BAR4 16 KiB
 //! 64-bit MSI-X table (0x0000) and PBA (0x2000) with 64 vectors; capabilities PM

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The 82599 BAR0 register table (82599 datasheet §8.2, register summary table
 //! 8-3; offsets as used by the Linux ixgbe driver's `ixgbe_type.h`).
 //!

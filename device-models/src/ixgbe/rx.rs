@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! What the 82599's receiver does its own way (datasheet §7.1): L2 filtering
 //! (FCTRL, the 128 receive address registers, MTA, the VLAN filter), the
 //! maximum frame size of HLREG0/MAXFRS, the PTP message selection of RXMTRL,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The SFP+ module in the 82599's cage and the bit-banged I2C bus the driver
 //! reaches it through (82599 datasheet §8.2.3.1.4 I2CCTL; SFF-8472 memory map;
 //! ixgbe `ixgbe_read_i2c_byte_generic` / `ixgbe_identify_sfp_module_generic`).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Statistics counters of the 82599 (datasheet §8.2.3.23) beyond the frame
 //! counters both parts share ([`crate::function::stats`]; on the 82599 the
 //! octet counters are 36 bits wide, split in a low register and a high one

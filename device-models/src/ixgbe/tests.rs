@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Unit tests that drive the 82599 model the way the ixgbe driver does.
 
 use vm_memory::{Bytes, GuestAddress};

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! What the 82599's transmitter does its own way (datasheet §7.2): DMATXCTL's
 //! enable and VLAN ethertype, HLREG0's padding and MAC loopback. The 82599 has no interrupt
 //! for a transmit stamp: the driver polls TSYNCTXCTL.VALID

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Builders for the capability structures of the NIC functions.
 //!
 //! Bodies exclude the 2-byte (id, next) header; each builder returns the body and

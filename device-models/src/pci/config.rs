@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The configuration space byte array with per-byte write and write-1-to-clear masks.
 
 /// Size of PCI Express configuration space.

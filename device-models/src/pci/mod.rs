@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! PCI configuration space shared by the NIC models.
 //!
 //! Type-0 header (PCI Local Bus spec 3.0 §6.1), BARs with size probing, and a

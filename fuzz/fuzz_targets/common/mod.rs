@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! One nicemu instance inside the fuzzing process, serving the real sockets
 //! (an igb function, a virtio-net port, a stream wire and the control
 //! socket) from a temporary directory; each input is written to one of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Which changed source files end up only in loadable modules: kbuild's object lists of the
 //! file's directory Makefile (`obj-y`, `obj-m`, `obj-$(CONFIG_X)`, composite `NAME-y` /
 //! `NAME-objs` / `NAME-$(CONFIG_X)`) evaluated against the kernel's `.config`
@@ -40,7 +41,12 @@ pub fn only_in_modules(makefile: &str, config: &HashMap<String, String>, file: &
                 .filter(|(var, _)| var.starts_with("obj-"))
                 .flat_map(|(var, objs)| {
                     objs.iter()
-                        .filter(|o| o.ends_with(".o"))
+                        // An object is NAME.o exactly (kbuild's own rule).
+                        .filter(|o| {
+                            std::path::Path::new(o)
+                                .extension()
+                                .is_some_and(|e| e == "o")
+                        })
                         .map(move |_| var_goal(var, config))
                 })
                 .collect();

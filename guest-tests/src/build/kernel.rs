@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Whole-kernel builds: x86_64 defconfig + the repo's fragment (`guest-tests/kernel/
 //! nicemu.config`: igb/ixgbe as modules, virtio-net, MSI-X, PTP, netns, the scenarios'
 //! qdiscs, 8021q, BPF/XDP and the latency tracers), built inside the sid root with ccache,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Running long build steps inside the sid root: the full output goes to a log file, the
 //! terminal gets the phase and the elapsed time every so often, and a failure reports the
 //! compiler's first error lines and the log's path. Also the build packages (headers,

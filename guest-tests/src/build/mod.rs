@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! From a patch, a driver directory or a kernel tree to a bootable guest kernel.
 //!
 //! [`resolve`] is the one place that turns "kernel + changes" into a [`GuestKernel`]:

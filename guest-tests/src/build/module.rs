@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Out-of-tree module builds against a Debian kernel's own build tree
 //! (`/usr/src/linux-headers-KVER` + `linux-kbuild`, with the compiler that tree names), so the
 //! module's vermagic is the kernel's. Each build stamps `MODULE_VERSION("nicemu-ID")` into the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Patches given with `--patch`: which files they touch (unified diff headers, `-p1`), and
 //! applying them with GNU `patch` — first a dry run of the whole series on a scratch copy's
 //! files, so a patch that does not apply leaves nothing half-applied, and a failure names the

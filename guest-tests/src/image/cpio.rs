@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! A writer for the cpio "newc" format the kernel unpacks as an initramfs.
 
 use std::collections::BTreeSet;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The guest's `/init`: mounts, module loading, helpers for scenario snippets, the
 //! scenario body, end marker and power-off.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The guest kernel: which bzImage and which modules directory.
 
 use std::path::{Path, PathBuf};
@@ -206,8 +207,8 @@ mod tests {
             KernelSpec::from_args("trixie-rt", None).unwrap().name(),
             "trixie-rt"
         );
-        assert!(KernelSpec::from_args("bookworm", None).is_err());
-        assert!(KernelSpec::from_args("/boot/bzImage", None).is_err());
+        KernelSpec::from_args("bookworm", None).unwrap_err();
+        KernelSpec::from_args("/boot/bzImage", None).unwrap_err();
         let k = KernelSpec::from_args("/x/bzImage", Some(Path::new("/m/7.0"))).unwrap();
         assert_eq!(k.name(), "bzImage");
         assert_eq!(
@@ -218,7 +219,7 @@ mod tests {
             KernelSpec::from_args("trixie-rt-built", None).unwrap(),
             KernelSpec::Built("trixie-rt".into())
         );
-        assert!(KernelSpec::from_args("bookworm-built", None).is_err());
+        KernelSpec::from_args("bookworm-built", None).unwrap_err();
         assert_eq!(
             KernelSpec::from_args("tree:/src/linux", None)
                 .unwrap()

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The second initramfs archive of `kselftest` guests: the installed selftests tree at
 //! `/ksft`, python3 with its standard library and PyYAML, the tools the tests call (bash,
 //! socat, iperf3, bpftool, devlink, coreutils' `timeout` and `env`; bash as `/bin/sh` and `/bin/bash`) and

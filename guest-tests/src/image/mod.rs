@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The guest image: kernel, modules, tools and the generated `/init`, packed as a newc cpio.
 
 pub mod cpio;

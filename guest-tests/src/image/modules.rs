@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Kernel modules for the guest: dependency order from `modules.dep`, and decompression
 //! (busybox `insmod` only loads plain `.ko` files).
 

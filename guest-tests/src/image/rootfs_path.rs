@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Resolving paths inside a foreign root (like `chroot` would), following its symlinks.
 
 use std::path::{Component, Path, PathBuf};

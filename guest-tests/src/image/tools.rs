@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Guest tools copied from the sid root, with the shared libraries they need
 //! (found with the root's own `ldd`, so the root's loader and libc are used).
 

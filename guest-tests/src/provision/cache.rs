@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The cache directory: `$NICEMU_CACHE`, else `~/.cache/nicemu`.
 
 use std::path::PathBuf;

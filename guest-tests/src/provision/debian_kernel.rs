@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Debian kernels other than the sid root's own: trixie's `linux-image-amd64` and
 //! `linux-image-rt-amd64` (PREEMPT_RT). apt inside the sid root resolves and downloads the
 //! `.deb` with a private configuration (its own sources list, lists and status under
@@ -57,12 +58,8 @@ pub fn ensure(sid_root: &Path, f: Flavour) -> Result<Unpacked> {
     let rel_dir = format!("var/lib/nicemu-kernels/{}", f.name);
     let dir = sid_root.join(&rel_dir);
     let ready = dir.join("READY");
-    if let Ok(release) = std::fs::read_to_string(&ready) {
-        let release = release.trim().to_owned();
-        let u = unpacked(&dir.join("root"), &release);
-        if u.image.is_file() && u.modules_dir.join("modules.dep").is_file() {
-            return Ok(u);
-        }
+    if let Some(u) = ready_kernel(&dir, &ready) {
+        return Ok(u);
     }
     if !is_root() {
         return Err(Error::Prerequisite(format!(
@@ -78,21 +75,55 @@ pub fn ensure(sid_root: &Path, f: Flavour) -> Result<Unpacked> {
     );
     apt.update()?;
     let pkg = apt.image_package(f.meta)?;
+    let deb = download(&apt, &f, &dir, &rel_dir, &pkg)?;
+    let release = pkg.strip_prefix("linux-image-").unwrap_or(&pkg).to_owned();
+    let root = unpack(sid_root, &f, &dir, &rel_dir, &deb, &release)?;
+    let u = unpacked(&root, &release);
+    if !u.image.is_file() {
+        return Err(Error::Kernel(format!(
+            "{} has no boot/vmlinuz-{release}",
+            pkg
+        )));
+    }
+    std::fs::write(&ready, format!("{release}\n")).map_err(|e| Error::io(&ready, e))?;
+    println!("provision: {} kernel {release} ready", f.name);
+    Ok(u)
+}
+
+/// The kernel unpacked before, when its `READY` stamp and its files are there.
+fn ready_kernel(dir: &Path, ready: &Path) -> Option<Unpacked> {
+    let release = std::fs::read_to_string(ready).ok()?;
+    let u = unpacked(&dir.join("root"), release.trim());
+    (u.image.is_file() && u.modules_dir.join("modules.dep").is_file()).then_some(u)
+}
+
+/// The image package's .deb in `dir/debs`, downloaded unless it is there.
+fn download(apt: &AptConfig, f: &Flavour, dir: &Path, rel_dir: &str, pkg: &str) -> Result<PathBuf> {
     let debs = dir.join("debs");
     std::fs::create_dir_all(&debs).map_err(|e| Error::io(&debs, e))?;
-    let deb = match find_deb(&debs, &pkg) {
-        Some(d) => d,
-        None => {
-            println!("provision: {} kernel: downloading {pkg}", f.name);
-            apt.download(&format!("/{rel_dir}/debs"), &pkg)?;
-            find_deb(&debs, &pkg).ok_or_else(|| {
-                Error::Prerequisite(format!(
-                    "apt-get download {pkg} left no .deb in {}",
-                    debs.display()
-                ))
-            })?
-        }
-    };
+    if let Some(d) = find_deb(&debs, pkg) {
+        return Ok(d);
+    }
+    println!("provision: {} kernel: downloading {pkg}", f.name);
+    apt.download(&format!("/{rel_dir}/debs"), pkg)?;
+    find_deb(&debs, pkg).ok_or_else(|| {
+        Error::Prerequisite(format!(
+            "apt-get download {pkg} left no .deb in {}",
+            debs.display()
+        ))
+    })
+}
+
+/// Unpacks `deb` into `dir/root` (through `root.tmp`, renamed when complete)
+/// and runs depmod for `release` there; returns `dir/root`.
+fn unpack(
+    sid_root: &Path,
+    f: &Flavour,
+    dir: &Path,
+    rel_dir: &str,
+    deb: &Path,
+    release: &str,
+) -> Result<PathBuf> {
     let tmp = dir.join("root.tmp");
     if tmp.exists() {
         std::fs::remove_dir_all(&tmp).map_err(|e| Error::io(&tmp, e))?;
@@ -113,28 +144,18 @@ pub fn ensure(sid_root: &Path, f: Flavour) -> Result<Unpacked> {
     if !tmp.join("lib").exists() {
         std::os::unix::fs::symlink("usr/lib", tmp.join("lib")).map_err(|e| Error::io(&tmp, e))?;
     }
-    let release = pkg.strip_prefix("linux-image-").unwrap_or(&pkg).to_owned();
     output_ok(Command::new("chroot").arg(sid_root).args([
         "depmod",
         "-b",
         &format!("/{rel_dir}/root.tmp"),
-        &release,
+        release,
     ]))?;
     let root = dir.join("root");
     if root.exists() {
         std::fs::remove_dir_all(&root).map_err(|e| Error::io(&root, e))?;
     }
     std::fs::rename(&tmp, &root).map_err(|e| Error::io(&root, e))?;
-    let u = unpacked(&root, &release);
-    if !u.image.is_file() {
-        return Err(Error::Kernel(format!(
-            "{} has no boot/vmlinuz-{release}",
-            pkg
-        )));
-    }
-    std::fs::write(&ready, format!("{release}\n")).map_err(|e| Error::io(&ready, e))?;
-    println!("provision: {} kernel {release} ready", f.name);
-    Ok(u)
+    Ok(root)
 }
 
 fn unpacked(root: &Path, release: &str) -> Unpacked {
@@ -151,9 +172,11 @@ fn find_deb(dir: &Path, pkg: &str) -> Option<PathBuf> {
         .flatten()
         .map(|e| e.path())
         .find(|p| {
-            p.file_name()
+            let named = p
+                .file_name()
                 .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with(&format!("{pkg}_")) && n.ends_with(".deb"))
+                .is_some_and(|n| n.starts_with(&format!("{pkg}_")));
+            named && p.extension().is_some_and(|e| e == "deb")
         })
 }
 

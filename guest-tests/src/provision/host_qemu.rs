@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Detection of a usable host QEMU (>= 10.1 with `vfio-user-pci`).
 
 use std::path::PathBuf;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The kernel's own driver selftests (`tools/testing/selftests/drivers/net` and
 //! `drivers/net/hw`, with `net/lib`, YNL and the netlink specs), built from the guest
 //! kernel's exact Debian source inside the sid root with

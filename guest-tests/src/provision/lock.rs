@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! An exclusive advisory lock on a file (`flock(2)`), held while one run fills a cache entry
 //! that a concurrent run may want too (a source package, an extracted tree, a build).
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Provisioning: the cache directory, a QEMU new enough for vfio-user, and the Debian sid
 //! root that supplies the guest kernel, its modules and the guest tools.
 

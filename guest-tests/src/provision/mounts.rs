@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Bind mounts of /proc and /dev into the sid root, shared by every nicemu-guest process
 //! that uses the root at the same time.
 //!

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! A/B over repeated rounds (`--rounds N`, A B A B …, each a fresh boot): per metric the
 //! samples of both sides, median and range, the relative change of B against A and the
 //! verdict of [`crate::stats::verdict`] — the Mann–Whitney U test decides, a seeded

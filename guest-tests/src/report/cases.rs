@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The `kselftest` cases × devices table: every selftest case (rows, in program order) by
 //! every (kernel, device) cell (columns), from the scenario's `cases` metric. A result that
 //! differs from the device's expectations file is marked `!`.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Two runs side by side (A/B): per device and scenario, the status and every numeric
 //! metric of both with the relative change — the table a patch author pastes into a mail.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! A self-contained HTML report: the results table, netperf / qdisc / ping bars per
 //! kernel and device, cyclictest latency histograms per CPU, and the problems.
 

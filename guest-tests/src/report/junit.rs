@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! JUnit XML for CI systems: one test suite per (kernel, device), one test case per scenario.
 
 use std::path::Path;

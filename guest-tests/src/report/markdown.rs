@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Markdown results table: one row per (kernel, device), one column per scenario with its
 //! status and headline, then the problems (failures, skips, broken boots) in detail.
 
@@ -35,7 +36,27 @@ pub fn render(report: &RunReport) -> String {
             .map(|x| format!(", shard {x}"))
             .unwrap_or_default()
     );
-    s.push_str("| kernel | device |");
+    s.push_str(&results_table(report));
+    s.push_str(&format!(
+        "\n{pass} passed, {fail} failed, {skip} skipped; wall time {:.0} s\n",
+        report.wall_secs
+    ));
+    s.push_str(&super::cases::markdown(&super::cases::table(report)));
+    let details: String = report.runs.iter().map(problems).collect();
+    if !details.is_empty() {
+        s.push_str("\n### Problems\n\n");
+        s.push_str(&details);
+    }
+    if let Some(ab) = &report.ab {
+        s.push('\n');
+        s.push_str(&super::ab::render_markdown(ab, report));
+    }
+    s
+}
+
+/// The table: a row per cell, a column per scenario, and the boot times.
+fn results_table(report: &RunReport) -> String {
+    let mut s = String::from("| kernel | device |");
     for sc in &report.scenarios {
         s.push_str(&format!(" {sc} |"));
     }
@@ -58,52 +79,43 @@ pub fn render(report: &RunReport) -> String {
             }
         ));
     }
-    s.push_str(&format!(
-        "\n{pass} passed, {fail} failed, {skip} skipped; wall time {:.0} s\n",
-        report.wall_secs
-    ));
-    s.push_str(&super::cases::markdown(&super::cases::table(report)));
-    let mut details = String::new();
-    for d in &report.runs {
-        let who = format!("{} / {}", d.kernel, d.device);
-        if let Some(e) = &d.error {
-            details.push_str(&format!("- {who}: {e}\n"));
-        }
-        if let Some(setup) = d.setup.as_ref().filter(|r| r.status == Status::Fail) {
-            details.push_str(&format!(
-                "- {who} / network setup: FAIL — {}\n",
-                setup.reason.as_deref().unwrap_or("")
-            ));
-        }
-        for r in &d.scenarios {
-            if r.status != Status::Pass {
-                details.push_str(&format!(
-                    "- {who} / {}: {} — {}\n",
-                    r.scenario,
-                    r.status,
-                    r.reason.as_deref().unwrap_or("")
-                ));
-            }
-        }
-        if !d.console_tail.is_empty() {
-            details.push_str(&format!(
-                "- {who} console ended with ({}, logs in {}):\n",
-                d.boot, d.dir
-            ));
-            for l in &d.console_tail {
-                details.push_str(&format!("    {l}\n"));
-            }
-        }
-    }
-    if !details.is_empty() {
-        s.push_str("\n### Problems\n\n");
-        s.push_str(&details);
-    }
-    if let Some(ab) = &report.ab {
-        s.push('\n');
-        s.push_str(&super::ab::render_markdown(ab, report));
-    }
     s
+}
+
+/// One cell's problems as list items: its error, a failed network setup,
+/// each scenario that did not pass, and the console's end for a broken boot.
+fn problems(d: &super::CellRun) -> String {
+    let mut details = String::new();
+    let who = format!("{} / {}", d.kernel, d.device);
+    if let Some(e) = &d.error {
+        details.push_str(&format!("- {who}: {e}\n"));
+    }
+    if let Some(setup) = d.setup.as_ref().filter(|r| r.status == Status::Fail) {
+        details.push_str(&format!(
+            "- {who} / network setup: FAIL — {}\n",
+            setup.reason.as_deref().unwrap_or("")
+        ));
+    }
+    for r in &d.scenarios {
+        if r.status != Status::Pass {
+            details.push_str(&format!(
+                "- {who} / {}: {} — {}\n",
+                r.scenario,
+                r.status,
+                r.reason.as_deref().unwrap_or("")
+            ));
+        }
+    }
+    if !d.console_tail.is_empty() {
+        details.push_str(&format!(
+            "- {who} console ended with ({}, logs in {}):\n",
+            d.boot, d.dir
+        ));
+        for l in &d.console_tail {
+            details.push_str(&format!("    {l}\n"));
+        }
+    }
+    details
 }
 
 /// The kernel column: its label, prefixed with the side and round in A/B runs ("A2 sid …").

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Merging results of several runs (e.g. the shards of one matrix) into one report.
 
 use super::{RunReport, SCHEMA};
@@ -62,6 +63,6 @@ mod tests {
         assert_eq!(m.scenarios.last().unwrap(), "stats");
         assert_eq!(m.wall_secs, 200.0);
         assert!(m.shard.is_none());
-        assert!(merge(&[]).is_err());
+        merge(&[]).unwrap_err();
     }
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Run results and their renderings: JSON (the record), Markdown table, self-contained
 //! HTML with SVG plots, JUnit XML; merging shard results and comparing two runs.
 

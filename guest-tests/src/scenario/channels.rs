@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! `channels`: `ethtool -L IFACE combined N` for every N up to the pre-set maximum; after
 //! each, traffic to the peer still flows and every tx queue's XPS map is reported (and
 //! required non-empty with `channels.require_xps=1`). Drivers without `-L` are skipped.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Parsing the guest's serial console into per-scenario sections.
 
 use std::collections::BTreeMap;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Guest CPU time and softirq counts around a measurement: `/proc/stat`'s aggregate `cpu`
 //! line (busy = user + nice + system + irq + softirq + steal, in USER_HZ = 100 ticks) and
 //! `/proc/softirqs` (per-CPU counts per softirq — what `mpstat -I SCPU 1` reads and divides

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! `cyclictest`: `cyclictest -l N -Smp90 -i200 -q -h H` while a stats reader
 //! (`ethtool -S` + `ip -s link` in a loop) runs; per-thread Min/Avg/Max and the latency
 //! histogram (non-empty buckets only).

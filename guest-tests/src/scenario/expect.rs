@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Expectations of the `kselftest` scenario: per device kind, every selftest case that does
 //! not PASS, with what it gives instead and why (the hardware lacks the feature, with the
 //! datasheet section; or the guest setup). Kept in `guest-tests/kselftest/DEVICE.toml`:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! `faults`: nicemu's fault injection and control socket as the guest driver sees them
 //! (issue 8 acceptance). Needs host-side actions (`nicemu_host`), so only nicemu devices
 //! run it. Cases (`faults.cases`, in this order):

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Parser tests on a real capture: QEMU's igb, two ports (peer in netns), sid kernel 7.2,
 //! TCG, all scenarios (`tests/fixtures/qemu-igb-netns-all.serial.log`).
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! `hostile`: a hostile guest (issue 14). The guest unbinds the driver from the device under
 //! test and drives its BAR0 itself through `/dev/mem` (busybox `devmem`) for
 //! `hostile.secs` seconds: random values in the queue 0 ring, interrupt and control

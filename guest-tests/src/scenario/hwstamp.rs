@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! `hwstamp`: receive rate with hardware receive time stamps on (seed 001 asked of igb).
 //! The device under test gets `hwstamp_ctl -r 12` (HWTSTAMP_FILTER_PTP_V2_EVENT: the 82576
 //! stamps only PTP event frames, one at a time — RXSTMPL/H stay latched until the driver

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! `kselftest`: the kernel's own driver tests (`tools/testing/selftests/drivers/net` and
 //! `drivers/net/hw`, installed at `/ksft` in the guest) against the device under test, with
 //! the peer port in netns `peer` as `drivers/net/README.rst` describes: `NETIF`,

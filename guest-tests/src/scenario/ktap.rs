@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! A tolerant reader of the KTAP / TAP 13 test points kselftest programs print
 //! (`tools/testing/selftests/net/lib/py/ksft.py`: `ktap_result`, and `kselftest.h`).
 //!

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Scenarios: each is a guest shell snippet plus a parser that turns the marked console
 //! output into a structured result.
 //!

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! `mq`: multiqueue under load (issue 7). `ethtool -L IFACE combined N` on both ports
 //! (`mq.combined`, 0 = the driver's maximum), then many flows (one netperf TCP_CRR run: a
 //! new TCP 4-tuple per transaction) and `mq.streams` parallel netperf TCP_STREAM streams

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! `netperf`: TCP_STREAM / TCP_RR / UDP_STREAM (message sizes, duration, optional CPU
 //! pinning with `taskset` and `ethtool -L combined N` first) from the device under test to
 //! `netserver` in the peer namespace. Uses omni's `-k` key=value output.

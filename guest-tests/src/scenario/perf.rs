@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! `perf`: where the sending CPU spends its time, the seed 002 evidence. `perf record -a -g
 //! -e cpu-clock` (a software clock: no PMU needed under TCG) runs around one netperf test
 //! (`perf.test`, default `UDP_STREAM:1`, with `netperf.duration` and `netperf.cpumask`), then
@@ -17,7 +18,7 @@ use crate::params::Params;
 pub struct Perf;
 
 /// (children %, self %, symbol) of a `perf report --children` line
-/// ("     7.55%     0.50%  [k] __netdev_pick_tx").
+/// (`     7.55%     0.50%  [k] __netdev_pick_tx`).
 pub fn parse_report_line(l: &str) -> Option<(f64, f64, String)> {
     let mut w = l.split_whitespace();
     let children = num(w.next()?.strip_suffix('%')?)?;

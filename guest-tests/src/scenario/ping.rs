@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! `ping`: N echo requests from the device under test to the peer at a short interval;
 //! loss and round-trip times (iputils or busybox summary lines).
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! `preemptoff`: the longest span with preemption or interrupts off, from the kernel's
 //! `preemptirqsoff` tracer (CONFIG_PREEMPT_TRACER + CONFIG_IRQSOFF_TRACER; Debian's kernel
 //! has neither, a kernel built with the harness's config fragment has both). Two phases of

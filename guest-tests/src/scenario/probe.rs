@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! `probe`: the expected driver binds, the interface has the expected MAC, and it reaches
 //! carrier (LOWER_UP) after `ip link set up`; driver messages in dmesg are collected.
 //! `ethtool IFACE` must report `Link detected: yes` and, for igb / ixgbe, the model's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! `ptp`: `ethtool -T` timestamping capabilities and the PTP hardware clock through
 //! `phc_ctl`: get, set, get (≈ set value), adj +10 s, get (≈ +10 s), freq set and read back.
 //! Then, per PHC (device under test and peer), a rate check: `phc_ctl -- freq F cmp wait 10
@@ -264,36 +265,7 @@ impl Scenario for Ptp {
                 r.add_failure(format!("ethtool -T lacks {cap}"));
             }
         }
-        for step in ["get0", "set", "get1", "adj", "get2", "freqset", "freqget"] {
-            if s.get(&format!("{step}_rc")) != Some("0") {
-                let out: Vec<&str> = s.lines(step).collect();
-                r.add_failure(format!("phc_ctl {step} failed: {}", out.join(" ")));
-            }
-        }
-        let get = |tag: &str| clock_time(&s.lines(tag).collect::<Vec<_>>());
-        let (t1, t2) = (get("get1"), get("get2"));
-        if let Some(t0) = get("get0") {
-            r.metric("time_before_set", json!(t0));
-        }
-        match t1 {
-            Some(t) if (t - SET_TO).abs() < 5.0 => r.metric("after_set", json!(t)),
-            Some(t) => r.add_failure(format!("clock reads {t} after set {SET_TO}")),
-            None => r.add_failure("no clock time after set"),
-        }
-        match (t1, t2) {
-            (Some(a), Some(b)) if (b - a - 10.0).abs() < 5.0 => {
-                r.metric("after_adj_10s", json!(b - a))
-            }
-            (Some(a), Some(b)) => {
-                r.add_failure(format!("adj 10 moved the clock by {:.3} s", b - a))
-            }
-            _ => {}
-        }
-        match freq_ppb(&s.lines("freqget").collect::<Vec<_>>()) {
-            Some(f) if (f - 5000.0).abs() < 100.0 => r.metric("freq_ppb", json!(f)),
-            Some(f) => r.add_failure(format!("freq reads {f} ppb after setting 5000")),
-            None => r.add_failure("phc_ctl freq printed no frequency"),
-        }
+        check_phc_ctl(s, &mut r);
         let mut summary = vec![format!("PHC {}", ts.phc.unwrap_or(0))];
         let mut whos = vec!["dut"];
         if s.get("peer_phc")
@@ -302,35 +274,7 @@ impl Scenario for Ptp {
             whos.push("peer");
         }
         for who in whos {
-            let drift =
-                |step: &str| drift_ppm(&s.lines(&format!("{who}_{step}")).collect::<Vec<_>>());
-            let d: Vec<Option<f64>> = RATE_STEPS.iter().map(|(tag, _)| drift(tag)).collect();
-            for ((tag, f), v) in RATE_STEPS.iter().zip(&d) {
-                match v {
-                    Some(v) => r.metric(&format!("{who}_drift_ppm_{f}"), json!(v)),
-                    None => r.add_failure(format!(
-                        "{who} PHC: phc_ctl freq {f} cmp wait 10 cmp gave no two offsets (rc {})",
-                        s.get(&format!("{who}_{tag}_rc")).unwrap_or("?")
-                    )),
-                }
-            }
-            if let [Some(d0), Some(dp), Some(dm)] = d[..] {
-                let rate = (dp - dm) / 2.0;
-                r.metric(&format!("{who}_rate_ppm"), json!(rate));
-                summary.push(format!(
-                    "{who} ±100000 ppb → {rate:.2} ppm, nominal {d0:.2} ppm"
-                ));
-                if (rate - RATE_PPM).abs() > RATE_TOL_PPM {
-                    r.add_failure(format!(
-                        "{who} PHC: freq ±100000 ppb changed the rate by {rate:.2} ppm (want {RATE_PPM} ± {RATE_TOL_PPM})"
-                    ));
-                }
-                if d0.abs() >= NOMINAL_MAX_PPM {
-                    r.add_failure(format!(
-                        "{who} PHC: drift {d0:.2} ppm at freq 0 (want < {NOMINAL_MAX_PPM})"
-                    ));
-                }
-            }
+            check_rate(s, who, &mut r, &mut summary);
         }
         if s.get("peer_iface").is_some_and(|v| v != "none") || s.get("ptp4l2_ran").is_some() {
             self.parse_ptp4l_runs(s, t, &mut r, &mut summary);
@@ -367,53 +311,7 @@ impl Ptp {
                 problems.push(format!("ptp4l {name} did not run"));
                 continue;
             }
-            let mut lines: Vec<&str> = s.lines(&format!("ptp4l{tr}_sev")).collect();
-            lines.extend(s.lines(&format!("ptp4l{tr}_rms")));
-            let p = parse_ptp4l(&lines);
-            let key = format!("ptp4l_{}", name.to_lowercase());
-            r.metric(
-                &key,
-                json!({"locked": p.locked, "rms_ns": p.rms, "delay_ns": p.delay}),
-            );
-            let events: Vec<&str> = s.lines(&format!("ptp4l{tr}_sev")).collect();
-            let no_ts = events.iter().any(|l| l.contains("without timestamp"));
-            match p.rms {
-                Some(rms) if rms < RMS_MAX_NS => summary.push(format!(
-                    "ptp4l {name} rms {rms} ns delay {} ns{}",
-                    p.delay.map_or("?".into(), |d| d.to_string()),
-                    if p.locked {
-                        ""
-                    } else {
-                        " (no UNCALIBRATED to SLAVE)"
-                    }
-                )),
-                Some(rms) => {
-                    problems.push(format!("ptp4l {name}: rms {rms} ns (want < {RMS_MAX_NS})"))
-                }
-                None => problems.push(format!(
-                    "ptp4l {name}: slave printed no rms line{}{}",
-                    if p.locked {
-                        ""
-                    } else {
-                        ", never UNCALIBRATED to SLAVE"
-                    },
-                    if no_ts {
-                        ", \"received SYNC without timestamp\""
-                    } else {
-                        ""
-                    }
-                )),
-            }
-            if let (Some(want), Some(_)) = (want_delay, p.rms) {
-                match p.delay {
-                    Some(d) if (d - want).abs() <= DELAY_TOLERANCE_NS => {}
-                    Some(d) => problems.push(format!(
-                        "ptp4l {name}: path delay {d} ns, want {want} ± {DELAY_TOLERANCE_NS} ns \
-                         (ptp.delay_ns)"
-                    )),
-                    None => problems.push(format!("ptp4l {name}: slave printed no path delay")),
-                }
-            }
+            check_ptp4l_run(s, tr, name, want_delay, r, summary, &mut problems);
         }
         if problems.is_empty() {
             return;
@@ -429,6 +327,129 @@ impl Ptp {
             );
             r.metric("ptp4l_skipped", json!(note));
             summary.push(format!("ptp4l SKIP: {note}"));
+        }
+    }
+}
+
+/// phc_ctl's steps all ran; the clock reads what it was set to, moved by
+/// the `adj` step and runs at the frequency set.
+fn check_phc_ctl(s: &Section, r: &mut ScenarioResult) {
+    for step in ["get0", "set", "get1", "adj", "get2", "freqset", "freqget"] {
+        if s.get(&format!("{step}_rc")) != Some("0") {
+            let out: Vec<&str> = s.lines(step).collect();
+            r.add_failure(format!("phc_ctl {step} failed: {}", out.join(" ")));
+        }
+    }
+    let get = |tag: &str| clock_time(&s.lines(tag).collect::<Vec<_>>());
+    let (t1, t2) = (get("get1"), get("get2"));
+    if let Some(t0) = get("get0") {
+        r.metric("time_before_set", json!(t0));
+    }
+    match t1 {
+        Some(t) if (t - SET_TO).abs() < 5.0 => r.metric("after_set", json!(t)),
+        Some(t) => r.add_failure(format!("clock reads {t} after set {SET_TO}")),
+        None => r.add_failure("no clock time after set"),
+    }
+    match (t1, t2) {
+        (Some(a), Some(b)) if (b - a - 10.0).abs() < 5.0 => r.metric("after_adj_10s", json!(b - a)),
+        (Some(a), Some(b)) => r.add_failure(format!("adj 10 moved the clock by {:.3} s", b - a)),
+        _ => {}
+    }
+    match freq_ppb(&s.lines("freqget").collect::<Vec<_>>()) {
+        Some(f) if (f - 5000.0).abs() < 100.0 => r.metric("freq_ppb", json!(f)),
+        Some(f) => r.add_failure(format!("freq reads {f} ppb after setting 5000")),
+        None => r.add_failure("phc_ctl freq printed no frequency"),
+    }
+}
+
+/// `who`'s PHC (the device's, or the peer's) drifts little at frequency 0
+/// and changes its rate by [`RATE_PPM`] when stepped ±100000 ppb.
+fn check_rate(s: &Section, who: &str, r: &mut ScenarioResult, summary: &mut Vec<String>) {
+    let drift = |step: &str| drift_ppm(&s.lines(&format!("{who}_{step}")).collect::<Vec<_>>());
+    let d: Vec<Option<f64>> = RATE_STEPS.iter().map(|(tag, _)| drift(tag)).collect();
+    for ((tag, f), v) in RATE_STEPS.iter().zip(&d) {
+        match v {
+            Some(v) => r.metric(&format!("{who}_drift_ppm_{f}"), json!(v)),
+            None => r.add_failure(format!(
+                "{who} PHC: phc_ctl freq {f} cmp wait 10 cmp gave no two offsets (rc {})",
+                s.get(&format!("{who}_{tag}_rc")).unwrap_or("?")
+            )),
+        }
+    }
+    if let [Some(d0), Some(dp), Some(dm)] = d[..] {
+        let rate = (dp - dm) / 2.0;
+        r.metric(&format!("{who}_rate_ppm"), json!(rate));
+        summary.push(format!(
+            "{who} ±100000 ppb → {rate:.2} ppm, nominal {d0:.2} ppm"
+        ));
+        if (rate - RATE_PPM).abs() > RATE_TOL_PPM {
+            r.add_failure(format!(
+                "{who} PHC: freq ±100000 ppb changed the rate by {rate:.2} ppm (want {RATE_PPM} ± {RATE_TOL_PPM})"
+            ));
+        }
+        if d0.abs() >= NOMINAL_MAX_PPM {
+            r.add_failure(format!(
+                "{who} PHC: drift {d0:.2} ppm at freq 0 (want < {NOMINAL_MAX_PPM})"
+            ));
+        }
+    }
+}
+
+/// One ptp4l run (transport `tr`, `name`d): the slave locks with an rms
+/// offset under [`RMS_MAX_NS`] and, with a wire delay set, measures it.
+/// What is wrong goes to `problems`.
+fn check_ptp4l_run(
+    s: &Section,
+    tr: &str,
+    name: &str,
+    want_delay: Option<f64>,
+    r: &mut ScenarioResult,
+    summary: &mut Vec<String>,
+    problems: &mut Vec<String>,
+) {
+    let mut lines: Vec<&str> = s.lines(&format!("ptp4l{tr}_sev")).collect();
+    lines.extend(s.lines(&format!("ptp4l{tr}_rms")));
+    let p = parse_ptp4l(&lines);
+    let key = format!("ptp4l_{}", name.to_lowercase());
+    r.metric(
+        &key,
+        json!({"locked": p.locked, "rms_ns": p.rms, "delay_ns": p.delay}),
+    );
+    let events: Vec<&str> = s.lines(&format!("ptp4l{tr}_sev")).collect();
+    let no_ts = events.iter().any(|l| l.contains("without timestamp"));
+    match p.rms {
+        Some(rms) if rms < RMS_MAX_NS => summary.push(format!(
+            "ptp4l {name} rms {rms} ns delay {} ns{}",
+            p.delay.map_or("?".into(), |d| d.to_string()),
+            if p.locked {
+                ""
+            } else {
+                " (no UNCALIBRATED to SLAVE)"
+            }
+        )),
+        Some(rms) => problems.push(format!("ptp4l {name}: rms {rms} ns (want < {RMS_MAX_NS})")),
+        None => problems.push(format!(
+            "ptp4l {name}: slave printed no rms line{}{}",
+            if p.locked {
+                ""
+            } else {
+                ", never UNCALIBRATED to SLAVE"
+            },
+            if no_ts {
+                ", \"received SYNC without timestamp\""
+            } else {
+                ""
+            }
+        )),
+    }
+    if let (Some(want), Some(_)) = (want_delay, p.rms) {
+        match p.delay {
+            Some(d) if (d - want).abs() <= DELAY_TOLERANCE_NS => {}
+            Some(d) => problems.push(format!(
+                "ptp4l {name}: path delay {d} ns, want {want} ± {DELAY_TOLERANCE_NS} ns \
+                 (ptp.delay_ns)"
+            )),
+            None => problems.push(format!("ptp4l {name}: slave printed no path delay")),
         }
     }
 }

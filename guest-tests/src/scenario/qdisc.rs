@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! `qdisc`: a prio + tbf + fq_codel hierarchy on the device under test under UDP load
 //! (`netperf UDP_STREAM`); packets/s through the root qdisc and that every level saw traffic.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! `regsweep`: what the emulated device contributes to a statistics update. The harness
 //! traces the device's statistics registers (0x4000–0x4fff, 82576 datasheet §8.19) in
 //! nicemu while the guest runs `ethtool -S` (igb_get_ethtool_stats → igb_update_stats)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! A scenario's structured result.
 
 use std::collections::BTreeMap;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! `rss`: receive-side scaling as the guest driver sees it (issues 4 and 5). For every
 //! `ethtool -L IFACE combined N` (N = 1 … the driver's maximum, or `rss.max_combined`):
 //! netperf TCP_CRR to the peer, to three data ports (a new connection, so a new TCP 4-tuple,
@@ -111,7 +112,6 @@ impl Scenario for Rss {
             .and_then(|v| v.parse().ok())
             .unwrap_or(0);
         r.metric("max_combined", json!(max));
-        let read = |tag: String| parse_rx_queues(&s.lines(&tag).collect::<Vec<_>>());
         let mut counts = serde_json::Map::new();
         let mut tried = 0;
         // Idle queues under many flows on QEMU's own devices: their RSS is
@@ -122,91 +122,9 @@ impl Scenario for Rss {
                 continue;
             }
             tried = n;
-            let mut c = serde_json::Map::new();
-            if s.get(&format!("set{n}_rc")) != Some("0") {
-                let out: Vec<&str> = s.lines(&format!("set{n}")).collect();
-                r.add_failure(format!("ethtool -L combined {n} failed: {}", out.join(" ")));
-                continue;
+            if let Some(c) = parse_combined(s, t, n, &mut r, &mut qemu_idle) {
+                counts.insert(n.to_string(), serde_json::Value::Object(c));
             }
-            let (a, b, cc) = (
-                read(format!("a{n}")),
-                read(format!("b{n}")),
-                read(format!("c{n}")),
-            );
-            if b.is_empty() || cc.is_empty() {
-                r.add_failure(format!(
-                    "combined {n}: ethtool -S has no rx_queue_N_packets"
-                ));
-                continue;
-            }
-            for (tag, label) in [("many", "TCP_CRR"), ("one", "TCP_RR")] {
-                let rc = s.get(&format!("{tag}{n}_rc"));
-                let out: Vec<&str> = s.lines(&format!("{tag}{n}")).collect();
-                let kv = parse_keyval(&out);
-                match kv.get("THROUGHPUT").and_then(|v| super::num(v)) {
-                    Some(t) if rc == Some("0") => {
-                        c.insert(format!("{tag}_trans_per_s"), json!(super::round(t, 1)));
-                    }
-                    _ => r.add_failure(format!(
-                        "combined {n}: netperf {label} gave no result ({})",
-                        super::describe_rc(rc)
-                    )),
-                }
-            }
-            let many = queue_deltas(&a, &b);
-            let one = queue_deltas(&b, &cc);
-            let active: Vec<u32> = (0..n).collect();
-            let idle: Vec<u32> = active
-                .iter()
-                .copied()
-                .filter(|q| many.get(q).copied().unwrap_or(0) == 0)
-                .collect();
-            if !idle.is_empty() {
-                let what = format!(
-                    "combined {n}: many flows left active queue(s) {idle:?} without packets ({many:?})"
-                );
-                if t.host_actions {
-                    r.add_failure(what);
-                } else {
-                    qemu_idle.push(what);
-                }
-            }
-            let stray: Vec<u32> = many
-                .iter()
-                .chain(one.iter())
-                .filter(|(q, v)| **q >= n && **v > 0)
-                .map(|(q, _)| *q)
-                .collect();
-            if !stray.is_empty() {
-                r.add_failure(format!(
-                    "combined {n}: packets on inactive queue(s) {stray:?}"
-                ));
-            }
-            let total: u64 = one.values().sum();
-            let (top_q, top) = one
-                .iter()
-                .max_by_key(|(_, v)| **v)
-                .map(|(q, v)| (*q, *v))
-                .unwrap_or((0, 0));
-            let share = if total > 0 {
-                top as f64 / total as f64
-            } else {
-                0.0
-            };
-            if total == 0 || share < ONE_FLOW_SHARE {
-                r.add_failure(format!(
-                    "combined {n}: one flow spread over queues ({one:?}; top queue {top_q} has {:.0}%)",
-                    share * 100.0
-                ));
-            }
-            let per_queue = |d: &BTreeMap<u32, u64>| -> Vec<u64> {
-                (0..n).map(|q| d.get(&q).copied().unwrap_or(0)).collect()
-            };
-            c.insert("many_per_queue".into(), json!(per_queue(&many)));
-            c.insert("one_per_queue".into(), json!(per_queue(&one)));
-            c.insert("one_flow_queue".into(), json!(top_q));
-            c.insert("one_flow_share".into(), json!(super::round(share, 3)));
-            counts.insert(n.to_string(), serde_json::Value::Object(c));
         }
         if tried == 0 {
             r.add_failure("no channel count was tried");
@@ -221,6 +139,123 @@ impl Scenario for Rss {
         r.summary = Some(summary);
         r
     }
+}
+
+/// The runs with `n` combined channels: the channel count set, then
+/// netperf's rates and the queues' packet counts under many flows (`a`→`b`)
+/// and one flow (`b`→`c`). `None` when they cannot be read (a failure
+/// recorded in `r`).
+fn parse_combined(
+    s: &Section,
+    t: &Target,
+    n: u32,
+    r: &mut ScenarioResult,
+    qemu_idle: &mut Vec<String>,
+) -> Option<serde_json::Map<String, serde_json::Value>> {
+    if s.get(&format!("set{n}_rc")) != Some("0") {
+        let out: Vec<&str> = s.lines(&format!("set{n}")).collect();
+        r.add_failure(format!("ethtool -L combined {n} failed: {}", out.join(" ")));
+        return None;
+    }
+    let read = |tag: String| parse_rx_queues(&s.lines(&tag).collect::<Vec<_>>());
+    let (a, b, cc) = (
+        read(format!("a{n}")),
+        read(format!("b{n}")),
+        read(format!("c{n}")),
+    );
+    if b.is_empty() || cc.is_empty() {
+        r.add_failure(format!(
+            "combined {n}: ethtool -S has no rx_queue_N_packets"
+        ));
+        return None;
+    }
+    let mut c = serde_json::Map::new();
+    for (tag, label) in [("many", "TCP_CRR"), ("one", "TCP_RR")] {
+        let rc = s.get(&format!("{tag}{n}_rc"));
+        let out: Vec<&str> = s.lines(&format!("{tag}{n}")).collect();
+        let kv = parse_keyval(&out);
+        match kv.get("THROUGHPUT").and_then(|v| super::num(v)) {
+            Some(t) if rc == Some("0") => {
+                c.insert(format!("{tag}_trans_per_s"), json!(super::round(t, 1)));
+            }
+            _ => r.add_failure(format!(
+                "combined {n}: netperf {label} gave no result ({})",
+                super::describe_rc(rc)
+            )),
+        }
+    }
+    let many = queue_deltas(&a, &b);
+    let one = queue_deltas(&b, &cc);
+    check_spread(n, &many, &one, t, r, qemu_idle);
+    let (top_q, share) = check_one_flow(n, &one, r);
+    let per_queue = |d: &BTreeMap<u32, u64>| -> Vec<u64> {
+        (0..n).map(|q| d.get(&q).copied().unwrap_or(0)).collect()
+    };
+    c.insert("many_per_queue".into(), json!(per_queue(&many)));
+    c.insert("one_per_queue".into(), json!(per_queue(&one)));
+    c.insert("one_flow_queue".into(), json!(top_q));
+    c.insert("one_flow_share".into(), json!(super::round(share, 3)));
+    Some(c)
+}
+
+/// Many flows must reach every active queue (on QEMU's own devices an idle
+/// queue is information, in `qemu_idle`), and no packet may land on a queue
+/// beyond the `n` in use.
+fn check_spread(
+    n: u32,
+    many: &BTreeMap<u32, u64>,
+    one: &BTreeMap<u32, u64>,
+    t: &Target,
+    r: &mut ScenarioResult,
+    qemu_idle: &mut Vec<String>,
+) {
+    let idle: Vec<u32> = (0..n)
+        .filter(|q| many.get(q).copied().unwrap_or(0) == 0)
+        .collect();
+    if !idle.is_empty() {
+        let what = format!(
+            "combined {n}: many flows left active queue(s) {idle:?} without packets ({many:?})"
+        );
+        if t.host_actions {
+            r.add_failure(what);
+        } else {
+            qemu_idle.push(what);
+        }
+    }
+    let stray: Vec<u32> = many
+        .iter()
+        .chain(one.iter())
+        .filter(|(q, v)| **q >= n && **v > 0)
+        .map(|(q, _)| *q)
+        .collect();
+    if !stray.is_empty() {
+        r.add_failure(format!(
+            "combined {n}: packets on inactive queue(s) {stray:?}"
+        ));
+    }
+}
+
+/// One flow stays on one queue: the busiest queue's share of its packets
+/// must reach [`ONE_FLOW_SHARE`]. Returns that queue and its share.
+fn check_one_flow(n: u32, one: &BTreeMap<u32, u64>, r: &mut ScenarioResult) -> (u32, f64) {
+    let total: u64 = one.values().sum();
+    let (top_q, top) = one
+        .iter()
+        .max_by_key(|(_, v)| **v)
+        .map(|(q, v)| (*q, *v))
+        .unwrap_or((0, 0));
+    let share = if total > 0 {
+        top as f64 / total as f64
+    } else {
+        0.0
+    };
+    if total == 0 || share < ONE_FLOW_SHARE {
+        r.add_failure(format!(
+            "combined {n}: one flow spread over queues ({one:?}; top queue {top_q} has {:.0}%)",
+            share * 100.0
+        ));
+    }
+    (top_q, share)
 }
 
 #[cfg(test)]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! `selftest`: `ethtool -t IFACE offline` reports PASS and every sub-test 0.
 
 use std::collections::BTreeMap;

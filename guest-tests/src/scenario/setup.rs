@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The `net` setup run before the scenarios: finds the device under test by MAC and, with a
 //! peer port, moves the peer into network namespace `peer`, addresses both ends
 //! (`DUT_IP`/24 and `PEER_IP`/24), pins the neighbour entries (so no ARP disturbs counters),

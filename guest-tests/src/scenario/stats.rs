@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! `stats`: send known traffic and check the counters. Two readings without traffic must be
 //! equal (no double counting of clear-on-read registers); then N pings of S bytes payload and
 //! N broadcast pings (the peer ignores broadcast echo, so they get no reply) must move
@@ -129,42 +130,8 @@ impl Scenario for Stats {
                     r.add_failure(format!("{side}: no `{kind}` counters read"));
                     continue;
                 }
-                let moved = changed(&a, &b);
-                if !moved.is_empty() {
-                    let list: Vec<String> = moved
-                        .iter()
-                        .map(|(k, x, y)| format!("{k} {x}→{y}"))
-                        .collect();
-                    r.add_failure(format!(
-                        "{side} {kind}: counters changed between two readings without traffic: {}",
-                        list.join(", ")
-                    ));
-                }
-                // Frame length without FCS: Ethernet 14 + IPv4 20 + ICMP 8 + payload.
-                let frame = 42 + size;
-                let (tx_pk, rx_pk) = if side == "dut" {
-                    (2 * n, n)
-                } else {
-                    (n, 2 * n)
-                };
-                let mut want: Vec<(&str, i128)> =
-                    vec![("tx_packets", tx_pk), ("rx_packets", rx_pk)];
-                if kind == "ip" {
-                    want.push(("tx_bytes", tx_pk * frame));
-                    want.push(("rx_bytes", rx_pk * frame));
-                } else {
-                    let (txb, rxb) = if side == "dut" {
-                        ("tx_broadcast", "")
-                    } else {
-                        ("", "rx_broadcast")
-                    };
-                    if !txb.is_empty() && b.contains_key(txb) {
-                        want.push((txb, n));
-                    }
-                    if !rxb.is_empty() && b.contains_key(rxb) {
-                        want.push((rxb, n));
-                    }
-                }
+                check_quiet(side, kind, &a, &b, &mut r);
+                let want = expected(side, kind, n, size, &b);
                 let mut d = serde_json::Map::new();
                 for (k, expect) in want {
                     let Some(got) = delta(&b, &c, k) else {
@@ -193,6 +160,63 @@ impl Scenario for Stats {
         r.summary = Some(format!("{checked} counters, {} off", mismatches.len()));
         r
     }
+}
+
+/// Two readings with no traffic between them must agree: a counter that
+/// moved is a failure in `r`.
+fn check_quiet(
+    side: &str,
+    kind: &str,
+    a: &BTreeMap<String, u64>,
+    b: &BTreeMap<String, u64>,
+    r: &mut ScenarioResult,
+) {
+    let moved = changed(a, b);
+    if !moved.is_empty() {
+        let list: Vec<String> = moved
+            .iter()
+            .map(|(k, x, y)| format!("{k} {x}→{y}"))
+            .collect();
+        r.add_failure(format!(
+            "{side} {kind}: counters changed between two readings without traffic: {}",
+            list.join(", ")
+        ));
+    }
+}
+
+/// The counters `n` pings and `n` broadcast pings of `size` bytes must move
+/// on `side` (`dut` sends both, the peer answers the unicast ones), by how
+/// much: packets and bytes in `ip -s link`, packets and the broadcast
+/// counter (where the driver has one, as in reading `b`) in `ethtool -S`.
+fn expected(
+    side: &str,
+    kind: &str,
+    n: i128,
+    size: i128,
+    b: &BTreeMap<String, u64>,
+) -> Vec<(&'static str, i128)> {
+    // Frame length without FCS: Ethernet 14 + IPv4 20 + ICMP 8 + payload.
+    let frame = 42 + size;
+    let (tx_pk, rx_pk) = if side == "dut" {
+        (2 * n, n)
+    } else {
+        (n, 2 * n)
+    };
+    let mut want: Vec<(&str, i128)> = vec![("tx_packets", tx_pk), ("rx_packets", rx_pk)];
+    if kind == "ip" {
+        want.push(("tx_bytes", tx_pk * frame));
+        want.push(("rx_bytes", rx_pk * frame));
+        return want;
+    }
+    let bcast = if side == "dut" {
+        "tx_broadcast"
+    } else {
+        "rx_broadcast"
+    };
+    if b.contains_key(bcast) {
+        want.push((bcast, n));
+    }
+    want
 }
 
 #[cfg(test)]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! `xdp`: xdp-tools' `xdp-bench` in native mode on the device under test — `drop`, `pass`,
 //! `tx` (XDP_TX back out of the port) and `redirect` (XDP_REDIRECT through the driver's
 //! `ndo_xdp_xmit`, here into the same port) — while the peer port floods it with 18-byte UDP

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Percentile bootstrap confidence interval of the ratio of medians, median(B)/median(A):
 //! each of [`RESAMPLES`] iterations draws |A| values from A and |B| from B with
 //! replacement and records the ratio of their medians; the interval is the 2.5 % and

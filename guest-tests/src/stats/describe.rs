@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Descriptive figures of one metric's samples and the smallest effect a test with given
 //! sample sizes can detect.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The Mann–Whitney U test (Wilcoxon rank-sum), two-sided.
 //!
 //! U counts the pairs (a, b) with b > a, ties counting one half. Without ties and with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Statistics for A/B verdicts on a noisy host: the Mann–Whitney U rank test (exact for
 //! small samples), a seeded bootstrap confidence interval of the ratio of medians, and
 //! descriptive figures (median, min–max, coefficient of variation, the smallest effect a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The verdict of one metric in an A/B run: the Mann–Whitney U test decides whether B
 //! differs from A (two-sided, 5 %); the bootstrap interval of the ratio of medians says by
 //! how much. Printed as "+10.4 % (95 % CI +6.1…+14.9 %, n=5+5)" or "no significant

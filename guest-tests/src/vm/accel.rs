@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Choosing KVM or TCG. `auto` tries a short KVM boot (nested KVM can open /dev/kvm and
 //! still fail on the first guest instructions) and falls back to TCG.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Devices under test and the QEMU arguments that attach them.
 
 use std::fmt;
@@ -306,7 +307,7 @@ mod tests {
         for d in DeviceKind::ALL {
             assert_eq!(DeviceKind::parse(d.name()).unwrap(), *d);
         }
-        assert!(DeviceKind::parse("foo").is_err());
+        DeviceKind::parse("foo").unwrap_err();
         let a = DeviceKind::NicemuIgb.qemu_args("/r", &["/r/igb0.sock".into()], &[TEST_MAC], 2);
         assert!(a
             .iter()

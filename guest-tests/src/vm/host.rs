@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Host-side actions a guest scenario asks for while it runs.
 //!
 //! A scenario prints `@@NICEMU-HOST <scenario> <tag> <verb> <args…>` on the serial console;
@@ -480,7 +481,7 @@ mod tests {
             a.ctl_args(&w("trace DUT on --file t.log")).unwrap(),
             w("ctl --control /run/c/ctl.sock trace igb0 on --file /run/c/t.log")
         );
-        assert!(a.ctl_args(&w("trace DUT on --file")).is_err());
+        a.ctl_args(&w("trace DUT on --file")).unwrap_err();
     }
 
     #[test]
@@ -506,8 +507,8 @@ mod tests {
             w("ctl --control /run/c/ctl.sock capture --count=3 igb0 /run/c/x.pcap")
         );
         // The control socket is the harness's choice.
-        assert!(a.ctl_args(&w("--control=x list")).is_err());
-        assert!(a.ctl_args(&w("--control x list")).is_err());
+        a.ctl_args(&w("--control=x list")).unwrap_err();
+        a.ctl_args(&w("--control x list")).unwrap_err();
     }
 
     #[test]

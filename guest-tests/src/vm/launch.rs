@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Booting one guest: the QEMU command line, a bounded wait for the end marker while
 //! the serial console is logged, and the outcome.
 
@@ -123,26 +124,69 @@ pub fn boot(spec: &BootSpec, mut host: Option<&mut HostActions>) -> Result<BootO
     let qlog = std::fs::File::create(&spec.qemu_log).map_err(|e| Error::io(&spec.qemu_log, e))?;
     let mut serial =
         std::fs::File::create(&spec.serial_log).map_err(|e| Error::io(&spec.serial_log, e))?;
+    let (mut child, start) = spawn_qemu(spec, qlog, host.is_some())?;
+    let stdout = child.stdout.take().expect("stdout is piped");
+    let mut serial_in = child.stdin.take();
+    let (rx, reader) = read_lines(stdout);
+    let mut w = Watch::new(start, spec.pin.is_none());
+    loop {
+        w.pin(spec, &child);
+        match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(line) => {
+                w.take_line(&line, spec, &mut serial);
+                if let (Some(h), Some(pos)) = (host.as_deref_mut(), line.find(REQUEST_MARKER)) {
+                    w.serve_host_action(h, &line[pos..], &mut serial, serial_in.as_mut());
+                }
+                continue;
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                // EOF: QEMU closed stdout (it is exiting).
+                let st = child.wait().map_err(|e| Error::io("qemu", e))?;
+                if !w.killed_for_timeout {
+                    w.out.exit = Exit::Exited(st.code());
+                }
+                break;
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        w.police(spec, &mut child);
+    }
+    let _ = reader.join();
+    let _ = serial.flush();
+    if w.interrupted {
+        return Err(Error::Interrupted);
+    }
+    Ok(w.out)
+}
+
+/// Starts QEMU for `spec` (its stderr into `qlog`, its stdin piped when a host serves
+/// the guest's requests), recording the command line next to the log.
+fn spawn_qemu(
+    spec: &BootSpec,
+    qlog: std::fs::File,
+    stdin: bool,
+) -> Result<(std::process::Child, Instant)> {
     let mut cmd = command(spec);
-    cmd.stdin(if host.is_some() {
-        Stdio::piped()
-    } else {
-        Stdio::null()
-    })
-    .stdout(Stdio::piped())
-    .stderr(Stdio::from(qlog));
+    cmd.stdin(if stdin { Stdio::piped() } else { Stdio::null() })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::from(qlog));
     log::info!("starting {}", crate::cmd::display(&cmd));
     let _ = std::fs::write(
         spec.qemu_log.with_extension("cmd"),
         format!("{cmd:?}\n").as_bytes(),
     );
     let start = Instant::now();
-    let mut child = cmd.spawn().map_err(|e| Error::Command {
+    let child = cmd.spawn().map_err(|e| Error::Command {
         cmd: crate::cmd::display(&cmd),
         detail: e.to_string(),
     })?;
-    let stdout = child.stdout.take().expect("stdout is piped");
-    let mut serial_in = child.stdin.take();
+    Ok((child, start))
+}
+
+/// The console's lines as they come, read on a thread of their own.
+fn read_lines(
+    stdout: std::process::ChildStdout,
+) -> (mpsc::Receiver<String>, std::thread::JoinHandle<()>) {
     let (tx, rx) = mpsc::channel::<String>();
     let reader = std::thread::spawn(move || {
         let mut r = BufReader::new(stdout);
@@ -159,92 +203,114 @@ pub fn boot(spec: &BootSpec, mut host: Option<&mut HostActions>) -> Result<BootO
             }
         }
     });
-    let mut out = BootOutcome {
-        console: String::new(),
-        to_userspace: None,
-        to_done: None,
-        exit: Exit::TimedOut,
-    };
-    let mut killed_for_timeout = false;
-    let mut kill_sent = false;
-    let mut last_log_check = Instant::now();
-    let mut interrupted = false;
-    let mut pinned = spec.pin.is_none();
-    loop {
-        if !pinned {
-            if let Some((plan, nicemu)) = &spec.pin {
-                pinned = super::pin::apply(plan, child.id(), *nicemu);
-            }
+    (rx, reader)
+}
+
+/// What watching one boot has seen so far, and what it did to QEMU.
+struct Watch {
+    out: BootOutcome,
+    start: Instant,
+    /// QEMU was killed at the timeout before the done marker.
+    killed_for_timeout: bool,
+    kill_sent: bool,
+    last_log_check: Instant,
+    /// SIGINT/SIGTERM arrived.
+    interrupted: bool,
+    /// The vCPU threads are pinned (or need not be).
+    pinned: bool,
+}
+
+impl Watch {
+    fn new(start: Instant, pinned: bool) -> Self {
+        Watch {
+            out: BootOutcome {
+                console: String::new(),
+                to_userspace: None,
+                to_done: None,
+                exit: Exit::TimedOut,
+            },
+            start,
+            killed_for_timeout: false,
+            kill_sent: false,
+            last_log_check: Instant::now(),
+            interrupted: false,
+            pinned,
         }
-        match rx.recv_timeout(Duration::from_millis(100)) {
-            Ok(line) => {
-                let _ = serial.write_all(line.as_bytes());
-                if out.to_userspace.is_none()
-                    && line.contains(crate::image::init_script::BOOT_MARKER)
-                {
-                    out.to_userspace = Some(start.elapsed());
-                }
-                if out.to_done.is_none() && line.contains(spec.done_marker) {
-                    out.to_done = Some(start.elapsed());
-                }
-                out.console.push_str(&line);
-                if let (Some(h), Some(pos)) = (host.as_deref_mut(), line.find(REQUEST_MARKER)) {
-                    let handled = h.handle(&line[pos..]);
-                    for l in &handled.console {
-                        let _ = writeln!(serial, "[host] {l}");
-                        out.console.push_str(l);
-                        out.console.push('\n');
-                    }
-                    if let Some(w) = serial_in.as_mut() {
-                        let sent = writeln!(w, "{}", handled.ack).and_then(|_| w.flush());
-                        if let Err(e) = sent {
-                            log::warn!("cannot acknowledge a host action to the guest: {e}");
-                        }
-                    }
-                }
-                continue;
-            }
-            Err(mpsc::RecvTimeoutError::Disconnected) => {
-                // EOF: QEMU closed stdout (it is exiting).
-                let st = child.wait().map_err(|e| Error::io("qemu", e))?;
-                if !killed_for_timeout {
-                    out.exit = Exit::Exited(st.code());
-                }
-                break;
-            }
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
+    }
+
+    /// Pins QEMU's threads (and nicemu's) once they exist, when `spec` asks.
+    fn pin(&mut self, spec: &BootSpec, child: &std::process::Child) {
+        if self.pinned {
+            return;
         }
-        if spec.accel == Accel::Kvm
-            && !kill_sent
-            && last_log_check.elapsed() >= Duration::from_millis(500)
+        if let Some((plan, nicemu)) = &spec.pin {
+            self.pinned = super::pin::apply(plan, child.id(), *nicemu);
+        }
+    }
+
+    /// A console line: logged, timed against the boot and done markers, kept.
+    fn take_line(&mut self, line: &str, spec: &BootSpec, serial: &mut std::fs::File) {
+        let _ = serial.write_all(line.as_bytes());
+        if self.out.to_userspace.is_none() && line.contains(crate::image::init_script::BOOT_MARKER)
         {
-            last_log_check = Instant::now();
+            self.out.to_userspace = Some(self.start.elapsed());
+        }
+        if self.out.to_done.is_none() && line.contains(spec.done_marker) {
+            self.out.to_done = Some(self.start.elapsed());
+        }
+        self.out.console.push_str(line);
+    }
+
+    /// Serves a guest's host action: its result lines join the console and the serial
+    /// log, the acknowledgement goes to the guest's serial input.
+    fn serve_host_action(
+        &mut self,
+        h: &mut HostActions,
+        request: &str,
+        serial: &mut std::fs::File,
+        serial_in: Option<&mut std::process::ChildStdin>,
+    ) {
+        let handled = h.handle(request);
+        for l in &handled.console {
+            let _ = writeln!(serial, "[host] {l}");
+            self.out.console.push_str(l);
+            self.out.console.push('\n');
+        }
+        if let Some(w) = serial_in {
+            let sent = writeln!(w, "{}", handled.ack).and_then(|_| w.flush());
+            if let Err(e) = sent {
+                log::warn!("cannot acknowledge a host action to the guest: {e}");
+            }
+        }
+    }
+
+    /// Kills QEMU when a KVM guest failed, a signal arrived or the time is up (shortly
+    /// after the done marker: the guest powers off right after it).
+    fn police(&mut self, spec: &BootSpec, child: &mut std::process::Child) {
+        if spec.accel == Accel::Kvm
+            && !self.kill_sent
+            && self.last_log_check.elapsed() >= Duration::from_millis(500)
+        {
+            self.last_log_check = Instant::now();
             let qlog = std::fs::read_to_string(&spec.qemu_log).unwrap_or_default();
             if qlog.contains("KVM internal error") || qlog.contains("emulation failure") {
                 log::info!("KVM guest failed (see {})", spec.qemu_log.display());
-                kill_sent = true;
+                self.kill_sent = true;
                 let _ = child.kill();
             }
         }
-        if crate::vm::signals::interrupted() && !interrupted {
-            interrupted = true;
+        if crate::vm::signals::interrupted() && !self.interrupted {
+            self.interrupted = true;
             let _ = child.kill();
         }
-        let limit = match out.to_done {
-            // The guest powers off right after the marker; don't wait long for it.
+        let limit = match self.out.to_done {
             Some(d) => (d + Duration::from_secs(10)).min(spec.timeout),
             None => spec.timeout,
         };
-        if !kill_sent && start.elapsed() > limit {
-            kill_sent = true;
-            killed_for_timeout = out.to_done.is_none();
+        if !self.kill_sent && self.start.elapsed() > limit {
+            self.kill_sent = true;
+            self.killed_for_timeout = self.out.to_done.is_none();
             let _ = child.kill();
         }
     }
-    let _ = reader.join();
-    let _ = serial.flush();
-    if interrupted {
-        return Err(Error::Interrupted);
-    }
-    Ok(out)
 }

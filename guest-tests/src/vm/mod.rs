@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Starting guests: run directories, acceleration choice, devices under test (and the
 //! nicemu process behind them), QEMU launch with a timeout, and signal handling.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! The `nicemu` process serving a device under test: found, started, waited for (its
 //! socket appears), and stopped with SIGTERM (so it removes its sockets).
 

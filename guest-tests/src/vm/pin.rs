@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Pinning QEMU's vCPU threads and nicemu's threads to host cores (`--pin`), so the host
 //! scheduler does not move a guest CPU between cores or stack both vCPUs on one while
 //! another core idles: vCPU i runs on core i mod N, nicemu's threads on the core after the
@@ -67,7 +68,9 @@ fn set_affinity(tid: i32, core: usize) -> bool {
     // SAFETY: `core` is below the host's core count, far under CPU_SETSIZE (1024).
     unsafe { libc::CPU_SET(core, &mut set) };
     // SAFETY: `set` is a valid cpu_set_t of the size passed; tid names a thread we started.
-    unsafe { libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0 }
+    unsafe {
+        libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &raw const set) == 0
+    }
 }
 
 /// Pins QEMU `qemu`'s vCPU threads once all `plan.vcpus` exist, and nicemu `nicemu`'s

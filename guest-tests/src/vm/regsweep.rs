@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Statistics sweeps seen from nicemu: from a register trace (`nicemu ctl trace DEV on
 //! --filter 0x4000-0x4fff --file F`, lines `SECS.USEC DEV R BAR0+0xOFFSET NAME VALUE`) the
 //! runs of statistics-register reads — igb_update_stats() reads the 82576's statistics
@@ -210,7 +211,7 @@ mod tests {
             r.contains("sweep_us=1368.0\n") && r.contains("read_us=57.00\n"),
             "{r}"
         );
-        assert!(report(Path::new("/nonexistent/x")).is_err());
+        report(Path::new("/nonexistent/x")).unwrap_err();
         std::fs::write(&p, "     1.000000 igb0 R BAR0+0x0b628 RXSTMPH 0x0\n     1.500000 igb0 R BAR0+0x0b628 RXSTMPH 0x0\n").unwrap();
         let c = count_report(&p).unwrap();
         std::fs::remove_file(&p).unwrap();

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Per-run work directories, visible to QEMU (inside the sid root when QEMU is chrooted).
 
 use std::path::{Path, PathBuf};

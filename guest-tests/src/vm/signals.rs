@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 //! SIGINT/SIGTERM handling: the handler only sets a flag; loops poll it, kill their
 //! children and unwind so bind mounts are released.
 

@@ -1,9 +1,10 @@
-//! vfio-user wire format: the message header and the payloads of the
-//! commands nicemu serves, parsed from and encoded to bytes explicitly.
+// SPDX-License-Identifier: Apache-2.0
+//! The vfio-user codec: the message header and the payloads of the commands
+//! this server serves, parsed from and encoded to bytes explicitly.
 //!
 //! Section names refer to QEMU's `docs/interop/vfio-user.rst` (the protocol
 //! specification). The specification says messages are in the host's byte
-//! order; nicemu only builds for little-endian hosts (checked below), so every
+//! order; this crate only builds for little-endian hosts (checked below), so every
 //! field is read and written as little-endian.
 //!
 //! Parsing never panics and never allocates more than the bytes it was given:
@@ -12,7 +13,7 @@
 use serde::{Deserialize, Serialize};
 
 #[cfg(target_endian = "big")]
-compile_error!("vfio-user messages are host-endian; nicemu's wire code assumes little-endian");
+compile_error!("vfio-user messages are host-endian; this codec assumes little-endian");
 
 /// Size of the header that starts every message (§"Header").
 pub const HEADER_SIZE: usize = 16;
@@ -22,7 +23,7 @@ pub const MAJOR: u16 = 0;
 /// Highest protocol minor version spoken.
 pub const MINOR: u16 = 0;
 
-/// Page size nicemu accepts DMA mappings in (4 KiB; §"VFIO_USER_VERSION",
+/// Page size the server accepts DMA mappings in (4 KiB; §"VFIO_USER_VERSION",
 /// capability `pgsizes`).
 pub const PAGE_SIZE: u64 = 4096;
 
@@ -68,9 +69,10 @@ pub enum Command {
 }
 
 impl Command {
-    /// The command of a header's command number; `None` for numbers nicemu
+    /// The command of a header's command number; `None` for numbers the server
     /// does not serve (unknown ones, server-to-client ones such as DMA_READ,
     /// and optional ones it does not advertise such as REGION_WRITE_MULTI).
+    #[inline]
     pub fn from_u16(n: u16) -> Option<Command> {
         Some(match n {
             1 => Command::Version,
@@ -91,7 +93,7 @@ impl Command {
 
 /// A malformed or unacceptable message payload.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum WireError {
+pub enum CodecError {
     /// The payload ends before the structure it must hold.
     #[error("{what} needs {need} payload bytes, message has {len}")]
     Short {
@@ -124,8 +126,8 @@ pub enum WireError {
     /// VERSION data is not a JSON object of the documented shape.
     #[error("VERSION capability data is not valid: {0}")]
     BadJson(String),
-    /// A protocol major version nicemu does not speak.
-    #[error("protocol version {major}.{minor} not supported (nicemu speaks {MAJOR}.{MINOR})")]
+    /// A protocol major version the server does not speak.
+    #[error("protocol version {major}.{minor} not supported (the server speaks {MAJOR}.{MINOR})")]
     Major {
         /// Major proposed.
         major: u16,
@@ -134,12 +136,12 @@ pub enum WireError {
     },
 }
 
-impl WireError {
+impl CodecError {
     /// The errno an error reply carries for this error.
     pub fn errno(&self) -> i32 {
         match self {
-            WireError::TooLarge { .. } => libc::E2BIG,
-            WireError::Major { .. } => libc::ENOTSUP,
+            CodecError::TooLarge { .. } => libc::E2BIG,
+            CodecError::Major { .. } => libc::ENOTSUP,
             _ => libc::EINVAL,
         }
     }
@@ -156,9 +158,10 @@ struct Fields<'a> {
 
 impl<'a> Fields<'a> {
     /// Starts reading `what`, which takes `need` bytes, from `b`.
-    fn new(b: &'a [u8], what: &'static str, need: usize) -> Result<Self, WireError> {
+    #[inline]
+    fn new(b: &'a [u8], what: &'static str, need: usize) -> Result<Self, CodecError> {
         if b.len() < need {
-            return Err(WireError::Short {
+            return Err(CodecError::Short {
                 what,
                 need,
                 len: b.len(),
@@ -172,9 +175,10 @@ impl<'a> Fields<'a> {
         })
     }
 
-    fn take<const N: usize>(&mut self) -> Result<[u8; N], WireError> {
+    #[inline]
+    fn take<const N: usize>(&mut self) -> Result<[u8; N], CodecError> {
         let end = self.at + N;
-        let s = self.b.get(self.at..end).ok_or(WireError::Short {
+        let s = self.b.get(self.at..end).ok_or(CodecError::Short {
             what: self.what,
             need: self.need.max(end),
             len: self.b.len(),
@@ -185,32 +189,39 @@ impl<'a> Fields<'a> {
         Ok(a)
     }
 
-    fn u16(&mut self) -> Result<u16, WireError> {
+    #[inline]
+    fn u16(&mut self) -> Result<u16, CodecError> {
         self.take().map(u16::from_le_bytes)
     }
 
-    fn u32(&mut self) -> Result<u32, WireError> {
+    #[inline]
+    fn u32(&mut self) -> Result<u32, CodecError> {
         self.take().map(u32::from_le_bytes)
     }
 
-    fn u64(&mut self) -> Result<u64, WireError> {
+    #[inline]
+    fn u64(&mut self) -> Result<u64, CodecError> {
         self.take().map(u64::from_le_bytes)
     }
 
     /// The bytes after the fields read so far.
+    #[inline]
     fn rest(&self) -> &'a [u8] {
         self.b.get(self.at..).unwrap_or(&[])
     }
 }
 
+#[inline]
 fn put_u16(out: &mut Vec<u8>, v: u16) {
     out.extend_from_slice(&v.to_le_bytes());
 }
 
+#[inline]
 fn put_u32(out: &mut Vec<u8>, v: u32) {
     out.extend_from_slice(&v.to_le_bytes());
 }
 
+#[inline]
 fn put_u64(out: &mut Vec<u8>, v: u64) {
     out.extend_from_slice(&v.to_le_bytes());
 }
@@ -232,6 +243,7 @@ pub struct Header {
 
 impl Header {
     /// Parses a header.
+    #[inline]
     pub fn parse(b: &[u8; HEADER_SIZE]) -> Header {
         let le16 = |i: usize| u16::from_le_bytes([b[i], b[i + 1]]);
         let le32 = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
@@ -245,6 +257,7 @@ impl Header {
     }
 
     /// Encodes the header.
+    #[inline]
     pub fn encode(&self) -> [u8; HEADER_SIZE] {
         let mut b = [0u8; HEADER_SIZE];
         b[0..2].copy_from_slice(&self.message_id.to_le_bytes());
@@ -256,17 +269,20 @@ impl Header {
     }
 
     /// Message type bits ([`flags::COMMAND`] or [`flags::REPLY`]).
+    #[inline]
     pub fn msg_type(&self) -> u32 {
         self.flags & flags::TYPE_MASK
     }
 
     /// The sender asked for no reply.
+    #[inline]
     pub fn no_reply(&self) -> bool {
         self.flags & flags::NO_REPLY != 0
     }
 
     /// The successful reply header to this command, for a reply of
     /// `message_size` bytes in all.
+    #[inline]
     pub fn reply(&self, message_size: u32) -> Header {
         Header {
             message_id: self.message_id,
@@ -280,6 +296,7 @@ impl Header {
     /// The error reply to this command: the header alone, with the Error
     /// flag and `errno` (§"Header": "If an error occurs, the reply message
     /// must only include the reply header").
+    #[inline]
     pub fn error_reply(&self, errno: i32) -> Header {
         Header {
             message_id: self.message_id,
@@ -293,7 +310,7 @@ impl Header {
 
 /// Capabilities exchanged in VERSION's JSON data (§"VFIO_USER_VERSION",
 /// table "Capabilities"). Absent members take the specification's defaults;
-/// members nicemu does not know are ignored (later minor versions add some).
+/// members the server does not know are ignored (later minor versions add some).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Capabilities {
     /// Most file descriptors the sender accepts in one message (default 1).
@@ -349,24 +366,24 @@ pub struct Version {
 impl Version {
     /// Parses a VERSION payload: major, minor, then optional NUL-terminated
     /// UTF-8 JSON. Major must be [`MAJOR`].
-    pub fn parse(payload: &[u8]) -> Result<Version, WireError> {
+    pub fn parse(payload: &[u8]) -> Result<Version, CodecError> {
         let mut f = Fields::new(payload, "VERSION", 4)?;
         let major = f.u16()?;
         let minor = f.u16()?;
         if major != MAJOR {
-            return Err(WireError::Major { major, minor });
+            return Err(CodecError::Major { major, minor });
         }
         let json = f.rest();
         let data = if json.is_empty() {
             VersionData::default()
         } else {
             let Some((0, text)) = json.split_last() else {
-                return Err(WireError::NotTerminated);
+                return Err(CodecError::NotTerminated);
             };
             let text = text.split(|&c| c == 0).next().unwrap_or(&[]);
             serde_json::from_slice(text).map_err(|e| {
                 // serde quotes offending input; keep log lines short.
-                WireError::BadJson(e.to_string().chars().take(160).collect())
+                CodecError::BadJson(e.to_string().chars().take(160).collect())
             })?
         };
         Ok(Version { major, minor, data })
@@ -436,7 +453,7 @@ impl DmaMap {
     pub const SIZE: usize = 32;
 
     /// Parses the payload.
-    pub fn parse(payload: &[u8]) -> Result<DmaMap, WireError> {
+    pub fn parse(payload: &[u8]) -> Result<DmaMap, CodecError> {
         let mut f = Fields::new(payload, "DMA_MAP", Self::SIZE)?;
         Ok(DmaMap {
             argsz: f.u32()?,
@@ -467,7 +484,7 @@ impl DmaUnmap {
     pub const SIZE: usize = 24;
 
     /// Parses the payload.
-    pub fn parse(payload: &[u8]) -> Result<DmaUnmap, WireError> {
+    pub fn parse(payload: &[u8]) -> Result<DmaUnmap, CodecError> {
         let mut f = Fields::new(payload, "DMA_UNMAP", Self::SIZE)?;
         Ok(DmaUnmap {
             argsz: f.u32()?,
@@ -487,7 +504,7 @@ impl DmaUnmap {
 }
 
 /// DEVICE_GET_INFO reply (§"VFIO_USER_DEVICE_GET_INFO"). The request carries
-/// the same structure with only `argsz` set, which nicemu does not need: the
+/// the same structure with only `argsz` set, which the server does not need: the
 /// reply is always the fixed 16 bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DeviceInfo {
@@ -527,7 +544,7 @@ impl RegionInfoRequest {
     pub const SIZE: usize = 32;
 
     /// Parses the payload.
-    pub fn parse(payload: &[u8]) -> Result<RegionInfoRequest, WireError> {
+    pub fn parse(payload: &[u8]) -> Result<RegionInfoRequest, CodecError> {
         let mut f = Fields::new(payload, "DEVICE_GET_REGION_INFO", Self::SIZE)?;
         let argsz = f.u32()?;
         let _flags = f.u32()?;
@@ -539,7 +556,7 @@ impl RegionInfoRequest {
 /// One region as advertised in DEVICE_GET_REGION_INFO replies.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RegionInfo {
-    /// `VFIO_REGION_INFO_FLAG_*` (nicemu never sets MMAP or CAPS).
+    /// `VFIO_REGION_INFO_FLAG_*` (the server never sets MMAP or CAPS).
     pub flags: u32,
     /// Region index.
     pub index: u32,
@@ -578,7 +595,7 @@ impl RegionIoFdsRequest {
     pub const SIZE: usize = 16;
 
     /// Parses the payload.
-    pub fn parse(payload: &[u8]) -> Result<RegionIoFdsRequest, WireError> {
+    pub fn parse(payload: &[u8]) -> Result<RegionIoFdsRequest, CodecError> {
         let mut f = Fields::new(payload, "DEVICE_GET_REGION_IO_FDS", Self::SIZE)?;
         Ok(RegionIoFdsRequest {
             argsz: f.u32()?,
@@ -604,7 +621,7 @@ impl IrqInfoRequest {
     pub const SIZE: usize = 16;
 
     /// Parses the payload.
-    pub fn parse(payload: &[u8]) -> Result<IrqInfoRequest, WireError> {
+    pub fn parse(payload: &[u8]) -> Result<IrqInfoRequest, CodecError> {
         let mut f = Fields::new(payload, "DEVICE_GET_IRQ_INFO", Self::SIZE)?;
         let argsz = f.u32()?;
         let _flags = f.u32()?;
@@ -657,7 +674,7 @@ impl<'a> SetIrqs<'a> {
     pub const SIZE: usize = 20;
 
     /// Parses the payload.
-    pub fn parse(payload: &'a [u8]) -> Result<SetIrqs<'a>, WireError> {
+    pub fn parse(payload: &'a [u8]) -> Result<SetIrqs<'a>, CodecError> {
         let mut f = Fields::new(payload, "DEVICE_SET_IRQS", Self::SIZE)?;
         Ok(SetIrqs {
             argsz: f.u32()?,
@@ -687,10 +704,11 @@ impl RegionAccess {
     pub const SIZE: usize = 16;
 
     /// Parses a REGION_READ payload; `count` must not exceed `max_xfer`.
-    pub fn parse_read(payload: &[u8], max_xfer: u32) -> Result<RegionAccess, WireError> {
+    #[inline]
+    pub fn parse_read(payload: &[u8], max_xfer: u32) -> Result<RegionAccess, CodecError> {
         let a = Self::parse(payload, "REGION_READ")?;
         if a.count > max_xfer {
-            return Err(WireError::TooLarge {
+            return Err(CodecError::TooLarge {
                 count: a.count,
                 max: max_xfer,
             });
@@ -700,17 +718,18 @@ impl RegionAccess {
 
     /// Parses a REGION_WRITE payload: the fixed part and exactly `count`
     /// data bytes, `count` not above `max_xfer`.
-    pub fn parse_write(payload: &[u8], max_xfer: u32) -> Result<(RegionAccess, &[u8]), WireError> {
+    #[inline]
+    pub fn parse_write(payload: &[u8], max_xfer: u32) -> Result<(RegionAccess, &[u8]), CodecError> {
         let a = Self::parse(payload, "REGION_WRITE")?;
         if a.count > max_xfer {
-            return Err(WireError::TooLarge {
+            return Err(CodecError::TooLarge {
                 count: a.count,
                 max: max_xfer,
             });
         }
         let data = payload.get(Self::SIZE..).unwrap_or(&[]);
         if data.len() != a.count as usize {
-            return Err(WireError::CountMismatch {
+            return Err(CodecError::CountMismatch {
                 count: a.count,
                 len: data.len(),
             });
@@ -718,7 +737,8 @@ impl RegionAccess {
         Ok((a, data))
     }
 
-    fn parse(payload: &[u8], what: &'static str) -> Result<RegionAccess, WireError> {
+    #[inline]
+    fn parse(payload: &[u8], what: &'static str) -> Result<RegionAccess, CodecError> {
         let mut f = Fields::new(payload, what, Self::SIZE)?;
         Ok(RegionAccess {
             offset: f.u64()?,
@@ -728,6 +748,7 @@ impl RegionAccess {
     }
 
     /// Encodes the fixed part.
+    #[inline]
     pub fn encode(&self, out: &mut Vec<u8>) {
         put_u64(out, self.offset);
         put_u32(out, self.region);
@@ -813,7 +834,7 @@ mod tests {
     fn malformed_version_is_an_error_not_a_panic() {
         assert!(matches!(
             Version::parse(&[0, 0, 0]),
-            Err(WireError::Short {
+            Err(CodecError::Short {
                 need: 4,
                 len: 3,
                 ..
@@ -821,7 +842,7 @@ mod tests {
         ));
         assert_eq!(
             Version::parse(&version_payload(0, 0, b"{}")),
-            Err(WireError::NotTerminated)
+            Err(CodecError::NotTerminated)
         );
         for bad in [
             &b"\xff\xfe\0"[..],
@@ -833,7 +854,7 @@ mod tests {
             b"{\0}\0",
         ] {
             let r = Version::parse(&version_payload(0, 0, bad));
-            assert!(matches!(r, Err(WireError::BadJson(_))), "{bad:?}: {r:?}");
+            assert!(matches!(r, Err(CodecError::BadJson(_))), "{bad:?}: {r:?}");
             assert_eq!(r.unwrap_err().errno(), libc::EINVAL);
         }
         let long = format!(
@@ -841,11 +862,11 @@ mod tests {
             "x".repeat(5000)
         );
         match Version::parse(&version_payload(0, 0, long.as_bytes())) {
-            Err(WireError::BadJson(m)) => assert!(m.chars().count() <= 160, "{m}"),
+            Err(CodecError::BadJson(m)) => assert!(m.chars().count() <= 160, "{m}"),
             other => panic!("{other:?}"),
         }
         let r = Version::parse(&version_payload(1, 0, b""));
-        assert_eq!(r, Err(WireError::Major { major: 1, minor: 0 }));
+        assert_eq!(r, Err(CodecError::Major { major: 1, minor: 0 }));
         assert_eq!(r.unwrap_err().errno(), libc::ENOTSUP);
     }
 
@@ -888,7 +909,7 @@ mod tests {
             (0x1000, 0x8000_0000, 1 << 20)
         );
         assert!(m.flags.contains(DmaMapFlags::READ) && m.flags.contains(DmaMapFlags::WRITE));
-        assert!(DmaMap::parse(&p[..31]).is_err());
+        DmaMap::parse(&p[..31]).unwrap_err();
         let u = DmaUnmap::parse(&p[..24]).unwrap();
         assert_eq!((u.argsz, u.address, u.size), (32, 0x1000, 0x8000_0000));
         assert!(u.flags.contains(DmaUnmapFlags::ALL), "bit 1 of flags 3");
@@ -896,7 +917,7 @@ mod tests {
         let mut out = Vec::new();
         u.encode(&mut out);
         assert_eq!(out, &p[..24]);
-        assert!(DmaUnmap::parse(&p[..23]).is_err());
+        DmaUnmap::parse(&p[..23]).unwrap_err();
     }
 
     #[test]
@@ -929,11 +950,11 @@ mod tests {
         assert_eq!(out, [16, 0, 0, 0, 1, 0, 0, 0, 4, 0, 0, 0, 10, 0, 0, 0]);
         let r = RegionInfoRequest::parse(&[32, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0].repeat(3)).unwrap();
         assert_eq!((r.argsz, r.index), (32, 2));
-        assert!(RegionInfoRequest::parse(&[0; 31]).is_err());
+        RegionInfoRequest::parse(&[0; 31]).unwrap_err();
         let r = IrqInfoRequest::parse(&[16, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0]).unwrap();
         assert_eq!(r.index, 4);
-        assert!(IrqInfoRequest::parse(&[0; 15]).is_err());
-        assert!(RegionIoFdsRequest::parse(&[0; 15]).is_err());
+        IrqInfoRequest::parse(&[0; 15]).unwrap_err();
+        RegionIoFdsRequest::parse(&[0; 15]).unwrap_err();
         assert_eq!(RegionIoFdsRequest::parse(&[0; 16]).unwrap().index, 0);
     }
 
@@ -947,7 +968,7 @@ mod tests {
         assert_eq!((s.index, s.start, s.count, s.data.len()), (4, 1, 2, 0));
         p.extend_from_slice(&[1, 0]);
         assert_eq!(SetIrqs::parse(&p).unwrap().data, &[1, 0]);
-        assert!(SetIrqs::parse(&p[..19]).is_err());
+        SetIrqs::parse(&p[..19]).unwrap_err();
     }
 
     #[test]
@@ -963,7 +984,7 @@ mod tests {
         assert_eq!((r.offset, r.region, r.count), (0x2818, 0, 4));
         assert!(matches!(
             RegionAccess::parse_write(&p, 4096),
-            Err(WireError::CountMismatch { count: 4, len: 0 })
+            Err(CodecError::CountMismatch { count: 4, len: 0 })
         ));
         p.extend_from_slice(&7u32.to_le_bytes());
         let (w, data) = RegionAccess::parse_write(&p, 4096).unwrap();
@@ -982,7 +1003,7 @@ mod tests {
         .encode(&mut huge);
         let e = RegionAccess::parse_read(&huge, 4096).unwrap_err();
         assert_eq!(e.errno(), libc::E2BIG);
-        assert!(RegionAccess::parse_write(&huge, 4096).is_err());
-        assert!(RegionAccess::parse_read(&huge[..15], 4096).is_err());
+        RegionAccess::parse_write(&huge, 4096).unwrap_err();
+        RegionAccess::parse_read(&huge[..15], 4096).unwrap_err();
     }
 }

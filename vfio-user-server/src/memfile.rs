@@ -1,4 +1,5 @@
-//! Guest memory files a client hands nicemu (vfio-user DMA_MAP, vhost-user
+// SPDX-License-Identifier: Apache-2.0
+//! Guest memory files a client hands a device server (vfio-user DMA_MAP, vhost-user
 //! SET_MEM_TABLE): before one is mapped, its size must cover the mapping and
 //! must not be able to shrink while mapped. A mapped page past a file's end
 //! is SIGBUS on first touch, and a signal ends every port of the process.
@@ -83,12 +84,17 @@ fn seal_shrink(f: &File) -> Result<(), MemFileError> {
     Ok(())
 }
 
-#[cfg(test)]
-pub(crate) mod tests {
-    use super::*;
+/// Memory files for tests (feature `test-utils`).
+#[cfg(any(test, feature = "test-utils"))]
+pub mod testutil {
+    use std::fs::File;
 
-    /// A memfd of `size` bytes; `sealable` as MFD_ALLOW_SEALING.
-    pub(crate) fn memfd(size: u64, sealable: bool) -> File {
+    /// A memfd of `size` bytes; `sealable` as `MFD_ALLOW_SEALING`.
+    ///
+    /// # Panics
+    /// When the memfd cannot be made (a test cannot go on without it).
+    #[allow(clippy::unwrap_used)]
+    pub fn memfd(size: u64, sealable: bool) -> File {
         let flags = libc::MFD_CLOEXEC | if sealable { libc::MFD_ALLOW_SEALING } else { 0 };
         // SAFETY: a NUL-terminated name; the new fd is ours.
         let fd = unsafe { libc::memfd_create(c"nicemu-test".as_ptr(), flags) };
@@ -98,6 +104,12 @@ pub(crate) mod tests {
         f.set_len(size).unwrap();
         f
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testutil::memfd;
+    use super::*;
 
     #[test]
     fn ranges_are_checked_and_the_file_sealed() {

@@ -1,6 +1,7 @@
+// SPDX-License-Identifier: Apache-2.0
 //! Guest memory from vfio-user DMA map/unmap requests: each mapping is an fd
 //! region QEMU shares (memory-backend-memfd, share=on), mmapped here and
-//! assembled into the bounds-checked [`DmaView`] the device uses.
+//! assembled into the bounds-checked [`DmaMaps`] the device uses.
 //!
 //! Limits (vfio-user §"VFIO_USER_DMA_MAP"; kernel VFIO type1 answers the same
 //! errnos): at most [`MAX_DMA_MAPS`] mappings (advertised as `max_dma_maps`)
@@ -12,20 +13,26 @@ use std::fs::File;
 use std::os::unix::fs::MetadataExt;
 use std::sync::Arc;
 
-use device_models::{DmaView, GuestRam};
 use vm_memory::mmap::MmapRegion;
-use vm_memory::{FileOffset, GuestAddress, GuestRegionMmap};
+use vm_memory::{FileOffset, GuestAddress, GuestMemoryMmap, GuestRegionMmap};
 
-use super::wire::DmaMapFlags;
+use crate::codec::DmaMapFlags;
+use crate::limits::{MAX_DMA_MAPS, MAX_DMA_TOTAL};
 use crate::memfile::{self, MemFileError};
 
-/// Most mappings at once (QEMU maps guest RAM in a handful of sections; the
-/// BIOS's PAM shadowing adds a few dozen at most).
-pub const MAX_DMA_MAPS: usize = 256;
+/// Guest memory made of the client's mappings, bounds-checked on every access.
+pub type GuestRam = GuestMemoryMmap<()>;
 
-/// Most bytes mapped at once, over all mappings (1 TiB of address space per
-/// function).
-pub const MAX_DMA_TOTAL: u64 = 1 << 40;
+/// What the device reaches by DMA: the guest memory it may read and the part
+/// of it it may write (a mapping's access flags, as an IOMMU enforces them: a
+/// read-only mapping is in `read` only).
+#[derive(Clone, Debug, Default)]
+pub struct DmaMaps {
+    /// Memory the device may read.
+    pub read: GuestRam,
+    /// Memory the device may write.
+    pub write: GuestRam,
+}
 
 /// Why a DMA map or unmap request failed.
 #[derive(Debug, thiserror::Error)]
@@ -244,8 +251,8 @@ impl DmaTable {
 
     /// The guest memory these mappings form: readable mappings in `read`,
     /// writable ones in `write`.
-    pub fn memory(&self) -> DmaView {
-        DmaView {
+    pub fn memory(&self) -> DmaMaps {
+        DmaMaps {
             read: self.collect(DmaMapFlags::READ),
             write: self.collect(DmaMapFlags::WRITE),
         }
@@ -271,7 +278,7 @@ impl DmaTable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memfile::tests::memfd;
+    use crate::memfile::testutil::memfd;
     use vm_memory::Bytes;
 
     const RW: DmaMapFlags = DmaMapFlags(3);
@@ -289,7 +296,7 @@ mod tests {
             m.read.read_obj::<u32>(GuestAddress(0x10_0010)).unwrap(),
             0xdead_beef
         );
-        assert!(m.read.read_obj::<u32>(GuestAddress(0x20_0000)).is_err());
+        m.read.read_obj::<u32>(GuestAddress(0x20_0000)).unwrap_err();
         let e = t
             .map(0x10_8000, 0x1_0000, 0, RW, Some(memfd(0x1_0000, true)))
             .unwrap_err();
@@ -306,11 +313,10 @@ mod tests {
             "part of a mapping"
         );
         t.unmap(0x10_0000, 0x1_0000).unwrap();
-        assert!(t
-            .memory()
+        t.memory()
             .read
             .read_obj::<u32>(GuestAddress(0x10_0010))
-            .is_err());
+            .unwrap_err();
         assert!(t.is_empty());
     }
 
@@ -324,17 +330,17 @@ mod tests {
             .unwrap();
         t.map(0x2000, 0x1000, 0x2000, DmaMapFlags(0), g()).unwrap();
         let v = t.memory();
-        assert!(v.read.read_obj::<u32>(GuestAddress(0)).is_ok());
+        v.read.read_obj::<u32>(GuestAddress(0)).unwrap();
         assert!(
             v.write.write_obj(1u32, GuestAddress(0)).is_err(),
             "read-only"
         );
-        assert!(v.write.write_obj(1u32, GuestAddress(0x1000)).is_ok());
+        v.write.write_obj(1u32, GuestAddress(0x1000)).unwrap();
         assert!(
             v.read.read_obj::<u32>(GuestAddress(0x1000)).is_err(),
             "write-only"
         );
-        assert!(v.read.read_obj::<u32>(GuestAddress(0x2000)).is_err());
+        v.read.read_obj::<u32>(GuestAddress(0x2000)).unwrap_err();
         assert_eq!(t.files.len(), 1, "one descriptor for one file");
     }
 
