@@ -59,6 +59,8 @@ use super::regs::*;
 use super::{Ixgbe, I82599};
 use crate::desc::{rx_status, rx_writeback, RXD_STAT_IPCS};
 use crate::dma::DmaView;
+use crate::function::rx::RxDone;
+use crate::function::stats::Tally;
 use crate::function::{Dir, Interrupts, Receive};
 use crate::ring::{read_desc, write_buf, write_desc, Ring, RingError};
 use crate::rss;
@@ -269,7 +271,7 @@ impl Ixgbe {
         let vet = self.regs.peek(VLNCTRL) as u16;
         let Some(seg) = classify(frame, vet) else {
             drop(ctxs);
-            return self.rx_to_queue(qi, frame, hash, ty, ts);
+            return self.rsc_place_alone(qi, frame, hash, ty, ts);
         };
         let stripped = seg.key.vlan != 0 && I82599::vlan_strip(self, qi);
         let pos = ctxs.iter().position(|c| c.key == seg.key);
@@ -292,7 +294,22 @@ impl Ixgbe {
             return;
         }
         drop(ctxs);
-        self.rx_to_queue(qi, frame, hash, ty, ts);
+        self.rsc_place_alone(qi, frame, hash, ty, ts);
+    }
+
+    /// Counts a segment the context took (its statistics as a frame of its own).
+    fn rsc_count(&self, qi: usize, frame: &[u8]) {
+        let mut t = Tally::default();
+        t.add(frame);
+        self.count_tally(Dir::Rx, qi, &mut t);
+    }
+
+    /// A frame that is not coalesced: placed as without RSC, counted and
+    /// its queue signalled at once (a batch of its own).
+    fn rsc_place_alone(&self, qi: usize, frame: &[u8], hash: u32, ty: HashType, ts: bool) {
+        let mut done = RxDone::default();
+        self.rx_to_queue(qi, frame, hash, ty, ts, &mut done);
+        self.rx_done(&mut done);
     }
 
     /// The ring and buffer size of queue `qi`, if it can take descriptors.
@@ -377,7 +394,7 @@ impl Ixgbe {
             self.errors.dma();
             return true;
         }
-        self.count_frame(Dir::Rx, qi, frame);
+        self.rsc_count(qi, frame);
         if c.psh || c.deadline <= now {
             self.rsc_finish(qi, &c);
         } else {
@@ -416,7 +433,7 @@ impl Ixgbe {
         if placed.is_err() {
             self.errors.dma();
         }
-        self.count_frame(Dir::Rx, qi, frame);
+        self.rsc_count(qi, frame);
         let l4 = seg.l3 + seg.ip_len;
         c.next_seq = seg.seq.wrapping_add(len as u32);
         c.ack.copy_from_slice(&frame[l4 + 8..l4 + 12]);
