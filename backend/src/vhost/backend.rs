@@ -648,6 +648,16 @@ impl NetBackend {
         }
     }
 
+    /// Runs `f` on one of the port's own threads (a queue worker, the
+    /// receive deliverer) and writes the used-ring signals it raised when it
+    /// returns, no vring lock held ([`Signaller::serving`]).
+    pub fn serving<R>(&self, f: impl FnOnce() -> R) -> R {
+        match self.signaller.get() {
+            Some(s) => s.serving(f),
+            None => f(),
+        }
+    }
+
     /// Waits until every used-ring signal raised so far was written, at most
     /// `limit`; false on timeout or without a signaller.
     pub fn flush_signals(&self, limit: Duration) -> bool {
@@ -896,7 +906,7 @@ impl VhostUserBackend for NetBackend {
             }
             1 => {
                 if let Some(v) = vrings.get(1) {
-                    self.process_tx(thread_id, v);
+                    self.serving(|| self.process_tx(thread_id, v));
                 }
             }
             _ => {}

@@ -5,6 +5,8 @@
 
 use std::fmt;
 
+use net_util::rss::HashType;
+
 use super::hook::{HookOf, RegKind};
 use super::stats::FrameCounters;
 use super::{Ctl, Dir, Function};
@@ -210,6 +212,10 @@ pub trait Model: Sized + Send + Sync + 'static {
     type Intr: IntrState;
     /// The link medium.
     type Media: Media;
+    /// What else the part keeps beyond its registers (the 82599's Flow
+    /// Director table and receive side coalescing contexts), each piece
+    /// behind its own lock.
+    type State: Default + Send + Sync + 'static;
 
     /// The PCI configuration space after reset.
     fn config_space() -> ConfigSpace;
@@ -311,13 +317,39 @@ pub trait Receive: Model {
     /// Checksum status and the hash dword of a frame's descriptor (`ptype`
     /// its packet type, 0 for non-IP).
     fn rx_status(f: &Function<Self>, frame: &[u8], ptype: u16, hash: u32) -> RxStatus;
-    /// Counts a frame received on queue `qi` beyond the frame counters
-    /// (per-queue statistics).
-    fn count_rx_queue(f: &Function<Self>, qi: usize, octets: u64) {
-        let _ = (f, qi, octets);
+    /// Counts `frames` frames of `octets` octets received on queue `qi`
+    /// beyond the frame counters (per-queue statistics).
+    fn count_rx_queue(f: &Function<Self>, qi: usize, frames: u32, octets: u64) {
+        let _ = (f, qi, frames, octets);
     }
     /// Counts a frame queue `qi` had no buffer (or no ring) for.
     fn count_rx_miss(f: &Function<Self>, qi: usize);
+    /// Places a frame that passed the filters into receive queue `qi` its
+    /// own way (its receive lock held) and returns true, or returns false
+    /// for the shared placement (one frame per descriptor chain). Default:
+    /// false.
+    fn rx_place(
+        f: &Function<Self>,
+        qi: usize,
+        frame: &[u8],
+        hash: u32,
+        ty: HashType,
+        ts: bool,
+    ) -> bool {
+        let _ = (f, qi, frame, hash, ty, ts);
+        false
+    }
+    /// The device timer ran: receive state that ages (the 82599's
+    /// coalescing contexts) moves on. Default: nothing.
+    fn rx_timer(f: &Function<Self>, now_ns: u64) {
+        let _ = (f, now_ns);
+    }
+    /// A receive queue chosen for the frame before RSS (the 82599's Flow
+    /// Director, §7.1.2.7), or `None` for the RSS queue. Default: none.
+    fn steer(f: &Function<Self>, frame: &[u8]) -> Option<usize> {
+        let _ = (f, frame);
+        None
+    }
 }
 
 /// What a part's transmitter does its own way.
@@ -337,9 +369,10 @@ pub trait Transmit: Model {
     }
     /// Where finished frames go.
     fn tx_route(f: &Function<Self>) -> TxRoute;
-    /// Counts a frame sent from queue `qi` beyond the frame counters.
-    fn count_tx_queue(f: &Function<Self>, qi: usize, octets: u64) {
-        let _ = (f, qi, octets);
+    /// Counts `frames` frames of `octets` octets sent from queue `qi`
+    /// beyond the frame counters.
+    fn count_tx_queue(f: &Function<Self>, qi: usize, frames: u32, octets: u64) {
+        let _ = (f, qi, frames, octets);
     }
 }
 
