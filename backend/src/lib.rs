@@ -9,6 +9,7 @@ pub mod config;
 pub mod control;
 pub mod error;
 pub mod fdb;
+pub mod latency;
 pub mod outfile;
 pub mod ports;
 pub mod sched;

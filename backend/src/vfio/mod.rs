@@ -22,6 +22,7 @@ use device_models::{DmaView, NicFunction};
 use vfio_user_server::{ConnError, DmaMaps, Endpoint, IrqError, PciDevice, Server};
 
 use crate::error::Error;
+use crate::latency::{Doorbell, PortLatency};
 use crate::trace::{Dir, Tracer};
 use irq::EventIrq;
 
@@ -37,6 +38,8 @@ pub struct NicPort {
     dev: SharedDevice,
     irq: Arc<EventIrq>,
     tracer: Arc<Tracer>,
+    /// Latency stages; a BAR write is timed as a doorbell.
+    lat: Arc<PortLatency>,
 }
 
 impl std::fmt::Debug for NicPort {
@@ -57,6 +60,20 @@ impl NicPort {
         };
         self.tracer
             .record(&self.id, dir, &region, offset, &name, data);
+    }
+}
+
+impl NicPort {
+    /// A BAR write to the model (large writes dword by dword).
+    fn write_bar(&self, bar: u32, offset: u64, data: &[u8]) {
+        if data.len() > 8 {
+            for (i, chunk) in data.chunks(4).enumerate() {
+                self.dev
+                    .bar_write(bar as usize, offset + 4 * i as u64, chunk);
+            }
+        } else {
+            self.dev.bar_write(bar as usize, offset, data);
+        }
     }
 }
 
@@ -104,15 +121,12 @@ impl PciDevice for NicPort {
     }
 
     fn bar_write(&mut self, bar: u32, offset: u64, data: &[u8]) {
+        // Any BAR write may be a doorbell (TDT): the frames its transmit
+        // pass sends on this thread are timed from here.
+        let doorbell = Doorbell::start();
         self.trace(Dir::Write, Region::Bar(bar), offset, data);
-        if data.len() > 8 {
-            for (i, chunk) in data.chunks(4).enumerate() {
-                self.dev
-                    .bar_write(bar as usize, offset + 4 * i as u64, chunk);
-            }
-        } else {
-            self.dev.bar_write(bar as usize, offset, data);
-        }
+        self.write_bar(bar, offset, data);
+        doorbell.done(&self.lat);
     }
 
     fn reset(&mut self) {
@@ -155,11 +169,24 @@ pub struct VfioPort {
 impl VfioPort {
     /// Wraps a device; `irq` must be the sink the device was created with.
     pub fn new(id: String, dev: SharedDevice, irq: Arc<EventIrq>, tracer: Arc<Tracer>) -> Self {
+        Self::timed(id, dev, irq, tracer, Arc::default())
+    }
+
+    /// [`Self::new`], timing BAR writes as doorbells into `lat` (the
+    /// function's wire and interrupts record into it too).
+    pub fn timed(
+        id: String,
+        dev: SharedDevice,
+        irq: Arc<EventIrq>,
+        tracer: Arc<Tracer>,
+        lat: Arc<PortLatency>,
+    ) -> Self {
         let port = NicPort {
             id: id.clone(),
             dev,
             irq,
             tracer,
+            lat,
         };
         VfioPort {
             endpoint: Endpoint::new(id, port),

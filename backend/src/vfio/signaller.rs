@@ -26,6 +26,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::irq::{signal, Signalled};
+use crate::latency::{self, PortLatency};
 
 /// Slots (interrupt vectors, virtqueues) one signaller serves.
 pub const MAX_SLOTS: usize = 128;
@@ -72,9 +73,13 @@ pub trait IrqTargets: Send + Sync {
 }
 
 /// State shared by the raising threads and the signaller thread.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Shared {
     pending: [AtomicU64; WORDS],
+    /// When each slot was raised and not yet taken (0: not known).
+    raised: [AtomicU64; MAX_SLOTS],
+    /// The port's latency stages `raise_to_irq` and `doorbell_to_irq`.
+    lat: Arc<PortLatency>,
     /// Bumped by [`Signaller::release`] after fds were replaced or removed.
     epoch: AtomicU64,
     /// While writing: the epoch the target was taken in, plus one; else 0.
@@ -98,8 +103,25 @@ impl Signaller {
         name: &str,
         targets: Weak<dyn IrqTargets>,
     ) -> Result<Signaller, crate::error::Error> {
+        Self::spawn_timed(name, targets, Arc::default())
+    }
+
+    /// [`Self::spawn`], recording each write's latency into `lat`.
+    pub fn spawn_timed(
+        name: &str,
+        targets: Weak<dyn IrqTargets>,
+        lat: Arc<PortLatency>,
+    ) -> Result<Signaller, crate::error::Error> {
         install_wake_handler();
-        let shared = Arc::new(Shared::default());
+        let shared = Arc::new(Shared {
+            pending: Default::default(),
+            raised: std::array::from_fn(|_| AtomicU64::new(0)),
+            lat,
+            epoch: AtomicU64::new(0),
+            writing: AtomicU64::new(0),
+            idle: AtomicBool::new(false),
+            stop: AtomicBool::new(false),
+        });
         let s = shared.clone();
         let thread = crate::threads::spawn(format!("irq-{name}"), move || run(&s, &targets))?;
         Ok(Signaller {
@@ -115,6 +137,14 @@ impl Signaller {
             return;
         };
         let bit = 1u64 << (slot % 64);
+        if word.load(Ordering::Relaxed) & bit == 0 {
+            // The first raise since the slot was last taken: its time (a
+            // raise racing the signaller may leave a stale or no time; the
+            // histogram then has one value too large, or one fewer).
+            if let Some(r) = self.shared.raised.get(slot) {
+                let _ = r.compare_exchange(0, latency::now(), Ordering::Relaxed, Ordering::Relaxed);
+            }
+        }
         if word.fetch_or(bit, Ordering::AcqRel) & bit == 0 {
             if let Some(t) = &self.thread {
                 t.thread().unpark();
@@ -219,6 +249,10 @@ fn run(s: &Shared, targets: &Weak<dyn IrqTargets>) {
 /// Writes one slot's fd. A write interrupted by [`Signaller::release`] is
 /// dropped when its fd was replaced meanwhile, and retried otherwise.
 fn fire(s: &Shared, t: &dyn IrqTargets, slot: usize) {
+    let raised = s
+        .raised
+        .get(slot)
+        .map_or(0, |r| r.swap(0, Ordering::Relaxed));
     for _ in 0..2 {
         let epoch = s.epoch.load(Ordering::Acquire);
         let Some(fd) = t.target(slot) else { return };
@@ -226,6 +260,9 @@ fn fire(s: &Shared, t: &dyn IrqTargets, slot: usize) {
         let r = signal(&fd);
         s.writing.store(0, Ordering::Release);
         if r != Signalled::Interrupted {
+            if r == Signalled::Sent {
+                s.lat.irq_written(raised);
+            }
             t.signalled(slot, r);
             return;
         }

@@ -27,6 +27,7 @@ use super::counters::{add, inc, PortCounters, QueueCounters};
 use super::offload::{self as voff, accept, NetHdr, MAX_HDR_LEN};
 use super::rx::{self, RxOutcome};
 use super::tx::{self, TxChainError, MAX_TX_BYTES};
+use crate::latency::{Doorbell, PortLatency, TimedWire};
 use crate::switch::Switch;
 use crate::vfio::irq::{make_non_blocking, Signalled};
 use crate::vfio::signaller::{IrqTargets, Signaller, Target};
@@ -276,6 +277,8 @@ pub struct NetBackend {
     /// Writes the call eventfds ([`crate::vfio::signaller`]): no thread that
     /// places a frame or takes a chain waits for the frontend.
     signaller: OnceLock<Signaller>,
+    /// Where a kick's time goes (`ctl latency`).
+    lat: Arc<PortLatency>,
 }
 
 impl std::fmt::Debug for NetBackend {
@@ -378,6 +381,8 @@ impl NetBackend {
                 }),
             })
             .collect();
+        let lat = Arc::new(PortLatency::default());
+        let sink = Box::new(TimedWire::new(Arc::from(sink), lat.clone()));
         NetBackend {
             id,
             mac,
@@ -399,7 +404,13 @@ impl NetBackend {
             accept: Arc::new(AtomicU8::new(0)),
             token: process_token(),
             signaller: OnceLock::new(),
+            lat,
         }
+    }
+
+    /// The port's latency stages.
+    pub fn latency(&self) -> &Arc<PortLatency> {
+        &self.lat
     }
 
     /// Queue pairs.
@@ -635,7 +646,7 @@ impl NetBackend {
     /// Starts the thread that signals the port's call eventfds.
     pub fn start_signaller(self: &Arc<Self>) -> Result<(), crate::error::Error> {
         let weak = Arc::downgrade(self);
-        let s = Signaller::spawn(&self.id, weak as Weak<dyn IrqTargets>)?;
+        let s = Signaller::spawn_timed(&self.id, weak as Weak<dyn IrqTargets>, self.lat.clone())?;
         let _ = self.signaller.set(s);
         Ok(())
     }
@@ -896,7 +907,9 @@ impl VhostUserBackend for NetBackend {
             }
             1 => {
                 if let Some(v) = vrings.get(1) {
+                    let kick = Doorbell::start();
                     self.process_tx(thread_id, v);
+                    kick.done(&self.lat);
                 }
             }
             _ => {}

@@ -62,6 +62,7 @@ use vm_memory::{GuestMemoryAtomic, GuestMemoryMmap};
 
 use crate::config::DeviceSpec;
 use crate::error::Error;
+use crate::latency::TimedRx;
 use crate::switch::{PortCounters, PortSlot, Switch};
 use backend::{GsoPeers, NetBackend};
 use backlog::Backlog;
@@ -171,8 +172,16 @@ impl VirtioNetPort {
             serve(&s, Some(listener))
         })?;
         let port = VirtioNetPort { inner };
-        direct.set(Arc::new(port.clone()));
+        direct.set(Arc::new(TimedRx::new(
+            Arc::new(port.clone()),
+            backend.latency().clone(),
+        )));
         Ok(port)
+    }
+
+    /// The port's latency stages (`ctl latency`).
+    pub fn latency(&self) -> &Arc<crate::latency::PortLatency> {
+        self.inner.backend.latency()
     }
 
     /// Sets the link state. Down: traffic is dropped (counted), the
