@@ -11,6 +11,7 @@ pub mod error;
 pub mod fdb;
 pub mod latency;
 pub mod outfile;
+pub mod poll;
 pub mod ports;
 pub mod sched;
 pub mod signals;
@@ -75,6 +76,11 @@ pub struct Cli {
     /// control socket always run normal.
     #[arg(long = "sched", value_enum, default_value_t = sched::DataPathSched::Batch)]
     pub sched: sched::DataPathSched,
+    /// After a message or kick, the vfio-user server and vhost-user worker
+    /// threads poll for the next one for up to N µs (spinning, a core busy)
+    /// before blocking; 0 to 1000. For hosts with cores to spare.
+    #[arg(long = "poll-us", value_name = "N", default_value_t = 0, value_parser = poll::parse_poll_us)]
+    pub poll_us: u64,
 }
 
 /// Subcommands.
@@ -115,6 +121,7 @@ pub fn run(cli: Cli) -> Result<(), error::Error> {
         Some(p) => Some(trace::open_sink(Some(p))?),
     };
     sched::set_data_path_policy(cli.sched);
+    poll::set(cli.poll_us);
     let signals = signals::Signals::block()?;
     let running = ports::start(&devices, &wires, tracer)?;
     if let (Some(path), Some(out)) = (&cli.control, output_dir) {

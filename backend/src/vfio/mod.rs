@@ -208,7 +208,9 @@ impl VfioPort {
     /// Creates the socket and serves clients on a thread of their own until
     /// the process ends.
     pub fn serve(self, socket: &Path) -> Result<std::thread::JoinHandle<()>, Error> {
-        let server = Server::new(crate::socket::listen(socket)?, self.endpoint);
+        let mut endpoint = self.endpoint;
+        endpoint.set_poll(crate::poll::window());
+        let server = Server::new(crate::socket::listen(socket)?, endpoint);
         crate::threads::spawn(format!("vfio-{}", server.endpoint().id()), move || {
             crate::sched::enter_data_path();
             server.run()
