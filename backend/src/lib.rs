@@ -76,6 +76,12 @@ pub struct Cli {
     /// control socket always run normal.
     #[arg(long = "sched", value_enum, default_value_t = sched::DataPathSched::Batch)]
     pub sched: sched::DataPathSched,
+    /// Scheduling policy of the threads that take doorbells (vfio-user
+    /// servers, vhost-user queue workers), when it should differ from
+    /// --sched's (which then covers receive threads and wires). Default:
+    /// --sched's.
+    #[arg(long = "sched-doorbell", value_enum, value_name = "POLICY")]
+    pub sched_doorbell: Option<sched::DataPathSched>,
     /// After a message or kick, the vfio-user server and vhost-user worker
     /// threads poll for the next one for up to N µs (spinning, a core busy)
     /// before blocking; 0 to 1000. For hosts with cores to spare.
@@ -121,6 +127,9 @@ pub fn run(cli: Cli) -> Result<(), error::Error> {
         Some(p) => Some(trace::open_sink(Some(p))?),
     };
     sched::set_data_path_policy(cli.sched);
+    if let Some(p) = cli.sched_doorbell {
+        sched::set_doorbell_policy(p);
+    }
     poll::set(cli.poll_us);
     let signals = signals::Signals::block()?;
     let running = ports::start(&devices, &wires, tracer)?;

@@ -212,7 +212,7 @@ impl VfioPort {
         endpoint.set_poll(crate::poll::window());
         let server = Server::new(crate::socket::listen(socket)?, endpoint);
         crate::threads::spawn(format!("vfio-{}", server.endpoint().id()), move || {
-            crate::sched::enter_data_path();
+            crate::sched::enter_doorbell_path();
             server.run()
         })
     }

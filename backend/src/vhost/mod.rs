@@ -168,7 +168,7 @@ impl VirtioNetPort {
         crate::threads::spawn(format!("vhost-{}", spec.id), move || {
             // The vhost-user daemon's queue workers are spawned from here
             // and inherit the policy.
-            crate::sched::enter_data_path();
+            crate::sched::enter_doorbell_path();
             serve(&s, Some(listener))
         })?;
         let port = VirtioNetPort { inner };
