@@ -10,7 +10,7 @@
 //! | `doorbell_to_wire` | BAR write received (a TDT doorbell) → each frame its transmit pass hands to the switch (placed in the peer's ring when the peer takes it directly, else queued for the peer's receive thread) | kick seen by the queue's worker → each frame handed to the switch |
 //! | `doorbell_to_done` | the doorbell's BAR write served (descriptors written back), for writes that sent frames | kick → used ring updated |
 //! | `wire_to_ring` | a frame sent by a peer → accepted by this port (placed in a receive ring, or dropped and counted) | the same, into the receive virtqueue's used ring |
-//! | `raise_to_irq` | interrupt raised by the model → its eventfd written by the port's signaller thread | used-ring signal raised → call eventfd written |
+//! | `raise_to_irq` | interrupt raised by the model → its eventfd written (by the raising thread at the end of its pass when it is one of the port's own, else by the port's signaller thread) | used-ring signal raised → call eventfd written |
 //! | `doorbell_to_irq` | a doorbell that sent frames → the port's next interrupt written | a kick that used chains → the port's next call written |
 //!
 //! A histogram is [`BUCKETS`] relaxed atomic counters, log-linear: four

@@ -264,14 +264,23 @@ fn start_function(
     direct.set(rx_dev.clone());
     dev.set_wire_delay_ns(spec.delay_ns);
     // Receive thread: frames from the switch into the device.
+    let rx_irq = irq.clone();
     crate::threads::spawn(format!("rx-{}", spec.id), move || {
         crate::sched::enter_data_path();
+        // One of the device's own threads: it writes the interrupts a frame
+        // raised itself (EventIrq::serving).
         while let Some((frame, sent)) = rx.recv_timed() {
-            rx_dev.deliver(&frame, Some(sent), true);
+            rx_irq.serving(|| rx_dev.deliver(&frame, Some(sent), true));
             rx.recycle(frame);
         }
     })?;
-    timer::spawn(&spec.id, timer, dev.clone(), Arc::new(MonotonicClock))?;
+    timer::spawn(
+        &spec.id,
+        timer,
+        dev.clone(),
+        irq.clone(),
+        Arc::new(MonotonicClock),
+    )?;
     let tracer = Arc::new(match trace {
         Some(sink) => Tracer::new(true, sink),
         None => Tracer::disabled(),

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use device_models::{Clock, TimerSink};
 
+use crate::vfio::irq::EventIrq;
 use crate::vfio::SharedDevice;
 
 /// The earliest armed deadline of one device.
@@ -51,16 +52,19 @@ impl DeviceTimer {
     }
 }
 
-/// Starts the timer thread of a device.
+/// Starts the timer thread of a device. It is one of the device's own
+/// threads: the interrupts a deadline raises it writes itself
+/// ([`EventIrq::serving`]).
 pub fn spawn(
     id: &str,
     timer: Arc<DeviceTimer>,
     dev: SharedDevice,
+    irq: Arc<EventIrq>,
     clock: Arc<dyn Clock>,
 ) -> Result<(), crate::error::Error> {
     crate::threads::spawn(format!("timer-{id}"), move || loop {
         let now = timer.wait(clock.as_ref());
-        dev.on_timer(now);
+        irq.serving(|| dev.on_timer(now));
     })?;
     Ok(())
 }

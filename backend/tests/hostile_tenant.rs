@@ -6,8 +6,10 @@
 //! `O_NONBLOCK` the client flips under nicemu's writes —, rings pointing
 //! anywhere, bus mastering off mid-traffic), and a hostile vhost-user client
 //! hands the virtio-net port a memory table that would SIGBUS. Meanwhile igb
-//! `good` keeps being served: every register read answers within 100 ms,
-//! its frames go out and the frames sent to it arrive. nicemu ends with its
+//! `good` keeps being served: every register read answers within 100 ms
+//! (on a loaded host: within three times the slowest read of an unattacked
+//! port of another nicemu over the same period), its frames go out and the
+//! frames sent to it arrive. nicemu ends with its
 //! RSS and descriptor count within budget and error counters that say what
 //! happened.
 #![allow(
@@ -31,11 +33,15 @@ use vfio_bindings::bindings::vfio::{
     VFIO_IRQ_SET_ACTION_TRIGGER, VFIO_IRQ_SET_DATA_EVENTFD, VFIO_IRQ_SET_DATA_NONE,
     VFIO_PCI_MSIX_IRQ_INDEX,
 };
+use vfio_user::Client;
 use vmm_sys_util::eventfd::EventFd;
 use vmm_sys_util::sock_ctrl_msg::ScmSocket;
 
-/// Longest a register read of the good tenant may take.
+/// Longest a register read of the good tenant may take on a quiet host.
 const READ_BUDGET: Duration = Duration::from_millis(100);
+/// On a loaded host, how many times the reference port's slowest read the
+/// good tenant's slowest read may take (see [`read_budget`]).
+const REFERENCE_FACTOR: u32 = 3;
 /// nicemu's resident memory at the end.
 const RSS_BUDGET_KIB: u64 = 128 * 1024;
 /// Descriptors nicemu may hold at the end beyond those it had with the good
@@ -289,6 +295,36 @@ fn flip_non_blocking(fd: RawFd, stop: Arc<AtomicBool>) -> std::thread::JoinHandl
     })
 }
 
+/// A tenant's traffic until `done` (and at least 20 frames): a frame, its
+/// doorbell, then a register read (TDH, which must follow every doorbell)
+/// every 5 ms. Returns the frames sent, each read's latency and the client.
+fn drive(mut c: Client, mut ram: Ram, mac: u8, done: &AtomicBool) -> (u32, Vec<Duration>, Client) {
+    let mut frame = vec![0xffu8; 60];
+    frame[6..12].copy_from_slice(&[0x52, 0x54, 0, 0, 0, mac]);
+    let (mut sent, mut reads) = (0u32, Vec::new());
+    while !done.load(Ordering::Acquire) || sent < 20 {
+        send(&mut c, &mut ram, sent % 8, &frame);
+        sent += 1;
+        let r = Instant::now();
+        assert_eq!(rd(&mut c, 0x3810), sent % 8, "TDH follows every doorbell");
+        reads.push(r.elapsed());
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    (sent, reads, c)
+}
+
+/// The good tenant's read budget: [`READ_BUDGET`], or on a host so loaded
+/// that a port nobody attacks is slower than that, [`REFERENCE_FACTOR`]
+/// times the slowest read of such a port (a nicemu of its own with one igb,
+/// driven the same way over the same period). A good tenant stalled by the
+/// hostile one — a lock held across a client's blocking write, released by
+/// the 100 ms watchdog or never — is slower than an unattacked port under
+/// the same load.
+fn read_budget(reference: &[Duration]) -> Duration {
+    let worst = reference.iter().max().copied().unwrap_or_default();
+    READ_BUDGET.max(worst * REFERENCE_FACTOR)
+}
+
 /// The hostile tenant, start to end.
 fn hostile(dir: &Path) {
     let mut c = Raw::at(&dir.join("evil.sock"));
@@ -323,6 +359,16 @@ fn a_hostile_tenant_stalls_no_other_and_nicemu_stays_within_budget() {
     let mut ram = Ram::new(&n.dir, "good-ram", 1 << 20);
     ram.map(&mut c);
     setup_queue0(&mut c, &mut ram);
+    // The reference: a port of another nicemu, driven the same way over the same period.
+    let reference = Nicemu::start(
+        "tenants-reference",
+        &["--device", "igb,id=ref,socket={dir}/ref.sock"],
+        &["ref.sock"],
+    );
+    let mut rc = reference.client("ref.sock");
+    let mut rram = Ram::new(&reference.dir, "ref-ram", 1 << 20);
+    rram.map(&mut rc);
+    setup_queue0(&mut rc, &mut rram);
     let fds_before = open_fds(pid);
     let done = Arc::new(AtomicBool::new(false));
     let evil = {
@@ -337,26 +383,26 @@ fn a_hostile_tenant_stalls_no_other_and_nicemu_stays_within_budget() {
     let (tx, good) = std::sync::mpsc::channel();
     let good_done = done.clone();
     std::thread::spawn(move || {
-        let mut frame = vec![0xffu8; 60];
-        frame[6..12].copy_from_slice(&[0x52, 0x54, 0, 0, 0, 2]);
-        let (mut sent, mut worst) = (0u32, Duration::ZERO);
-        while !good_done.load(Ordering::Acquire) || sent < 20 {
-            send(&mut c, &mut ram, sent % 8, &frame);
-            sent += 1;
-            let r = Instant::now();
-            assert_eq!(rd(&mut c, 0x3810), sent % 8, "TDH follows every doorbell");
-            worst = worst.max(r.elapsed());
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        let _ = tx.send((sent, worst, c));
+        let _ = tx.send(drive(c, ram, 2, &good_done));
     });
-    let (sent, worst, mut c) = good
+    let ref_done = done.clone();
+    let ref_thread = std::thread::spawn(move || drive(rc, rram, 4, &ref_done).1);
+    let (sent, reads, mut c) = good
         .recv_timeout(Duration::from_secs(120))
         .expect("the good tenant was stalled, or the hostile one never finished");
     evil.join().expect("the hostile tenant's expectations hold");
+    let ref_reads = ref_thread.join().unwrap();
+    let worst = reads.iter().max().copied().unwrap_or_default();
+    let budget = read_budget(&ref_reads);
+    eprintln!(
+        "good tenant: {} reads, slowest {worst:?}; reference: {} reads, slowest {:?}; budget {budget:?}",
+        reads.len(),
+        ref_reads.len(),
+        ref_reads.iter().max().copied().unwrap_or_default()
+    );
     assert!(
-        worst < READ_BUDGET,
-        "a register read of the good tenant took {worst:?}"
+        worst < budget,
+        "a register read of the good tenant took {worst:?} (budget {budget:?})"
     );
     let s = stats(&n, "good");
     assert_eq!(
@@ -378,4 +424,197 @@ fn a_hostile_tenant_stalls_no_other_and_nicemu_stays_within_budget() {
         fds <= fds_before + FD_BUDGET,
         "{fds} fds, {fds_before} before"
     );
+}
+
+/// A virtio-net frontend that keeps its receive call eventfd full and flips
+/// its `O_NONBLOCK` under nicemu's writes: another port delivering frames to
+/// it (the switch delivers directly, on the sender's thread) is not held
+/// up, and the frontend's own port still takes frames.
+#[test]
+fn a_virtio_frontend_whose_call_eventfd_blocks_stalls_no_other_port() {
+    use common::account::frame;
+    use common::nic::{Kind, Nic};
+    use common::virtio::VirtioNet;
+    let n = Nicemu::start(
+        "tenants-vhost-irq",
+        &[
+            "--device",
+            "igb,id=good,socket={dir}/good.sock,mac=52:54:00:00:00:02",
+            "--device",
+            "virtio-net,id=vn0,socket={dir}/vn0.sock,mac=52:54:00:00:00:03",
+        ],
+        &["good.sock", "vn0.sock"],
+    );
+    let mut v = VirtioNet::connect_within(&n.path("vn0.sock"), Duration::from_secs(10));
+    v.call(0).write(u64::MAX - 1).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let flipper = flip_non_blocking(v.call(0).as_raw_fd(), stop.clone());
+    let (tx, sent) = std::sync::mpsc::channel();
+    let mut good = Nic::open(&n, Kind::Igb, "good.sock");
+    std::thread::spawn(move || {
+        for i in 0..3000u32 {
+            assert!(good.send(&frame([0xff; 6], [0x52, 0x54, 0, 0, 0, 2], 60, i as u8)));
+        }
+        let _ = tx.send(good.tx_head());
+    });
+    let t = Instant::now();
+    let mut received = 0;
+    let head = loop {
+        received += v.harvest_rx().len();
+        match sent.try_recv() {
+            Ok(h) => break h,
+            Err(_) if t.elapsed() > Duration::from_secs(60) => {
+                panic!("the igb port was stalled: its doorbells did not return")
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(1)),
+        }
+    };
+    stop.store(true, Ordering::Relaxed);
+    flipper.join().unwrap();
+    assert_eq!(head, 3000 % 32, "every frame left the igb port");
+    assert!(
+        received > 64,
+        "the frontend's port took frames ({received})"
+    );
+}
+
+/// A vhost-user frontend whose memory table claims 1 MiB of a 4 KiB memfd
+/// and whose rings lie past the file's end, then kicks: a page past the end
+/// is SIGBUS on first touch, which would end every port of the process.
+/// The table is refused (`mem_refused`), nicemu lives on and serves the
+/// next frontend.
+#[test]
+fn a_vhost_memory_table_past_its_file_is_refused_and_nicemu_survives() {
+    use common::virtio::VirtioNet;
+    use vhost::vhost_user::Frontend;
+    use vhost::{VhostBackend, VhostUserMemoryRegionInfo, VringConfigData};
+    let mut n = Nicemu::start(
+        "tenants-vhost-mem",
+        &[
+            "--device",
+            "virtio-net,id=vn0,socket={dir}/vn0.sock",
+            "--control",
+            "{dir}/ctl.sock",
+        ],
+        &["vn0.sock", "ctl.sock"],
+    );
+    let fe = Frontend::connect(n.path("vn0.sock"), 2).unwrap();
+    fe.set_owner().unwrap();
+    fe.get_features().unwrap();
+    fe.set_features(1 << 32).unwrap();
+    let small = memfd("vhost-small", 4096, true);
+    let base = 0x7f00_0000_0000u64;
+    fe.set_mem_table(&[VhostUserMemoryRegionInfo {
+        guest_phys_addr: 0,
+        memory_size: 1 << 20,
+        userspace_addr: base,
+        mmap_offset: 0,
+        mmap_handle: small.as_raw_fd(),
+    }])
+    .unwrap();
+    let fds: Vec<(EventFd, EventFd)> = (0..2)
+        .map(|_| (EventFd::new(0).unwrap(), EventFd::new(0).unwrap()))
+        .collect();
+    for (q, (kick, call)) in fds.iter().enumerate() {
+        let ring = 0x10000 * (q as u64 + 1);
+        fe.set_vring_num(q, 64).unwrap();
+        fe.set_vring_addr(
+            q,
+            &VringConfigData {
+                queue_max_size: 64,
+                queue_size: 64,
+                flags: 0,
+                desc_table_addr: base + ring,
+                avail_ring_addr: base + ring + 0x1000,
+                used_ring_addr: base + ring + 0x2000,
+                log_addr: None,
+            },
+        )
+        .unwrap();
+        fe.set_vring_base(q, 0).unwrap();
+        fe.set_vring_call(q, call).unwrap();
+        fe.set_vring_kick(q, kick).unwrap();
+    }
+    let _ = fe.get_features();
+    for (kick, _) in &fds {
+        kick.write(1).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        n.child.try_wait().unwrap().is_none(),
+        "nicemu ended (SIGBUS)"
+    );
+    let vn = stats(&n, "vn0");
+    assert!(vn["port"]["mem_refused"].as_u64() >= Some(1), "{vn}");
+    drop(fe);
+    let mut v = VirtioNet::connect_within(&n.path("vn0.sock"), Duration::from_secs(10));
+    assert!(v.send(&common::account::frame(
+        [0xff; 6],
+        [2, 0, 0, 0, 0, 1],
+        60,
+        0
+    )));
+    assert_eq!(
+        v.drain_tx(Duration::from_secs(5)),
+        1,
+        "the next frontend is served"
+    );
+}
+
+/// nicemu's mapped address space (VmSize, KiB).
+fn vm_size_kib(pid: u32) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    s.lines()
+        .find_map(|l| l.strip_prefix("VmSize:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap()
+}
+
+/// A vhost-user memory table of 8 regions of 8 TiB each (sparse, sealed
+/// memfds: they cost the client nothing) would take half of nicemu's
+/// 128 TiB address space; a few such tables, all of it, and every later
+/// mmap of every tenant (a DMA_MAP, a thread's stack) would fail. A table
+/// over the limits (64 regions, 1 TiB) is refused and the connection ends,
+/// so nothing of it stays mapped (vhost-user-backend maps a table before
+/// the backend sees it, and unmaps it with the connection).
+#[test]
+fn a_vhost_memory_table_over_the_limits_maps_nothing() {
+    use vhost::vhost_user::Frontend;
+    use vhost::{VhostBackend, VhostUserMemoryRegionInfo};
+    let n = Nicemu::start(
+        "tenants-vhost-va",
+        &[
+            "--device",
+            "virtio-net,id=vn0,socket={dir}/vn0.sock",
+            "--control",
+            "{dir}/ctl.sock",
+        ],
+        &["vn0.sock", "ctl.sock"],
+    );
+    let pid = n.child.id();
+    let fe = Frontend::connect(n.path("vn0.sock"), 2).unwrap();
+    fe.set_owner().unwrap();
+    fe.get_features().unwrap();
+    fe.set_features(1 << 32).unwrap();
+    let region = 8u64 << 40;
+    let files: Vec<std::fs::File> = (0..8).map(|_| memfd("huge", region, true)).collect();
+    let before = vm_size_kib(pid);
+    let table: Vec<VhostUserMemoryRegionInfo> = files
+        .iter()
+        .enumerate()
+        .map(|(i, f)| VhostUserMemoryRegionInfo {
+            guest_phys_addr: i as u64 * region,
+            memory_size: region,
+            userspace_addr: 0x1000_0000_0000 + i as u64 * region,
+            mmap_offset: 0,
+            mmap_handle: f.as_raw_fd(),
+        })
+        .collect();
+    let _ = fe.set_mem_table(&table);
+    let _ = fe.get_features();
+    std::thread::sleep(Duration::from_millis(300));
+    let grown = vm_size_kib(pid).saturating_sub(before);
+    assert!(grown < 1 << 30, "nicemu mapped {} GiB more", grown >> 20);
+    let vn = stats(&n, "vn0");
+    assert!(vn["port"]["mem_refused"].as_u64() >= Some(1), "{vn}");
 }

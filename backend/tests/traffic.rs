@@ -64,8 +64,8 @@ fn frames_between_igb_ixgbe_and_virtio_net_are_conserved_and_counted() {
     let mut x = Nic::open(&n, Kind::Ixgbe, "x.sock");
     let mut v = VirtioNet::connect_within(&n.path("v.sock"), Duration::from_secs(10));
     // Every MAC learned (these frames flood), then counting starts.
-    a.send(&frame(X, A, 60, 1));
-    x.send(&frame(V, X, 60, 1));
+    assert!(a.send(&frame(X, A, 60, 1)));
+    assert!(x.send(&frame(V, X, 60, 1)));
     assert!(v.send(&frame(A, V, 60, 1)));
     std::thread::sleep(Duration::from_millis(200));
     let (_, _) = (a.harvest(), x.harvest());
@@ -76,10 +76,10 @@ fn frames_between_igb_ixgbe_and_virtio_net_are_conserved_and_counted() {
     let mut v_received = 0u64;
     let mut v_sent = 0u64;
     for round in 0..40u8 {
-        a.send(&frame(X, A, 60, round));
-        a.send(&frame(V, A, 1514, round));
-        x.send(&frame(A, X, 1514, round));
-        x.send(&frame(V, X, 60, round));
+        assert!(a.send(&frame(X, A, 60, round)));
+        assert!(a.send(&frame(V, A, 1514, round)));
+        assert!(x.send(&frame(A, X, 1514, round)));
+        assert!(x.send(&frame(V, X, 60, round)));
         for f in [frame(A, V, 60, round), frame(X, V, 1514, round)] {
             v_sent += u64::from(v.send(&f));
         }
@@ -148,8 +148,8 @@ fn frames_around_link_flaps_and_a_disabled_receiver_are_counted() {
     let mut a = Nic::open(&n, Kind::Igb, "a.sock");
     let mut x = Nic::open(&n, Kind::Ixgbe, "x.sock");
     let mut v = VirtioNet::connect_within(&n.path("v.sock"), Duration::from_secs(10));
-    a.send(&frame(X, A, 60, 1));
-    x.send(&frame(V, X, 60, 1));
+    assert!(a.send(&frame(X, A, 60, 1)));
+    assert!(x.send(&frame(V, X, 60, 1)));
     assert!(v.send(&frame(A, V, 60, 1)));
     std::thread::sleep(Duration::from_millis(200));
     a.harvest();
@@ -163,10 +163,10 @@ fn frames_around_link_flaps_and_a_disabled_receiver_are_counted() {
     ctl(&["link", "ix0", "down"]);
     let head = x.tx_head();
     for i in 0..5 {
-        a.send(&frame(X, A, 60, i));
+        assert!(a.send(&frame(X, A, 60, i)));
     }
     for i in 0..3 {
-        x.send(&frame(A, X, 60, i));
+        assert!(x.send(&frame(A, X, 60, i)));
     }
     assert_eq!(x.tx_head(), head, "held without link");
     ctl(&["link", "ix0", "up"]);
@@ -175,13 +175,13 @@ fn frames_around_link_flaps_and_a_disabled_receiver_are_counted() {
     a.harvest();
     a.receiver(false);
     for i in 0..4 {
-        x.send(&frame(A, X, 60, i));
+        assert!(x.send(&frame(A, X, 60, i)));
     }
     a.receiver(true);
     // virtio-net without link: its frontend is cut off, frames dropped.
     ctl(&["link", "vn0", "down"]);
     for i in 0..6 {
-        a.send(&frame(V, A, 60, i));
+        assert!(a.send(&frame(V, A, 60, i)));
     }
     ctl(&["link", "vn0", "up"]);
     drop(v);

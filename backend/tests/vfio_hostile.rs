@@ -662,3 +662,60 @@ fn interrupt_fds_that_would_block_block_nothing() {
         libc::close(p[1]);
     }
 }
+
+/// An interrupt a register write raises is written to the client's eventfd
+/// before the write's reply: igb's ethtool interrupt self-test
+/// (`igb_intr_test`) writes ICS and gives the interrupt 10 ms, and a guest
+/// on a loaded host may not get another thread of nicemu scheduled in that
+/// time. The function's own server thread writes what a message raised
+/// before replying (`EventIrq::serving`), not the signaller thread.
+#[test]
+fn an_interrupt_a_register_write_raises_is_signalled_before_the_reply() {
+    let n = igb_ctl("h-irq-reply");
+    let mut c = Raw::connect(&n);
+    c.version();
+    let ev = EventFd::new(libc::EFD_NONBLOCK).unwrap();
+    let set = le32s(&[
+        20,
+        VFIO_IRQ_SET_ACTION_TRIGGER | VFIO_IRQ_SET_DATA_EVENTFD,
+        VFIO_PCI_MSIX_IRQ_INDEX,
+        0,
+        1,
+    ]);
+    assert!(c.call_fds(SET_IRQS, &set, &[ev.as_raw_fd()]).ok());
+    c.wr32(0x1514, 0xc000_0011); // GPIE: MSI-X mode
+    c.wr32(0x152c, 0x1); // EIAC: vector 0's cause clears when it fires
+    c.wr32(0x1524, 0x1); // EIMS
+    let switches_before = signaller_switches(&n, "irq-igb0");
+    for i in 0..200 {
+        c.wr32(0x1520, 0x1); // EICS: vector 0
+        assert_eq!(
+            ev.read().ok(),
+            Some(1),
+            "write {i}: no interrupt signalled when the reply came"
+        );
+    }
+    // Whether another thread of nicemu won the race to the client is up to
+    // the scheduler; that the signaller thread was not woken is not.
+    let woken = signaller_switches(&n, "irq-igb0") - switches_before;
+    assert!(woken < 20, "the signaller thread was woken {woken} times");
+}
+
+/// Context switches so far of nicemu's thread called `name`.
+fn signaller_switches(n: &Nicemu, name: &str) -> u64 {
+    let tasks = format!("/proc/{}/task", n.child.id());
+    for t in std::fs::read_dir(&tasks).unwrap() {
+        let dir = t.unwrap().path();
+        let comm = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
+        if comm.trim_end() != name {
+            continue;
+        }
+        let status = std::fs::read_to_string(dir.join("status")).unwrap();
+        return status
+            .lines()
+            .filter(|l| l.contains("ctxt_switches:"))
+            .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+            .sum();
+    }
+    panic!("no thread {name} in {tasks}");
+}

@@ -248,6 +248,13 @@ impl EventIrq {
         self.signaller.flush(limit)
     }
 
+    /// Runs `f` on the function's own server thread (one client message)
+    /// and writes the interrupts it raised when it returns
+    /// ([`Signaller::serving`]).
+    pub fn serving<R>(&self, f: impl FnOnce() -> R) -> R {
+        self.signaller.serving(f)
+    }
+
     fn msi_slot(&self) -> usize {
         self.msix_count as usize
     }

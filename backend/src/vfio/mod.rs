@@ -3,7 +3,7 @@
 //! `vfio-user-pci`) by the [`vfio_user_server`] crate.
 //!
 //! [`NicPort`] adapts a device model ([`NicFunction`]) and its interrupts
-//! ([`EventIrq`], signalled by the function's [`signaller`] thread) to the
+//! ([`EventIrq`], written by the function's own threads or its [`signaller`]) to the
 //! server's [`PciDevice`], and traces register accesses on the way;
 //! [`VfioPort`] runs the server on its own thread. The server accepts one client at a time;
 //! when the client goes away (VM shut down, QEMU killed, malformed stream)
@@ -84,6 +84,10 @@ enum Region {
     Bar(u32),
 }
 
+/// Register accesses and SET_IRQS run on the function's own server thread
+/// inside [`EventIrq::serving`]: the interrupts they raise (a doorbell's, an
+/// ICS write's) are written by this thread, with no device lock held, before
+/// the reply.
 impl PciDevice for NicPort {
     fn config_size(&self) -> u64 {
         device_models::pci::CONFIG_SPACE_SIZE as u64
@@ -98,25 +102,27 @@ impl PciDevice for NicPort {
     }
 
     fn config_read(&mut self, offset: u64, data: &mut [u8]) {
-        self.dev.config_read(offset, data);
+        self.irq.serving(|| self.dev.config_read(offset, data));
         self.trace(Dir::Read, Region::Config, offset, data);
     }
 
     fn config_write(&mut self, offset: u64, data: &[u8]) {
         self.trace(Dir::Write, Region::Config, offset, data);
-        self.dev.config_write(offset, data);
+        self.irq.serving(|| self.dev.config_write(offset, data));
     }
 
     fn bar_read(&mut self, bar: u32, offset: u64, data: &mut [u8]) {
-        if data.len() > 8 {
-            // Large reads (e.g. of a whole region) are served dword by dword.
-            for (i, chunk) in data.chunks_mut(4).enumerate() {
-                self.dev
-                    .bar_read(bar as usize, offset + 4 * i as u64, chunk);
+        let dev = &self.dev;
+        self.irq.serving(|| {
+            if data.len() > 8 {
+                // Large reads (e.g. of a whole region) are served dword by dword.
+                for (i, chunk) in data.chunks_mut(4).enumerate() {
+                    dev.bar_read(bar as usize, offset + 4 * i as u64, chunk);
+                }
+            } else {
+                dev.bar_read(bar as usize, offset, data);
             }
-        } else {
-            self.dev.bar_read(bar as usize, offset, data);
-        }
+        });
         self.trace(Dir::Read, Region::Bar(bar), offset, data);
     }
 
@@ -125,7 +131,9 @@ impl PciDevice for NicPort {
         // pass sends on this thread are timed from here.
         let doorbell = Doorbell::start();
         self.trace(Dir::Write, Region::Bar(bar), offset, data);
-        self.write_bar(bar, offset, data);
+        // The interrupts the write raised are written on this thread
+        // (EventIrq::serving) before the doorbell's pass counts as done.
+        self.irq.serving(|| self.write_bar(bar, offset, data));
         doorbell.done(&self.lat);
     }
 
@@ -152,7 +160,8 @@ impl PciDevice for NicPort {
         count: u32,
         fds: Vec<File>,
     ) -> Result<(), IrqError> {
-        self.irq.set_irqs(index, flags, start, count, fds)
+        self.irq
+            .serving(|| self.irq.set_irqs(index, flags, start, count, fds))
     }
 
     fn clear_irqs(&mut self) {

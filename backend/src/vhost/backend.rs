@@ -659,6 +659,16 @@ impl NetBackend {
         }
     }
 
+    /// Runs `f` on one of the port's own threads (a queue worker, the
+    /// receive deliverer) and writes the used-ring signals it raised when it
+    /// returns, no vring lock held ([`Signaller::serving`]).
+    pub fn serving<R>(&self, f: impl FnOnce() -> R) -> R {
+        match self.signaller.get() {
+            Some(s) => s.serving(f),
+            None => f(),
+        }
+    }
+
     /// Waits until every used-ring signal raised so far was written, at most
     /// `limit`; false on timeout or without a signaller.
     pub fn flush_signals(&self, limit: Duration) -> bool {
@@ -668,9 +678,11 @@ impl NetBackend {
     /// Serves a transmit kick of pair `q`; with `--poll-us`, then polls the
     /// ring for chains the guest adds within the window (notifications off
     /// meanwhile when EVENT_IDX is negotiated, so the guest need not kick)
-    /// and serves them, for at most the window in all.
+    /// and serves them, for at most the window in all. Each pass writes the
+    /// used-ring signal it raised on this thread when it ends
+    /// ([`Self::serving`]), not after the window.
     fn process_tx(&self, q: usize, vring: &Vring) {
-        self.tx_pass(q, vring);
+        self.serving(|| self.tx_pass(q, vring));
         let window = crate::poll::window();
         if window.is_zero() {
             return;
@@ -683,7 +695,7 @@ impl NetBackend {
         }
         while start.elapsed() < window {
             if self.tx_waiting(vring) {
-                self.tx_pass(q, vring);
+                self.serving(|| self.tx_pass(q, vring));
                 quiet = true;
                 if self.conn().event_idx {
                     let _ = vring.get_mut().disable_notification();
@@ -695,7 +707,7 @@ impl NetBackend {
         }
         if !quiet {
             // Notifications back on, and what came meanwhile served.
-            self.tx_pass(q, vring);
+            self.serving(|| self.tx_pass(q, vring));
         }
     }
 

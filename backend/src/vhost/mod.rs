@@ -148,7 +148,7 @@ impl VirtioNetPort {
             crate::sched::enter_data_path();
             loop {
                 let seen = rb.generation();
-                if bl.pump(&rb) {
+                if rb.serving(|| bl.pump(&rb)) {
                     continue;
                 }
                 if bl.is_empty() {

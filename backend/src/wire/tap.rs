@@ -98,3 +98,36 @@ pub fn start(ifname: &str, switch: &Arc<Switch>) -> Result<Arc<PortCounters>, Er
         .map_err(err)?;
     Ok(counters)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::Ordering;
+
+    /// A tap whose interface is down refuses writes (EIO): frames the
+    /// switch hands the wire are counted as `egress_drops`, not lost
+    /// silently. Needs CAP_NET_ADMIN (as nicemu's tap wire does); without
+    /// /dev/net/tun or the capability it says so and checks nothing.
+    #[test]
+    fn frames_a_down_tap_refuses_are_counted() {
+        let name = format!("nmt{}", std::process::id() % 100_000);
+        if let Err(e) = open(&name) {
+            eprintln!("tap test skipped: cannot create tap {name}: {e}");
+            return;
+        }
+        let sw = Arc::new(Switch::default());
+        let c = start(&name, &sw).unwrap();
+        let (a, _ra) = sw.attach();
+        let mut f = vec![0xffu8; 60];
+        f[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 1]);
+        a.transmit(&f);
+        a.transmit(&f);
+        for _ in 0..200 {
+            if c.egress_drops.load(Ordering::Relaxed) == 2 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert_eq!(c.egress_drops.load(Ordering::Relaxed), 2);
+    }
+}

@@ -6,6 +6,8 @@
 //! frame), frames sent from the test thread and received frames taken from
 //! the ring and counted as the driver's clean-up does.
 
+use std::time::{Duration, Instant};
+
 use vfio_user::Client;
 
 use super::{bus_master, rd, wr, Nicemu, Ram};
@@ -74,9 +76,17 @@ pub struct Nic {
     c: Option<Client>,
     pub ram: Ram,
     tx_next: u32,
+    /// The transmit head as last read (descriptors before it are done).
+    tx_clean: u32,
     rx_next: u32,
     /// Frames posted for transmit.
     pub posted: u64,
+    /// Frames not posted because every descriptor was in use (the
+    /// function held them: no link).
+    pub ring_full: u64,
+    /// Frames posted that a reset or reconnect discarded before the
+    /// function took them (it held them for want of link).
+    pub flushed: u64,
     /// Frames taken from the receive ring.
     pub received: u64,
 }
@@ -90,8 +100,11 @@ impl Nic {
             c: None,
             ram: Ram::new(&n.dir, sock, 1 << 20),
             tx_next: 0,
+            tx_clean: 0,
             rx_next: 0,
             posted: 0,
+            ring_full: 0,
+            flushed: 0,
             received: 0,
         };
         nic.reconnect(n);
@@ -106,6 +119,9 @@ impl Nic {
     /// A new client (the old connection ends first: nicemu serves one at a
     /// time and resets the function in between), set up again.
     pub fn reconnect(&mut self, n: &Nicemu) {
+        if self.c.is_some() {
+            self.flushed += self.drain_tx(Duration::from_secs(3));
+        }
         self.c = None;
         let mut c = n.client(&self.sock);
         self.ram.map(&mut c);
@@ -115,6 +131,7 @@ impl Nic {
 
     /// A function reset (DEVICE_RESET, as QEMU's FLR) and the rings again.
     pub fn reset(&mut self) {
+        self.flushed += self.drain_tx(Duration::from_secs(3));
         self.c().reset().unwrap();
         self.set_up();
     }
@@ -166,6 +183,7 @@ impl Nic {
             wr(c, 0, ctrl | 0x40);
         }
         self.tx_next = 0;
+        self.tx_clean = 0;
         self.rx_next = 0;
     }
 
@@ -176,10 +194,20 @@ impl Nic {
         wr(c, reg, if on { v } else { v & !0x3 });
     }
 
-    /// Transmits `frame` from the next descriptor. The function processes
+    /// Transmits `frame` from the next descriptor; false (and counted in
+    /// `ring_full`) when every descriptor is in use. The function processes
     /// the ring during the tail write while it has link; without link it
-    /// holds the frame (at most `RING - 1` may wait).
-    pub fn send(&mut self, frame: &[u8]) {
+    /// holds the frames, as the driver learns from TDH when the ring looks
+    /// full.
+    pub fn send(&mut self, frame: &[u8]) -> bool {
+        let in_use = |n: &Nic| (n.tx_next + RING - n.tx_clean) % RING;
+        if in_use(self) == RING - 1 {
+            self.tx_clean = self.tx_head() % RING;
+            if in_use(self) == RING - 1 {
+                self.ring_full += 1;
+                return false;
+            }
+        }
         let idx = self.tx_next;
         let buf = TX_BUF + u64::from(idx) * 2048;
         self.ram.put(buf, frame);
@@ -195,6 +223,21 @@ impl Nic {
         let next = self.tx_next;
         wr(self.c(), tdt, next);
         self.posted += 1;
+        true
+    }
+
+    /// Waits until the function took every posted frame (it holds them
+    /// while it has no link; an igb negotiates for 1 s after a cable
+    /// connect), at most `limit`; returns how many it still holds.
+    pub fn drain_tx(&mut self, limit: Duration) -> u64 {
+        let t = Instant::now();
+        loop {
+            let held = (self.tx_next + RING - self.tx_head() % RING) % RING;
+            if held == 0 || t.elapsed() > limit {
+                return u64::from(held);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 
     /// The transmit head (descriptors the function has taken).

@@ -8,6 +8,7 @@
 
 use std::fs::File;
 use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -74,7 +75,7 @@ pub struct VirtioNet {
     mem: GuestMemoryMmap<()>,
     _ram: File,
     kick: [EventFd; 2],
-    _call: [EventFd; 2],
+    call: [EventFd; 2],
     rx: Queue,
     tx: Queue,
 }
@@ -87,7 +88,13 @@ impl VirtioNet {
         fn e(what: &'static str) -> impl Fn(vhost::Error) -> String {
             move |err| format!("{what}: {err}")
         }
-        let fe = Frontend::connect(sock, 4).map_err(e("connect"))?;
+        // A stream of our own, so a frontend nicemu does not serve (it
+        // serves one at a time) gets an error instead of waiting forever.
+        let stream = UnixStream::connect(sock).map_err(|err| format!("connect: {err}"))?;
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .map_err(|err| err.to_string())?;
+        let fe = Frontend::from_stream(stream, 4);
         fe.set_owner().map_err(e("SET_OWNER"))?;
         let offered = fe.get_features().map_err(e("GET_FEATURES"))?;
         if offered & VERSION_1 == 0 {
@@ -115,7 +122,7 @@ impl VirtioNet {
             mem,
             _ram: ram,
             kick: [new_efd(), new_efd()],
-            _call: [new_efd(), new_efd()],
+            call: [new_efd(), new_efd()],
             rx: Queue::new(0x1000, 0x10000),
             tx: Queue::new(0x8000, 0x40000),
         };
@@ -132,7 +139,8 @@ impl VirtioNet {
     }
 
     /// Connects, retrying for up to `limit` (the port listens again a
-    /// moment after its link comes up or its last frontend left).
+    /// moment after its link comes up or its last frontend left; drop the
+    /// previous driver first).
     pub fn connect_within(sock: &Path, limit: Duration) -> VirtioNet {
         let t = Instant::now();
         loop {
@@ -153,7 +161,7 @@ impl VirtioNet {
         self.fe.set_vring_num(q, QSIZE)?;
         self.fe.set_vring_addr(q, &cfg)?;
         self.fe.set_vring_base(q, 0)?;
-        self.fe.set_vring_call(q, &self._call[q])?;
+        self.fe.set_vring_call(q, &self.call[q])?;
         self.fe.set_vring_kick(q, &self.kick[q])
     }
 
@@ -214,6 +222,12 @@ impl VirtioNet {
         used.iter()
             .map(|&(_, len)| (len as usize).saturating_sub(HDR))
             .collect()
+    }
+
+    /// The call eventfd of queue `q` (0 receive, 1 transmit): the driver's
+    /// side of the description nicemu writes its used-ring signals to.
+    pub fn call(&self, q: usize) -> &EventFd {
+        &self.call[q]
     }
 
     /// Transmit chains the device has taken but the driver not yet seen.

@@ -504,6 +504,37 @@ fn mac_loopback_self_test() {
     assert_eq!(t.wire.take().len(), 1);
 }
 
+/// PCI COMMAND.BME clear (the driver's remove path, or a hostile guest):
+/// the 82599 as a bus master does no DMA, so a doorbell fetches no
+/// descriptor and a frame from the wire is not written (issue 14 item 10).
+#[test]
+fn without_bus_mastering_there_is_no_dma() {
+    let (mut d, t) = dev();
+    setup_rings(&mut d, 16);
+    wr(&d, FCTRL, fctrl::BAM);
+    d.config_write(4, &0x0002u16.to_le_bytes());
+    send(&d, 0, 16, &lbtest_frame());
+    assert!(t.wire.take().is_empty(), "no descriptor fetched");
+    assert_eq!(rd(&d, txq_base(0) + q::H), 0, "TDH stays");
+    let txst: u32 = d.mem().read_obj(GuestAddress(TX_RING + 12)).unwrap();
+    assert_eq!(txst & 1, 0, "no DD written");
+    d.receive(&lbtest_frame());
+    let st: u32 = d.mem().read_obj(GuestAddress(RX_RING + 8)).unwrap();
+    assert_eq!(st & 1, 0, "no receive write-back");
+    assert_eq!(rd(&d, rxq_base(0) + q::H), 0, "RDH stays");
+    assert_eq!(d.guest_errors().dma_blocked, 2);
+    assert_eq!(d.guest_errors().dma_errors, 0);
+    // Back on: the pending descriptor goes out at the next doorbell.
+    crate::testutil::bus_master(&d);
+    wr(&d, txq_base(0) + q::T, 1);
+    assert_eq!(t.wire.take().len(), 1);
+    // A function reset clears COMMAND, and with it bus mastering.
+    d.reset();
+    let mut cmd = [0u8; 2];
+    d.config_read(4, &mut cmd);
+    assert_eq!(u16::from_le_bytes(cmd) & 0x4, 0, "BME clear after reset");
+}
+
 #[test]
 fn full_rx_ring_counts_missed_packets() {
     let (mut d, _t) = dev();
