@@ -61,9 +61,7 @@ impl NicPort {
         self.tracer
             .record(&self.id, dir, &region, offset, &name, data);
     }
-}
 
-impl NicPort {
     /// A BAR write to the model (large writes dword by dword).
     fn write_bar(&self, bar: u32, offset: u64, data: &[u8]) {
         if data.len() > 8 {
