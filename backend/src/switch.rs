@@ -10,9 +10,10 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
-use device_models::{Clock, Delivery, FrameSink, MonotonicClock, NetPort};
+use device_models::batch::BATCH_FRAMES;
+use device_models::{Clock, Delivery, FrameBatch, FrameSink, Frames, MonotonicClock, NetPort};
 
-use crate::fdb::Fdb;
+use crate::fdb::{Fdb, Made};
 
 /// Frames a port's receive queue holds before it drops.
 pub const PORT_QUEUE: usize = 1024;
@@ -145,6 +146,17 @@ pub trait DirectRx: Send + Sync {
     /// Delivers `frame`, sent at `sent_ns` (device clock), now and returns
     /// true, or returns false when busy.
     fn try_deliver(&self, frame: &[u8], sent_ns: u64) -> bool;
+    /// Delivers frames in order now and returns how many it took; the rest
+    /// (from the first it was busy for) are left to the caller. Default:
+    /// [`Self::try_deliver`] for each.
+    fn try_deliver_batch(&self, frames: Frames<'_>, sent_ns: u64) -> usize {
+        for (i, f) in frames.iter().enumerate() {
+            if !self.try_deliver(f, sent_ns) {
+                return i;
+            }
+        }
+        frames.len()
+    }
 }
 
 /// The [`NetPort`] of a switch port, for direct delivery: set once the port
@@ -166,6 +178,23 @@ impl DirectRx for PortSlot {
             .get()
             .is_some_and(|p| p.deliver(frame, Some(sent_ns), false) == Delivery::Done)
     }
+
+    fn try_deliver_batch(&self, frames: Frames<'_>, sent_ns: u64) -> usize {
+        self.0
+            .get()
+            .map_or(0, |p| p.deliver_batch(frames, Some(sent_ns), false))
+    }
+}
+
+/// Where the switch sends a frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Dest {
+    /// Nowhere: a runt, or a frame for the port it came from.
+    Drop,
+    /// The port that owns the destination MAC.
+    Port(usize),
+    /// Every port but the sender's.
+    Flood,
 }
 
 struct Port {
@@ -244,15 +273,33 @@ impl Switch {
         )
     }
 
-    fn deliver(&self, to: &Port, frame: &[u8], sent: u64) {
-        to.counters.capture.record(frame);
-        let q = &to.queued;
+    /// Delivers frames to one port: straight into the receiver while its
+    /// queue is empty and the receiver takes them, the rest through the
+    /// queue (in order: once a frame is queued, the frames after it are
+    /// too).
+    fn deliver(&self, to: &Port, frames: Frames<'_>, sent: u64) {
+        for f in frames.iter() {
+            to.counters.capture.record(f);
+        }
+        let mut rest = frames;
         if let Some(d) = &to.direct {
-            if q.frames.load(Ordering::Acquire) == 0 && d.try_deliver(frame, sent) {
-                to.counters.rx_frames.fetch_add(1, Ordering::Relaxed);
-                return;
+            if to.queued.frames.load(Ordering::Acquire) == 0 {
+                let taken = d.try_deliver_batch(frames, sent);
+                to.counters
+                    .rx_frames
+                    .fetch_add(taken as u64, Ordering::Relaxed);
+                rest = frames.from(taken);
             }
         }
+        for f in rest.iter() {
+            self.enqueue(to, f, sent);
+        }
+    }
+
+    /// Queues a copy of a frame for the port's receive thread, or drops and
+    /// counts it when the queue is full (frames or bytes).
+    fn enqueue(&self, to: &Port, frame: &[u8], sent: u64) {
+        let q = &to.queued;
         let bytes = q.bytes.fetch_add(frame.len(), Ordering::AcqRel);
         q.frames.fetch_add(1, Ordering::AcqRel);
         let refused = |b: Option<Vec<u8>>| {
@@ -276,31 +323,59 @@ impl Switch {
         }
     }
 
-    /// Learns `src` on port `from` and looks `dst` up (multicast sources are
-    /// not learned, multicast destinations always flood).
-    fn learn_and_look_up(
-        &self,
-        from: usize,
-        src: [u8; 6],
-        dst: [u8; 6],
-        now: u64,
-    ) -> Option<usize> {
+    /// Where each of `frames` (at most [`BATCH_FRAMES`]) from port `from`
+    /// goes, in `dests`; returns the runts among them. Under one lock of the
+    /// MAC table: each source is learned (multicast sources are not), each
+    /// unicast destination looked up — once per run of frames with the same
+    /// source or destination, which is most of a batch. Multicast
+    /// destinations always flood.
+    fn route(&self, from: usize, frames: Frames<'_>, now: u64, dests: &mut [Dest]) -> u64 {
         let mut fdb = self.fdb.lock().unwrap_or_else(|e| e.into_inner());
-        if src[0] & 1 == 0 {
-            let made = fdb.learn(src, from, now);
-            self.net.fdb_aged.fetch_add(made.aged, Ordering::Relaxed);
-            self.net
-                .fdb_evictions
-                .fetch_add(made.evicted, Ordering::Relaxed);
-            self.net
-                .fdb_entries
-                .store(fdb.len() as u64, Ordering::Relaxed);
+        let mut made = Made::default();
+        let mut runts = 0;
+        let mut learned: Option<[u8; 6]> = None;
+        let mut looked: Option<([u8; 6], Option<usize>)> = None;
+        for (i, f) in frames.iter().enumerate() {
+            if f.len() < MIN_SWITCH_FRAME {
+                dests[i] = Dest::Drop;
+                runts += 1;
+                continue;
+            }
+            let dst: [u8; 6] = f[0..6].try_into().unwrap_or([0; 6]);
+            let src: [u8; 6] = f[6..12].try_into().unwrap_or([0; 6]);
+            if src[0] & 1 == 0 && learned != Some(src) {
+                let m = fdb.learn(src, from, now);
+                made.aged += m.aged;
+                made.evicted += m.evicted;
+                learned = Some(src);
+                looked = None;
+            }
+            if dst[0] & 1 != 0 {
+                dests[i] = Dest::Flood;
+                continue;
+            }
+            let port = match looked {
+                Some((d, p)) if d == dst => p,
+                _ => {
+                    let p = fdb.lookup(&dst, now);
+                    looked = Some((dst, p));
+                    p
+                }
+            };
+            dests[i] = match port {
+                Some(p) if p == from => Dest::Drop,
+                Some(p) => Dest::Port(p),
+                None => Dest::Flood,
+            };
         }
-        if dst[0] & 1 == 0 {
-            fdb.lookup(&dst, now)
-        } else {
-            None
-        }
+        self.net.fdb_aged.fetch_add(made.aged, Ordering::Relaxed);
+        self.net
+            .fdb_evictions
+            .fetch_add(made.evicted, Ordering::Relaxed);
+        self.net
+            .fdb_entries
+            .store(fdb.len() as u64, Ordering::Relaxed);
+        runts
     }
 
     /// Forwards a frame from port `from`: learn the source, send to the port
@@ -312,32 +387,56 @@ impl Switch {
     /// [`Self::forward`] for a frame that left its sender at `sent` (host
     /// monotonic ns, the devices' clock); receivers get the time with it.
     pub fn forward_at(&self, from: usize, frame: &[u8], sent: u64) {
-        let ports = self.ports.read().unwrap_or_else(|e| e.into_inner());
-        if frame.len() < MIN_SWITCH_FRAME {
-            if let Some(p) = ports.get(from) {
-                p.counters.runt_drops.fetch_add(1, Ordering::Relaxed);
-            }
-            return;
+        self.forward_batch(from, Frames::One(frame), sent);
+    }
+
+    /// [`Self::forward_at`] for frames that left their sender together: the
+    /// MAC table is consulted once per batch (and once per change of source
+    /// or destination within it), and each run of frames for one port is
+    /// delivered as a batch.
+    pub fn forward_batch(&self, from: usize, frames: Frames<'_>, sent: u64) {
+        let mut at = 0;
+        while at < frames.len() {
+            let end = (at + BATCH_FRAMES).min(frames.len());
+            self.forward_chunk(from, frames.range(at, end), sent);
+            at = end;
         }
-        drop(ports);
-        let dst: [u8; 6] = frame[0..6].try_into().unwrap_or([0; 6]);
-        let src: [u8; 6] = frame[6..12].try_into().unwrap_or([0; 6]);
-        let known = self.learn_and_look_up(from, src, dst, sent);
+    }
+
+    /// [`Self::forward_batch`] of at most [`BATCH_FRAMES`] frames.
+    fn forward_chunk(&self, from: usize, frames: Frames<'_>, sent: u64) {
+        let mut dests = [Dest::Drop; BATCH_FRAMES];
+        let runts = self.route(from, frames, sent, &mut dests);
         let ports = self.ports.read().unwrap_or_else(|e| e.into_inner());
-        match known {
-            Some(p) if p != from => {
-                if let Some(port) = ports.get(p) {
-                    self.deliver(port, frame, sent);
-                }
+        if runts > 0 {
+            if let Some(p) = ports.get(from) {
+                p.counters.runt_drops.fetch_add(runts, Ordering::Relaxed);
             }
-            Some(_) => {}
-            None => {
-                for (i, port) in ports.iter().enumerate() {
-                    if i != from {
-                        self.deliver(port, frame, sent);
+        }
+        let mut i = 0;
+        while i < frames.len() {
+            let d = dests[i];
+            let mut j = i + 1;
+            while j < frames.len() && dests[j] == d {
+                j += 1;
+            }
+            let run = frames.range(i, j);
+            match d {
+                Dest::Drop => {}
+                Dest::Port(p) => {
+                    if let Some(port) = ports.get(p) {
+                        self.deliver(port, run, sent);
+                    }
+                }
+                Dest::Flood => {
+                    for (k, port) in ports.iter().enumerate() {
+                        if k != from {
+                            self.deliver(port, run, sent);
+                        }
                     }
                 }
             }
+            i = j;
         }
     }
 }
@@ -353,6 +452,17 @@ impl FrameSink for PortHandle {
         self.counters.tx_frames.fetch_add(1, Ordering::Relaxed);
         self.counters.capture.record(frame);
         self.switch.forward_at(self.index, frame, sent_ns);
+    }
+
+    fn transmit_batch(&self, batch: &FrameBatch) {
+        let frames = batch.frames();
+        self.counters
+            .tx_frames
+            .fetch_add(frames.len() as u64, Ordering::Relaxed);
+        for f in frames.iter() {
+            self.counters.capture.record(f);
+        }
+        self.switch.forward_batch(self.index, frames, batch.sent());
     }
 }
 
@@ -426,6 +536,59 @@ mod tests {
         rb.recycle(g3);
         a.transmit(&f(4));
         assert_eq!(sink.0.lock().unwrap().len(), 2, "direct again once drained");
+    }
+
+    /// Takes the first `room` frames it is offered, then is busy.
+    struct Room(Mutex<(usize, Vec<Vec<u8>>)>);
+    impl DirectRx for Room {
+        fn try_deliver(&self, frame: &[u8], _: u64) -> bool {
+            let mut r = self.0.lock().unwrap();
+            if r.0 == 0 {
+                return false;
+            }
+            r.0 -= 1;
+            r.1.push(frame.to_vec());
+            true
+        }
+    }
+
+    #[test]
+    fn a_batch_is_routed_frame_by_frame_and_kept_in_order() {
+        let sw = Arc::new(Switch::default());
+        let (a, _ra) = sw.attach();
+        let room = Arc::new(Room(Mutex::new((2, Vec::new()))));
+        let (b, rb) = sw.attach_direct(Some(room.clone()));
+        let (_c, rc) = sw.attach();
+        let (ma, mb) = ([2, 0, 0, 0, 0, 0xa], [2, 0, 0, 0, 0, 0xb]);
+        b.transmit(&frame([0xff; 6], mb));
+        let _ = rc.rx.try_recv();
+        let numbered = |dst: [u8; 6], n: u8| {
+            let mut f = frame(dst, ma);
+            f[20] = n;
+            f
+        };
+        let mut batch = FrameBatch::default();
+        batch.push_copy(&numbered(mb, 1));
+        batch.push_copy(&[0u8; 10]);
+        batch.push_copy(&numbered(mb, 2));
+        batch.push_copy(&numbered([0xff; 6], 3));
+        batch.push_copy(&numbered(ma, 4));
+        batch.push_copy(&numbered(mb, 5));
+        batch.sent_ns(|| 1);
+        a.transmit_batch(&batch);
+        let direct: Vec<u8> = room.0.lock().unwrap().1.iter().map(|f| f[20]).collect();
+        assert_eq!(direct, vec![1, 2], "taken directly while the port had room");
+        let queued: Vec<u8> = std::iter::from_fn(|| rb.rx.try_recv().ok())
+            .map(|(f, _)| f[20])
+            .collect();
+        assert_eq!(queued, vec![3, 5], "the rest queued behind them, in order");
+        let flooded: Vec<u8> = std::iter::from_fn(|| rc.rx.try_recv().ok())
+            .map(|(f, _)| f[20])
+            .collect();
+        assert_eq!(flooded, vec![3], "broadcast floods; unicast to B does not");
+        assert_eq!(a.counters.runt_drops.load(Ordering::Relaxed), 1);
+        assert_eq!(a.counters.tx_frames.load(Ordering::Relaxed), 6);
+        assert_eq!(b.counters.rx_frames.load(Ordering::Relaxed), 4);
     }
 
     #[test]

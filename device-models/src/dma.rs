@@ -9,6 +9,40 @@ use std::sync::{Arc, RwLock};
 /// Guest physical memory as the device sees it through DMA.
 pub type GuestRam = vm_memory::GuestMemoryMmap<()>;
 
+/// A range of guest memory inside one of its regions: `vm-memory`'s
+/// bounds-checked volatile view, reached with one region lookup. Accesses
+/// through it cost a bounds check, where each access through [`GuestRam`]
+/// walks the regions it spans again.
+pub type GuestSlice<'a> = vm_memory::VolatileSlice<'a, ()>;
+
+/// Regions up to which [`slice_of`] scans them in order instead of asking
+/// `vm-memory`'s binary search.
+const SCAN_REGIONS: usize = 4;
+
+/// The `len` bytes of `mem` at `addr` as one slice, if they lie in one
+/// region (else the caller goes through [`GuestRam`], which spans regions
+/// and reports what is outside memory). A guest's RAM is one to a few
+/// regions (below and above the PCI hole): up to [`SCAN_REGIONS`] of them
+/// are scanned in address order, which costs less per access than the
+/// binary search and second range check of `GuestMemoryBackend::get_slice`;
+/// the region's own `get_slice` checks that all `len` bytes are inside it.
+#[inline]
+pub fn slice_of(mem: &GuestRam, addr: u64, len: usize) -> Option<GuestSlice<'_>> {
+    use vm_memory::{
+        Address, GuestAddress, GuestMemoryBackend, GuestMemoryRegion, MemoryRegionAddress,
+    };
+    if mem.num_regions() > SCAN_REGIONS {
+        return mem.get_slice(GuestAddress(addr), len).ok();
+    }
+    for r in mem.iter() {
+        let off = addr.checked_sub(r.start_addr().raw_value())?;
+        if off < r.len() {
+            return r.get_slice(MemoryRegionAddress(off), len).ok();
+        }
+    }
+    None
+}
+
 /// What DMA reaches at one moment: the guest memory the device may read and
 /// the part of it the device may write (a mapping's access flags, as an
 /// IOMMU enforces them: a read-only mapping is in `read` only).
@@ -122,6 +156,35 @@ mod tests {
 
     fn ram() -> GuestRam {
         GuestRam::from_ranges(&[(GuestAddress(0), 0x1000)]).unwrap()
+    }
+
+    #[test]
+    fn a_slice_is_what_vm_memory_gives_at_every_edge() {
+        let few = [
+            (0x1000u64, 0x1000usize),
+            (0x4000, 0x2000),
+            (0x10000, 0x1000),
+        ];
+        let many: Vec<(u64, usize)> = (0..8u64).map(|i| (0x1000 + i * 0x2000, 0x1000)).collect();
+        for ranges in [&few[..], &many[..]] {
+            let ranges: Vec<_> = ranges.iter().map(|&(a, l)| (GuestAddress(a), l)).collect();
+            let mem = GuestRam::from_ranges(&ranges).unwrap();
+            for &(start, len) in &ranges {
+                let start = start.0;
+                for addr in [0, start - 1, start, start + 1, start + len as u64 - 1] {
+                    for n in [0, 1, 16, len - 1, len, len + 1] {
+                        let ours =
+                            slice_of(&mem, addr, n).map(|s| (s.ptr_guard().as_ptr(), s.len()));
+                        let theirs = mem
+                            .get_slice(GuestAddress(addr), n)
+                            .ok()
+                            .map(|s| (s.ptr_guard().as_ptr(), s.len()));
+                        assert_eq!(ours, theirs, "{addr:#x}+{n:#x}");
+                    }
+                }
+            }
+            assert!(slice_of(&mem, u64::MAX, 1).is_none());
+        }
     }
 
     #[test]

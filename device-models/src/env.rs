@@ -5,6 +5,8 @@
 
 use std::sync::Arc;
 
+use crate::batch::FrameBatch;
+
 /// Where a device signals interrupts (MSI-X vectors, or the single MSI/INTx line).
 pub trait InterruptSink: Send + Sync {
     /// Sends MSI-X message `vector` (PCI 3.0 §6.8.2).
@@ -24,6 +26,15 @@ pub trait FrameSink: Send + Sync {
     fn transmit_at(&self, frame: &[u8], sent_ns: u64) {
         let _ = sent_ns;
         self.transmit(frame);
+    }
+    /// Transmits the frames of a batch, in order, all sent at
+    /// [`FrameBatch::sent`]. Default: [`Self::transmit_at`] for each; a sink
+    /// that does per-frame work once per batch overrides it.
+    fn transmit_batch(&self, batch: &FrameBatch) {
+        let sent = batch.sent();
+        for f in batch.frames().iter() {
+            self.transmit_at(f, sent);
+        }
     }
 }
 

@@ -40,6 +40,7 @@
 #![forbid(unsafe_code)]
 
 pub mod bar;
+pub mod batch;
 pub mod desc;
 pub mod dma;
 pub mod env;
@@ -63,7 +64,8 @@ pub mod sync;
 pub mod testutil;
 pub mod txframe;
 
-pub use dma::{DmaMemory, DmaView, GuestRam};
+pub use batch::{FrameBatch, Frames};
+pub use dma::{DmaMemory, DmaView, GuestRam, GuestSlice};
 pub use env::{Clock, DeviceEnv, FrameSink, InterruptSink, MonotonicClock, TimerSink};
 pub use errors::{ErrorCounters, GuestErrors};
 pub use fault::{DriverView, Fault, FaultError};

@@ -14,6 +14,7 @@
 //! transports, receive threads, timers and the control socket call it from
 //! any thread.
 
+use crate::batch::Frames;
 use crate::dma::{DmaView, GuestRam};
 use crate::fault::{DriverView, Fault, FaultError};
 use crate::pci::Bar;
@@ -72,6 +73,19 @@ pub trait NetPort: Send + Sync {
     /// it. Without `wait`, a port that would have to wait for another
     /// thread returns [`Delivery::Busy`] and changes nothing.
     fn deliver(&self, frame: &[u8], sent_ns: Option<u64>, wait: bool) -> Delivery;
+    /// Delivers frames in order, as [`Self::deliver`] does each, and returns
+    /// how many were consumed: without `wait`, the frames from the first
+    /// one the port is busy for on are left unchanged (the caller queues
+    /// them). Default: [`Self::deliver`] for each; a port that can take a
+    /// batch for the price of one frame overrides it.
+    fn deliver_batch(&self, frames: Frames<'_>, sent_ns: Option<u64>, wait: bool) -> usize {
+        for (i, f) in frames.iter().enumerate() {
+            if self.deliver(f, sent_ns, wait) == Delivery::Busy {
+                return i;
+            }
+        }
+        frames.len()
+    }
     /// Delivers a frame now, waiting for the port if it is busy.
     fn receive(&self, frame: &[u8]) {
         self.deliver(frame, None, true);

@@ -5,7 +5,7 @@
 
 use vm_memory::{Bytes, GuestAddress};
 
-use crate::dma::{DmaView, GuestRam};
+use crate::dma::{slice_of, DmaView, GuestRam};
 
 /// Size of every advanced (and legacy) descriptor.
 pub const DESC_SIZE: u64 = 16;
@@ -106,13 +106,86 @@ impl Ring {
     }
 }
 
+/// Descriptors fetched from guest memory in one read (a hardware queue's
+/// descriptor prefetch: 82576 §7.2.3.4 and 82599 §7.2.3.4.1 fetch descriptors
+/// in bursts, not one by one).
+pub const DESC_BURST: usize = 32;
+
+/// The descriptors of one burst, read ahead from a ring: a pass reads up to
+/// [`DESC_BURST`] device-owned descriptors (from the head towards the tail,
+/// not past the end of the ring) in one guest-memory read, and serves the
+/// following descriptors from here.
+#[derive(Debug)]
+pub struct DescCache {
+    d: [[u8; 16]; DESC_BURST],
+    first: u32,
+    len: u32,
+}
+
+impl Default for DescCache {
+    fn default() -> Self {
+        DescCache {
+            d: [[0; 16]; DESC_BURST],
+            first: 0,
+            len: 0,
+        }
+    }
+}
+
+impl DescCache {
+    /// Descriptor `idx` of `r` (device-owned: between the head the pass
+    /// started from and the tail), from the burst it belongs to. A burst
+    /// that is not all in guest memory is read descriptor by descriptor, so
+    /// the error is the descriptor's own.
+    #[inline]
+    pub fn get(&mut self, mem: &GuestRam, r: &Ring, idx: u32) -> Result<[u8; 16], RingError> {
+        let at = idx.wrapping_sub(self.first);
+        if at < self.len {
+            return Ok(self.d[at as usize]);
+        }
+        let owned = ((r.tail + r.count - idx) % r.count).max(1);
+        let n = owned
+            .min(r.count - idx.min(r.count - 1))
+            .min(DESC_BURST as u32);
+        if read_into(
+            mem,
+            r.desc_addr(idx),
+            self.d[..n as usize].as_flattened_mut(),
+        )
+        .is_ok()
+        {
+            self.first = idx;
+            self.len = n;
+            return Ok(self.d[0]);
+        }
+        self.len = 0;
+        read_desc(mem, r.desc_addr(idx))
+    }
+
+    /// Forgets what was read (the ring's descriptors may have changed).
+    pub fn clear(&mut self) {
+        self.len = 0;
+    }
+}
+
 /// Reads a 16-byte descriptor.
 #[inline]
 pub fn read_desc(mem: &GuestRam, addr: u64) -> Result<[u8; 16], RingError> {
     let mut d = [0u8; 16];
-    mem.read_slice(&mut d, GuestAddress(addr))
-        .map_err(|_| RingError::BadAddress(addr))?;
+    read_into(mem, addr, &mut d)?;
     Ok(d)
+}
+
+/// Fills `buf` from guest memory at `addr`: through one slice when the
+/// range lies in one region, else across regions.
+#[inline]
+pub fn read_into(mem: &GuestRam, addr: u64, buf: &mut [u8]) -> Result<(), RingError> {
+    if let Some(s) = slice_of(mem, addr, buf.len()) {
+        s.copy_to(buf);
+        return Ok(());
+    }
+    mem.read_slice(buf, GuestAddress(addr))
+        .map_err(|_| RingError::BadAddress(addr))
 }
 
 /// Writes a 16-byte advanced receive write-back descriptor so that the dword
@@ -121,6 +194,13 @@ pub fn read_desc(mem: &GuestRam, addr: u64) -> Result<[u8; 16], RingError> {
 /// means the write-back is complete) before they read the status at offset 8.
 #[inline]
 pub fn write_desc(mem: &GuestRam, addr: u64, d: &[u8; 16]) -> Result<(), RingError> {
+    if let Some(s) = slice_of(mem, addr, 16) {
+        s.copy_from(&d[..12]);
+        std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
+        s.write_slice(&d[12..], 12)
+            .map_err(|_| RingError::BadAddress(addr))?;
+        return Ok(());
+    }
     mem.write_slice(&d[..12], GuestAddress(addr))
         .map_err(|_| RingError::BadAddress(addr))?;
     std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
@@ -161,8 +241,7 @@ pub fn place_frame(
 /// Writes one little-endian dword.
 #[inline]
 pub fn write_u32(mem: &GuestRam, addr: u64, v: u32) -> Result<(), RingError> {
-    mem.write_obj(v, GuestAddress(addr))
-        .map_err(|_| RingError::BadAddress(addr))
+    write_buf(mem, addr, &v.to_le_bytes())
 }
 
 /// Copies `len` bytes of guest memory at `addr` onto the end of `out`.
@@ -170,16 +249,16 @@ pub fn write_u32(mem: &GuestRam, addr: u64, v: u32) -> Result<(), RingError> {
 pub fn read_buf(mem: &GuestRam, addr: u64, len: usize, out: &mut Vec<u8>) -> Result<(), RingError> {
     let start = out.len();
     out.resize(start + len, 0);
-    mem.read_slice(&mut out[start..], GuestAddress(addr))
-        .map_err(|_| {
-            out.truncate(start);
-            RingError::BadAddress(addr)
-        })
+    read_into(mem, addr, &mut out[start..]).inspect_err(|_| out.truncate(start))
 }
 
 /// Copies `data` into guest memory at `addr`.
 #[inline]
 pub fn write_buf(mem: &GuestRam, addr: u64, data: &[u8]) -> Result<(), RingError> {
+    if let Some(s) = slice_of(mem, addr, data.len()) {
+        s.copy_from(data);
+        return Ok(());
+    }
     mem.write_slice(data, GuestAddress(addr))
         .map_err(|_| RingError::BadAddress(addr))
 }
@@ -290,6 +369,32 @@ mod tests {
         m.read_slice(&mut b, GuestAddress(0x4000)).unwrap();
         assert_eq!(b, [0; 60], "buffer untouched");
         assert_eq!(read_desc(&m, 0x1000).unwrap()[8..], [0; 8], "no write-back");
+    }
+
+    #[test]
+    fn descriptors_come_in_bursts_up_to_the_tail() {
+        let m = ram();
+        for i in 0..8u64 {
+            m.write_obj(0x100 + i, GuestAddress(0x1000 + 16 * i))
+                .unwrap();
+        }
+        let r = Ring::new(0x1000, 0, 8 * 16, 2, 6).unwrap();
+        let mut c = DescCache::default();
+        assert_eq!(c.get(&m, &r, 2).unwrap()[0], 0x02);
+        // Descriptors 3..5 came with the first read; 6 and 7 are the
+        // driver's and were not read.
+        m.write_obj(0xffu64, GuestAddress(0x1000 + 16 * 3)).unwrap();
+        assert_eq!(c.get(&m, &r, 3).unwrap()[0], 0x03, "from the burst");
+        assert_eq!(c.get(&m, &r, 5).unwrap()[0], 0x05);
+        c.clear();
+        assert_eq!(c.get(&m, &r, 3).unwrap()[0], 0xff, "read again");
+        // A ring running off the end of guest memory: the descriptors
+        // inside it are still read, the others are errors of their own.
+        let r = Ring::new(0xffd0, 0, 8 * 16, 0, 7).unwrap();
+        let mut c = DescCache::default();
+        c.get(&m, &r, 0).unwrap();
+        c.get(&m, &r, 2).unwrap();
+        assert_eq!(c.get(&m, &r, 3), Err(RingError::BadAddress(0x10000)));
     }
 
     #[test]

@@ -8,7 +8,7 @@
 use crate::desc::{
     parse_tx, TxContext, TxDesc, TXD_CMD_EOP, TXD_CMD_RS, TXD_CMD_TSE, TXD_CMD_VLE, TXD_STAT_DD,
 };
-use crate::ring::{self, Ring};
+use crate::ring::{self, DescCache, Ring};
 use net_util::csum::{csum_add, csum_fold, ipv4_header_csum, l4_csum};
 use net_util::tso::segment;
 use net_util::OffloadError;
@@ -182,12 +182,14 @@ impl TxQueue {
     }
 
     /// Finishes the complete frame: VLAN insertion, checksums or TSO, padding;
-    /// passes the frame (or each segment) to `out` and clears it.
+    /// passes the frame (or each segment) to `out` and clears it. `out` gets
+    /// the buffer the frame is in and may take it by swapping it for an
+    /// empty one (the queue then assembles its next frame in that one).
     pub fn finish(
         &mut self,
         o: FrameOpts,
         s: FinishSettings,
-        mut out: impl FnMut(&[u8]),
+        mut out: impl FnMut(&mut Vec<u8>),
     ) -> Result<Finished, TxDrop> {
         let res = self.finish_inner(o, s, &mut out);
         self.frame.clear();
@@ -202,7 +204,7 @@ impl TxQueue {
         &mut self,
         o: FrameOpts,
         s: FinishSettings,
-        out: &mut impl FnMut(&[u8]),
+        out: &mut impl FnMut(&mut Vec<u8>),
     ) -> Result<Finished, TxDrop> {
         let ctx = self.ctx[usize::from(o.idx & 1)];
         let frame = &mut self.frame;
@@ -337,7 +339,8 @@ fn decode(d: &[u8; 16], q: &mut TxQueue, context_dd: bool) -> (u32, Option<Buffe
 
 /// Processes a transmit ring from its head to its tail, at most one pass
 /// (`r.count` descriptors, so a ring the guest keeps refilling cannot hold
-/// the device) and at most [`TX_PASS_SEGMENTS`] frames out: context
+/// the device) and at most [`TX_PASS_SEGMENTS`] frames out, reading the
+/// descriptors in bursts ([`DescCache`]): context
 /// descriptors are stored in `q`, data and legacy descriptors gathered, each
 /// complete frame handed to `frame_done`, and descriptors with RS written
 /// back. `r.head` is left at the new head.
@@ -350,12 +353,14 @@ pub fn run_ring(
 ) -> bool {
     let mut done = false;
     let mut budget = r.count;
+    let mut descs = DescCache::default();
+    let ring = *r;
     q.pass_emitted = 0;
     while r.head != r.tail && budget > 0 && q.pass_emitted < TX_PASS_SEGMENTS {
         budget -= 1;
         let idx = r.head;
         r.advance();
-        let Ok(d) = ring::read_desc(&p.mem.read, r.desc_addr(idx)) else {
+        let Ok(d) = descs.get(&p.mem.read, &ring, idx) else {
             p.errors.dma();
             continue;
         };

@@ -75,13 +75,15 @@ impl Tso {
 /// last segment and CWR only on the first; UDP's datagrams of `mss` payload
 /// bytes each get their own UDP length (`igb_tso` / `ixgbe_tso` program L4T
 /// UDP with L4LEN 8 for `SKB_GSO_UDP_L4`); every segment's checksums are
-/// computed. Each finished segment is passed to `out` (built in `seg`,
-/// which is reused). Returns the number of segments.
+/// computed. Each finished segment is passed to `out` in `seg`, which is
+/// reused: `out` may also take the segment's buffer by swapping it for
+/// another one, in which the next segment is then built (so segments can be
+/// handed on without a copy). Returns the number of segments.
 pub fn segment(
     frame: &[u8],
     tso: &Tso,
     seg: &mut Vec<u8>,
-    mut out: impl FnMut(&[u8]),
+    mut out: impl FnMut(&mut Vec<u8>),
 ) -> Result<usize, OffloadError> {
     let min_l4 = match tso.proto {
         IPPROTO_TCP => 20,
@@ -234,6 +236,23 @@ mod tests {
         assert_eq!(joined, payload);
         assert_eq!(got[0].len(), 54 + 1448);
         assert_eq!(got[2].len(), 54 + 3000 - 2 * 1448);
+    }
+
+    #[test]
+    fn segments_can_be_taken_by_swapping_buffers() {
+        let payload: Vec<u8> = (0..3000u32).map(|i| (i * 7) as u8).collect();
+        let f = tcp4(&payload);
+        let mut seg = Vec::new();
+        let mut copied = Vec::new();
+        segment(&f, &tcp4_tso(1000), &mut seg, |s| copied.push(s.to_vec())).unwrap();
+        let mut taken: Vec<Vec<u8>> = Vec::new();
+        segment(&f, &tcp4_tso(1000), &mut seg, |s| {
+            let mut mine = Vec::with_capacity(16);
+            std::mem::swap(&mut mine, s);
+            taken.push(mine);
+        })
+        .unwrap();
+        assert_eq!(taken, copied, "each segment whole in its own buffer");
     }
 
     #[test]

@@ -30,6 +30,7 @@ use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use crate::bar::{self, IoWindow, RegisterWindow};
+use crate::batch::{FrameBatch, Frames};
 use crate::dma::{DmaMemory, DmaView, GuestRam};
 use crate::env::DeviceEnv;
 use crate::errors::{ErrorCounters, GuestErrors};
@@ -124,6 +125,8 @@ pub struct Function<M: Model> {
     tx_resume: AtomicBool,
     /// Per transmit queue: the frame being gathered and its offload contexts.
     pub(crate) txq: Box<[Mutex<TxQueue>]>,
+    /// Emptied frame batches of finished transmit passes, for reuse.
+    tx_batches: Mutex<Vec<FrameBatch>>,
     /// Per receive queue: held while a frame is placed into the ring.
     pub(crate) rxq: Box<[Mutex<()>]>,
     /// Interrupt state beyond the registers (EITR moderation, vector causes).
@@ -167,6 +170,7 @@ impl<M: Part> Function<M> {
             txq: (0..l.queues)
                 .map(|_| Mutex::new(TxQueue::with_max(l.max_tx_frame)))
                 .collect(),
+            tx_batches: Mutex::new(Vec::new()),
             rxq: (0..l.queues).map(|_| Mutex::new(())).collect(),
             intr: Mutex::new(M::intr_state()),
             faults: SharedFaults::default(),
@@ -509,6 +513,10 @@ impl<M: Part> NetPort for Function<M> {
         } else {
             Delivery::Busy
         }
+    }
+
+    fn deliver_batch(&self, frames: Frames<'_>, sent_ns: Option<u64>, wait: bool) -> usize {
+        self.receive_batch_from_wire(frames, sent_ns, wait)
     }
 
     fn set_link(&self, up: bool) {

@@ -311,10 +311,10 @@ pub trait Receive: Model {
     /// Checksum status and the hash dword of a frame's descriptor (`ptype`
     /// its packet type, 0 for non-IP).
     fn rx_status(f: &Function<Self>, frame: &[u8], ptype: u16, hash: u32) -> RxStatus;
-    /// Counts a frame received on queue `qi` beyond the frame counters
-    /// (per-queue statistics).
-    fn count_rx_queue(f: &Function<Self>, qi: usize, octets: u64) {
-        let _ = (f, qi, octets);
+    /// Counts `frames` frames of `octets` octets received on queue `qi`
+    /// beyond the frame counters (per-queue statistics).
+    fn count_rx_queue(f: &Function<Self>, qi: usize, frames: u32, octets: u64) {
+        let _ = (f, qi, frames, octets);
     }
     /// Counts a frame queue `qi` had no buffer (or no ring) for.
     fn count_rx_miss(f: &Function<Self>, qi: usize);
@@ -337,9 +337,10 @@ pub trait Transmit: Model {
     }
     /// Where finished frames go.
     fn tx_route(f: &Function<Self>) -> TxRoute;
-    /// Counts a frame sent from queue `qi` beyond the frame counters.
-    fn count_tx_queue(f: &Function<Self>, qi: usize, octets: u64) {
-        let _ = (f, qi, octets);
+    /// Counts `frames` frames of `octets` octets sent from queue `qi`
+    /// beyond the frame counters.
+    fn count_tx_queue(f: &Function<Self>, qi: usize, frames: u32, octets: u64) {
+        let _ = (f, qi, frames, octets);
     }
 }
 

@@ -8,7 +8,9 @@
 
 use net_util::rss::HashType;
 
+use super::stats::Tally;
 use super::{q, Dir, Function, Part, QUEUE_ENABLE};
+use crate::batch::Frames;
 use crate::desc::{rx_status, rx_writeback, RXD_STAT_VP};
 use crate::fault::RxFault;
 use crate::ptp::{self, RxFilter};
@@ -21,16 +23,51 @@ const ETQF_1588: u32 = 1 << 30;
 /// Shortest frame the receiver looks at: an Ethernet header.
 const ETH_HLEN: usize = 14;
 
+/// What a receive batch placed and has not counted or signalled yet: the
+/// frames placed on one queue since the last change of queue, and the
+/// queues whose interrupt is due (one bit per queue; both parts have at most
+/// 128). Counted, then signalled, once per batch ([`Function::rx_done`]).
+#[derive(Debug, Default)]
+pub(crate) struct RxDone {
+    qi: usize,
+    tally: Tally,
+    signal: u128,
+}
+
 impl<M: Part> Function<M> {
     /// A frame from the wire: dropped (consumed, counted as `rx_no_link`)
     /// where the part does not take frames from the wire now, else
     /// [`Self::rx_frame`].
     pub(crate) fn receive_from_wire(&self, frame: &[u8], sent: Option<u64>, wait: bool) -> bool {
-        if !M::wire_rx(self) {
-            self.errors.rx_no_link();
-            return true;
+        self.receive_batch_from_wire(Frames::One(frame), sent, wait) == 1
+    }
+
+    /// [`Self::receive_from_wire`] for frames in order, as one batch: the
+    /// frames placed are counted and their queues signalled once, at the
+    /// end. Returns how many frames were consumed (without `wait`, the frames
+    /// from the first one whose queue was busy on are left unchanged).
+    pub(crate) fn receive_batch_from_wire(
+        &self,
+        frames: Frames<'_>,
+        sent: Option<u64>,
+        wait: bool,
+    ) -> usize {
+        let mut done = RxDone::default();
+        let mut taken = 0;
+        for f in frames.iter() {
+            let consumed = if M::wire_rx(self) {
+                self.rx_one(f, sent, wait, &mut done)
+            } else {
+                self.errors.rx_no_link();
+                true
+            };
+            if !consumed {
+                break;
+            }
+            taken += 1;
         }
-        self.rx_frame(frame, sent, wait)
+        self.rx_done(&mut done);
+        taken
     }
 
     /// Delivers a frame (without FCS) from the wire or a loopback to the
@@ -43,6 +80,14 @@ impl<M: Part> Function<M> {
     /// otherwise the frame is consumed (placed, or dropped and counted) and
     /// this returns true.
     pub(crate) fn rx_frame(&self, frame: &[u8], sent: Option<u64>, wait: bool) -> bool {
+        let mut done = RxDone::default();
+        let consumed = self.rx_one(frame, sent, wait, &mut done);
+        self.rx_done(&mut done);
+        consumed
+    }
+
+    /// [`Self::rx_frame`] of a batch: what was placed is left in `done`.
+    fn rx_one(&self, frame: &[u8], sent: Option<u64>, wait: bool, done: &mut RxDone) -> bool {
         if !M::rx_link(self) {
             self.errors.rx_no_link();
             return true;
@@ -58,9 +103,30 @@ impl<M: Part> Function<M> {
         };
         if self.rx_passes(qi, frame) {
             let ts = self.rx_timestamp(frame, sent);
-            self.rx_to_queue(qi, frame, hash, ty, ts);
+            self.rx_to_queue(qi, frame, hash, ty, ts, done);
         }
         true
+    }
+
+    /// Counts a frame placed into queue `qi` (the frames counted so far on
+    /// another queue are added to the statistics first).
+    fn rx_count(&self, done: &mut RxDone, qi: usize, frame: &[u8]) {
+        if done.qi != qi {
+            self.count_tally(Dir::Rx, done.qi, &mut done.tally);
+            done.qi = qi;
+        }
+        done.tally.add(frame);
+    }
+
+    /// Ends a receive batch: its frames are counted, then every queue it
+    /// placed frames into is signalled once.
+    pub(crate) fn rx_done(&self, done: &mut RxDone) {
+        self.count_tally(Dir::Rx, done.qi, &mut done.tally);
+        while done.signal != 0 {
+            let qi = done.signal.trailing_zeros() as usize;
+            done.signal &= done.signal - 1;
+            M::queue_interrupt(self, qi, Dir::Rx);
+        }
     }
 
     /// RSS hash of a frame when MRQC enables it (§7.1.2.8 of both parts).
@@ -176,7 +242,15 @@ impl<M: Part> Function<M> {
 
     /// Places a frame into receive queue `qi` (its lock held), spanning
     /// descriptors if needed.
-    fn rx_to_queue(&self, qi: usize, frame: &[u8], hash: u32, ty: HashType, ts: bool) {
+    fn rx_to_queue(
+        &self,
+        qi: usize,
+        frame: &[u8],
+        hash: u32,
+        ty: HashType,
+        ts: bool,
+        done: &mut RxDone,
+    ) {
         let l = M::LAYOUT;
         let base = M::rxq_base(qi);
         if self.regs.peek(base + q::DCTL) & QUEUE_ENABLE == 0 {
@@ -238,8 +312,8 @@ impl<M: Part> Function<M> {
         }
         self.regs.poke(base + q::H, r.head);
         if ok {
-            self.count_frame(Dir::Rx, qi, frame);
+            self.rx_count(done, qi, frame);
         }
-        M::queue_interrupt(self, qi, Dir::Rx);
+        done.signal |= 1 << (qi % 128);
     }
 }

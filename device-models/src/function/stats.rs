@@ -180,29 +180,64 @@ impl<M: Part> Function<M> {
             .count_split(&self.regs, s.lo, s.hi, s.hi_bits, n);
     }
 
-    /// Counts a frame (without FCS) received on or sent from queue `qi`.
-    pub(crate) fn count_frame(&self, dir: Dir, qi: usize, frame: &[u8]) {
-        let l = M::LAYOUT;
-        let k = match dir {
-            Dir::Rx => l.rx_counters,
-            Dir::Tx => l.tx_counters,
-        };
-        let c = classify(frame);
-        self.stat_add(k.good, 1);
-        self.stat_add(k.total, 1);
-        self.stat_add_split(k.good_octets, c.octets);
-        if let Some(t) = k.total_octets {
-            self.stat_add_split(t, c.octets);
+    /// Adds the frames of `t` (counted on queue `qi`) to the statistics
+    /// registers and their totals: each counter once, by the number of its
+    /// frames (the same value as adding them one by one: 32-bit counters
+    /// saturate, split ones wrap, at their width). Empties `t`.
+    pub(crate) fn count_tally(&self, dir: Dir, qi: usize, t: &mut Tally) {
+        if t.frames == 0 {
+            return;
         }
-        self.stat_add(k.size64 + 4 * c.bucket, 1);
-        if c.broadcast {
-            self.stat_add(k.broadcast, 1);
-        } else if c.multicast {
-            self.stat_add(k.multicast, 1);
+        let k = match dir {
+            Dir::Rx => M::LAYOUT.rx_counters,
+            Dir::Tx => M::LAYOUT.tx_counters,
+        };
+        self.stat_add(k.good, t.frames);
+        self.stat_add(k.total, t.frames);
+        self.stat_add_split(k.good_octets, t.octets);
+        if let Some(tot) = k.total_octets {
+            self.stat_add_split(tot, t.octets);
+        }
+        for (b, &n) in (0u32..).zip(&t.buckets) {
+            if n != 0 {
+                self.stat_add(k.size64 + 4 * b, n);
+            }
+        }
+        if t.broadcast != 0 {
+            self.stat_add(k.broadcast, t.broadcast);
+        }
+        if t.multicast != 0 {
+            self.stat_add(k.multicast, t.multicast);
         }
         match dir {
-            Dir::Rx => M::count_rx_queue(self, qi, c.octets),
-            Dir::Tx => M::count_tx_queue(self, qi, c.octets),
+            Dir::Rx => M::count_rx_queue(self, qi, t.frames, t.octets),
+            Dir::Tx => M::count_tx_queue(self, qi, t.frames, t.octets),
         }
+        *t = Tally::default();
+    }
+}
+
+/// Frames of one queue and direction counted locally, to be added to the
+/// statistics registers at once ([`Function::count_tally`]) when a transmit
+/// pass hands its frames on or a receive batch is placed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Tally {
+    frames: u32,
+    octets: u64,
+    buckets: [u32; 6],
+    broadcast: u32,
+    multicast: u32,
+}
+
+impl Tally {
+    /// Counts a frame given without its FCS.
+    #[inline]
+    pub(crate) fn add(&mut self, frame: &[u8]) {
+        let c = classify(frame);
+        self.frames += 1;
+        self.octets += c.octets;
+        self.buckets[c.bucket as usize] += 1;
+        self.broadcast += u32::from(c.broadcast);
+        self.multicast += u32::from(c.multicast);
     }
 }

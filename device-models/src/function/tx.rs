@@ -3,11 +3,27 @@
 //! a tail doorbell, one pass over the queue's ring ([`crate::txframe`]), each
 //! gathered frame finished with the part's settings (VLAN ethertype,
 //! padding), its IEEE 1588 stamp latched, counted and sent where the part
-//! routes it (the wire or a loopback), then the queue's interrupt.
+//! routes it (a loopback, or the wire in [`FrameBatch`]es of up to
+//! [`crate::batch::BATCH_FRAMES`] frames), then the queue's interrupt.
 
+use super::stats::Tally;
 use super::{q, Dir, Function, Part, TxRoute, QUEUE_ENABLE};
+use crate::batch::FrameBatch;
 use crate::sync::lock;
 use crate::txframe::{queue_pass, Finished, FrameOpts, TxQueue};
+
+/// Batches a function keeps for reuse between passes (passes of different
+/// queues may run at once; more than this are freed).
+const KEEP_BATCHES: usize = 2;
+
+/// What a pass finished and has not handed on yet: frames for the wire,
+/// and the count of every frame it sent (looped back ones too), added to
+/// the statistics before the frames leave and at the end of the pass.
+struct PassOut {
+    qi: usize,
+    batch: FrameBatch,
+    tally: Tally,
+}
 
 impl<M: Part> Function<M> {
     /// Rings every transmit queue (the transmitter was just enabled).
@@ -31,6 +47,11 @@ impl<M: Part> Function<M> {
         if self.regs.peek(base + q::DCTL) & QUEUE_ENABLE == 0 {
             return;
         }
+        let mut out = PassOut {
+            qi,
+            batch: self.take_batch(),
+            tally: Tally::default(),
+        };
         let pass = queue_pass(
             &self.regs,
             base,
@@ -38,8 +59,10 @@ impl<M: Part> Function<M> {
             &self.mem,
             &self.errors,
             M::LAYOUT.context_dd,
-            |t, first| self.tx_finish(t, qi, first),
+            |t, first| self.tx_finish(t, first, &mut out),
         );
+        self.tx_flush(&mut out);
+        self.put_batch(out.batch);
         match pass {
             Ok(true) => M::queue_interrupt(self, qi, Dir::Tx),
             Ok(false) => {}
@@ -48,15 +71,18 @@ impl<M: Part> Function<M> {
     }
 
     /// Finishes a complete frame (VLAN, offloads, TSO, padding) and sends it.
-    fn tx_finish(&self, txq: &mut TxQueue, qi: usize, first: FrameOpts) {
+    fn tx_finish(&self, txq: &mut TxQueue, first: FrameOpts, out: &mut PassOut) {
         let s = M::tx_settings(self);
-        // The frame leaves the MAC now: one instant for its 1588 stamp and
-        // its departure on the wire.
-        let now = self.env.clock.now_ns();
+        // The frame leaves the MAC with its batch: one instant for its 1588
+        // stamp and its departure on the wire.
+        if out.batch.is_full() {
+            self.tx_flush(out);
+        }
+        let now = out.batch.sent_ns(|| self.env.clock.now_ns());
         if first.tstamp && self.ts().tx_stamp(now) {
             M::tx_stamped(self);
         }
-        match txq.finish(first, s, |f| self.tx_out(qi, f, now)) {
+        match txq.finish(first, s, |f| self.tx_out(f, now, out)) {
             Ok(Finished::Segments(_)) => {
                 if let Some(tsctc) = M::LAYOUT.tsctc {
                     self.stat_add(tsctc, 1);
@@ -65,20 +91,50 @@ impl<M: Part> Function<M> {
             Ok(Finished::Frame) => {}
             Err(e) => {
                 e.count_in(&self.errors);
-                log::debug!("{}: tx queue {qi}: frame dropped: {e}", M::NAME);
+                log::debug!("{}: tx queue {}: frame dropped: {e}", M::NAME, out.qi);
             }
         }
     }
 
-    /// Counts a finished frame and puts it on the wire, or back into the
-    /// receiver when the part loops back.
-    fn tx_out(&self, qi: usize, frame: &[u8], sent: u64) {
-        self.count_frame(Dir::Tx, qi, frame);
+    /// Counts a finished frame and adds it to the batch for the wire (its
+    /// buffer changes places with an empty one of the batch), or puts it back
+    /// into the receiver when the part loops back.
+    fn tx_out(&self, frame: &mut Vec<u8>, sent: u64, out: &mut PassOut) {
+        out.tally.add(frame);
         match M::tx_route(self) {
             TxRoute::Loopback => {
                 self.rx_frame(frame, Some(sent), true);
             }
-            TxRoute::Wire => self.env.wire.transmit_at(frame, sent),
+            TxRoute::Wire => {
+                if out.batch.is_full() {
+                    self.tx_flush(out);
+                }
+                out.batch.sent_ns(|| sent);
+                out.batch.push(frame);
+            }
+        }
+    }
+
+    /// Counts the frames sent so far, then hands the batch's frames to the
+    /// wire and empties it.
+    fn tx_flush(&self, out: &mut PassOut) {
+        self.count_tally(Dir::Tx, out.qi, &mut out.tally);
+        if !out.batch.is_empty() {
+            self.env.wire.transmit_batch(&out.batch);
+            out.batch.clear();
+        }
+    }
+
+    /// A batch for a pass (reused: its buffers are warm).
+    fn take_batch(&self) -> FrameBatch {
+        lock(&self.tx_batches).pop().unwrap_or_default()
+    }
+
+    /// Gives a pass's (empty) batch back for reuse.
+    fn put_batch(&self, b: FrameBatch) {
+        let mut kept = lock(&self.tx_batches);
+        if kept.len() < KEEP_BATCHES {
+            kept.push(b);
         }
     }
 }

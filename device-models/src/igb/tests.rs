@@ -945,3 +945,52 @@ fn no_link_holds_transmits_and_every_frame_not_received_is_counted() {
     assert_eq!(nicemu_counter(&d, "rx_filtered"), 1);
     assert_eq!(rd(&d, stat::GPRC) + rd(&d, stat::MPC), 0);
 }
+
+#[test]
+fn a_received_batch_counts_and_signals_as_its_frames_one_by_one() {
+    let frame = |dst: [u8; 6], len: usize| {
+        let mut f = vec![0u8; len];
+        f[..6].copy_from_slice(&dst);
+        f[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 1]);
+        f[12..14].copy_from_slice(&[0x08, 0x00]);
+        f
+    };
+    let frames = vec![
+        frame([0xff; 6], 60),
+        frame(MAC, 100),
+        frame(MAC, 300),
+        frame(MAC, 1500),
+        frame([0xff; 6], 1000),
+        frame([2, 0, 0, 0, 0, 9], 80),
+    ];
+    let (mut a, _ta) = dev();
+    setup_rings(&mut a, 16);
+    let (mut b, _tb) = dev();
+    setup_rings(&mut b, 16);
+    let taken = a.deliver_batch(crate::Frames::Many(&frames), None, false);
+    assert_eq!(taken, frames.len(), "every frame consumed");
+    for f in &frames {
+        assert_eq!(b.deliver(f, None, false), Delivery::Done);
+    }
+    let totals =
+        |d: &Igb| -> std::collections::HashMap<String, u64> { d.counters().into_iter().collect() };
+    let (ca, cb) = (totals(&a), totals(&b));
+    assert_eq!(ca, cb, "a batch counts as its frames one by one");
+    assert_eq!(
+        (ca["GPRC"], ca["BPRC"]),
+        (5, 2),
+        "the foreign unicast is filtered"
+    );
+    assert_eq!(
+        ca["GORC"],
+        [60, 100, 300, 1500, 1000].iter().sum::<u64>() + 5 * 4
+    );
+    for off in (regs::stat::PRC64..=regs::stat::PRC64 + 20).step_by(4) {
+        assert_eq!(rd(&a, off), rd(&b, off), "size bucket at {off:#x}");
+    }
+    assert_eq!(rd(&a, 0x2810), 5, "five descriptors written back");
+    assert_eq!(rd(&a, 0x2810), rd(&b, 0x2810));
+    let icr = (rd(&a, ICR), rd(&b, ICR));
+    assert_ne!(icr.0 & intr::ICR_RXT0, 0, "RXT0 raised for the batch");
+    assert_eq!(icr.0, icr.1);
+}

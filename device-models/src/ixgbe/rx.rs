@@ -118,8 +118,8 @@ impl Receive for I82599 {
         RxStatus { csum: st, hash }
     }
 
-    fn count_rx_queue(f: &Ixgbe, qi: usize, octets: u64) {
-        f.count_rx_queue(qi, octets);
+    fn count_rx_queue(f: &Ixgbe, qi: usize, frames: u32, octets: u64) {
+        f.count_rx_queue(qi, frames, octets);
     }
 
     fn count_rx_miss(f: &Ixgbe, qi: usize) {

@@ -17,17 +17,17 @@ impl Ixgbe {
         (self.regs.peek(map_base + 4 * (q >> 2)) >> (8 * (q & 3))) & 0xf
     }
 
-    /// Counts a frame received on queue `qi` in its statistics index.
-    pub(super) fn count_rx_queue(&self, qi: usize, octets: u64) {
+    /// Counts frames received on queue `qi` in its statistics index.
+    pub(super) fn count_rx_queue(&self, qi: usize, frames: u32, octets: u64) {
         let s = self.stat_index(RQSMR, qi);
-        self.stat_add(stat::QPRC + 0x40 * s, 1);
+        self.stat_add(stat::QPRC + 0x40 * s, frames);
         self.stat_add_split(Split::at(stat::QBRC_L + 0x40 * s, 4), octets);
     }
 
-    /// Counts a frame sent from queue `qi` in its statistics index.
-    pub(super) fn count_tx_queue(&self, qi: usize, octets: u64) {
+    /// Counts frames sent from queue `qi` in its statistics index.
+    pub(super) fn count_tx_queue(&self, qi: usize, frames: u32, octets: u64) {
         let s = self.stat_index(TQSM, qi);
-        self.stat_add(stat::QPTC + 0x40 * s, 1);
+        self.stat_add(stat::QPTC + 0x40 * s, frames);
         self.stat_add_split(Split::at(stat::QBTC_L + 8 * s, 4), octets);
     }
 

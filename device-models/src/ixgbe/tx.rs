@@ -45,7 +45,7 @@ impl Transmit for I82599 {
         }
     }
 
-    fn count_tx_queue(f: &Ixgbe, qi: usize, octets: u64) {
-        f.count_tx_queue(qi, octets);
+    fn count_tx_queue(f: &Ixgbe, qi: usize, frames: u32, octets: u64) {
+        f.count_tx_queue(qi, frames, octets);
     }
 }

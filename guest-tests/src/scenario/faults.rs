@@ -343,15 +343,10 @@ fn check_stats(s: &Section, t: &Target, r: &mut ScenarioResult) {
         r.add_failure("stats: nicemu ctl --json stats printed no counters");
         return;
     };
-    let moved = super::stats::changed(&b, &b2);
+    let moved = super::stats::describe_changed(&b, &b2);
     if !moved.is_empty() {
-        let list: Vec<String> = moved
-            .iter()
-            .map(|(k, x, y)| format!("{k} {x}→{y}"))
-            .collect();
         r.add_failure(format!(
-            "stats: reading nicemu ctl stats changed what the guest read next: {}",
-            list.join(", ")
+            "stats: reading nicemu ctl stats changed what the guest read next: {moved}"
         ));
     }
     let mut compared = serde_json::Map::new();

@@ -57,6 +57,15 @@ pub fn changed(a: &BTreeMap<String, u64>, b: &BTreeMap<String, u64>) -> Vec<(Str
         .collect()
 }
 
+/// The counters [`changed`] found, as "name before→after" joined by commas (empty when none).
+pub fn describe_changed(a: &BTreeMap<String, u64>, b: &BTreeMap<String, u64>) -> String {
+    changed(a, b)
+        .iter()
+        .map(|(k, x, y)| format!("{k} {x}→{y}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 fn delta(a: &BTreeMap<String, u64>, b: &BTreeMap<String, u64>, k: &str) -> Option<i128> {
     Some(i128::from(*b.get(k)?) - i128::from(*a.get(k)?))
 }
@@ -171,15 +180,10 @@ fn check_quiet(
     b: &BTreeMap<String, u64>,
     r: &mut ScenarioResult,
 ) {
-    let moved = changed(a, b);
+    let moved = describe_changed(a, b);
     if !moved.is_empty() {
-        let list: Vec<String> = moved
-            .iter()
-            .map(|(k, x, y)| format!("{k} {x}→{y}"))
-            .collect();
         r.add_failure(format!(
-            "{side} {kind}: counters changed between two readings without traffic: {}",
-            list.join(", ")
+            "{side} {kind}: counters changed between two readings without traffic: {moved}"
         ));
     }
 }
