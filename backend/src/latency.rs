@@ -33,7 +33,7 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use device_models::{Clock, Delivery, FrameSink, MonotonicClock, NetPort};
+use device_models::{Clock, Delivery, FrameBatch, FrameSink, Frames, MonotonicClock, NetPort};
 
 /// Sub-buckets per power of two (2 bits of mantissa).
 const SUB_BITS: u32 = 2;
@@ -102,9 +102,18 @@ impl Histogram {
     /// Records one value.
     #[inline]
     pub fn record(&self, ns: u64) {
-        self.counts[bucket(ns)].fetch_add(1, Ordering::Relaxed);
+        self.record_n(ns, 1);
+    }
+
+    /// Records the value `ns` `n` times (frames of one batch).
+    #[inline]
+    pub fn record_n(&self, ns: u64, n: u64) {
+        if n == 0 {
+            return;
+        }
+        self.counts[bucket(ns)].fetch_add(n, Ordering::Relaxed);
         self.max.fetch_max(ns, Ordering::Relaxed);
-        self.sum.fetch_add(ns, Ordering::Relaxed);
+        self.sum.fetch_add(ns.saturating_mul(n), Ordering::Relaxed);
     }
 
     /// Records the time from `since` (on [`MonotonicClock`]) to now; `0`
@@ -228,10 +237,10 @@ impl PortLatency {
         self.doorbell_waiting.store(0, Ordering::Relaxed);
     }
 
-    /// A doorbell that started at `at` sent a frame now.
+    /// A doorbell that started at `at` sent `n` frames now.
     #[inline]
-    pub fn frame_sent(&self, at: u64) {
-        self.doorbell_to_wire.record_since(at);
+    pub fn frames_sent(&self, at: u64, n: u64) {
+        self.doorbell_to_wire.record_n(now().saturating_sub(at), n);
         let _ = self
             .doorbell_waiting
             .compare_exchange(0, at, Ordering::Relaxed, Ordering::Relaxed);
@@ -288,10 +297,16 @@ impl Doorbell {
 /// served here, records it into `lat`.
 #[inline]
 pub fn doorbell_frame_sent(lat: &PortLatency) {
+    doorbell_frames_sent(lat, 1);
+}
+
+/// `n` frames were handed to the switch at once on this thread (a batch).
+#[inline]
+pub fn doorbell_frames_sent(lat: &PortLatency, n: u64) {
     let (at, _) = DOORBELL.with(Cell::get);
-    if at != 0 {
+    if at != 0 && n > 0 {
         DOORBELL.with(|d| d.set((at, true)));
-        lat.frame_sent(at);
+        lat.frames_sent(at, n);
     }
 }
 
@@ -320,6 +335,11 @@ impl FrameSink for TimedWire {
         self.inner.transmit_at(frame, sent_ns);
         doorbell_frame_sent(&self.lat);
     }
+
+    fn transmit_batch(&self, batch: &FrameBatch) {
+        self.inner.transmit_batch(batch);
+        doorbell_frames_sent(&self.lat, batch.len() as u64);
+    }
 }
 
 /// A port's receive side that times each frame from when its sender sent
@@ -345,6 +365,16 @@ impl NetPort for TimedRx {
             }
         }
         d
+    }
+
+    fn deliver_batch(&self, frames: Frames<'_>, sent_ns: Option<u64>, wait: bool) -> usize {
+        let n = self.inner.deliver_batch(frames, sent_ns, wait);
+        if let Some(t) = sent_ns {
+            self.lat
+                .wire_to_ring
+                .record_n(now().saturating_sub(t), n as u64);
+        }
+        n
     }
 
     fn set_link(&self, up: bool) {
@@ -408,6 +438,18 @@ mod tests {
         assert_eq!(lat.doorbell_to_wire.summary().count, 0);
         Doorbell::start().done(&lat); // a write that sent nothing
         assert_eq!(lat.doorbell_to_done.summary().count, 0);
+        let d2 = Doorbell::start();
+        doorbell_frame_sent(&lat);
+        doorbell_frame_sent(&lat);
+        doorbell_frames_sent(&lat, 0); // an empty batch: nothing
+        d2.done(&lat);
+        let d3 = Doorbell::start();
+        doorbell_frames_sent(&lat, 3); // a batch: one value per frame
+        d3.done(&lat);
+        assert_eq!(lat.doorbell_to_wire.summary().count, 5);
+        assert_eq!(lat.doorbell_to_done.summary().count, 2);
+        lat.doorbell_to_wire.reset();
+        lat.doorbell_to_done.reset();
         let d2 = Doorbell::start();
         doorbell_frame_sent(&lat);
         doorbell_frame_sent(&lat);
