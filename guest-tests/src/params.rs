@@ -143,6 +143,11 @@ pub const KNOWN: &[(&str, &str, &str)] = &[
         "seconds of each xdp-bench mode (drop, pass, tx, redirect) under the peer's xdp-trafficgen flood",
     ),
     (
+        "xsk.duration",
+        "5",
+        "seconds of each nicemu-xsk AF_XDP run (rx_drop, tx_only, l2fwd; copy and zero-copy)",
+    ),
+    (
         "kselftest.timeout",
         "300",
         "seconds each selftest program may run (then TERM, KILL 10 s later; reported as TIMEOUT)",

@@ -250,6 +250,9 @@ fn prepare_kernels(
 ) -> Result<Vec<Result<(kernel::GuestKernel, KernelImage)>>> {
     let with_ksft = plan.matrix.scenarios.iter().any(|s| s == "kselftest");
     let mut prepared = Vec::new();
+    if plan.matrix.scenarios.iter().any(|s| s == "xsk") {
+        provision::xsk::ensure(&prov.sid_root)?;
+    }
     for (ki, kreq) in plan.requests.iter().enumerate() {
         let tag = if ab {
             side_name(ki).to_ascii_lowercase() + "-"

@@ -135,6 +135,8 @@ pub struct Function<M: Model> {
     pub(crate) faults: SharedFaults,
     /// IEEE 1588 clock and time stamp latches (82576 §7.9, 82599 §7.9).
     pub(crate) ts: Mutex<TimeSync>,
+    /// The part's own state ([`Model::State`]).
+    pub(crate) part: M::State,
 }
 
 impl<M: Model> fmt::Debug for Function<M> {
@@ -175,6 +177,7 @@ impl<M: Part> Function<M> {
             intr: Mutex::new(M::intr_state()),
             faults: SharedFaults::default(),
             ts: Mutex::new(TimeSync::new(l.base_period, now)),
+            part: M::State::default(),
             cfg,
             env,
         };
@@ -501,6 +504,7 @@ impl<M: Part> PciFunction for Function<M> {
     }
 
     fn on_timer(&self, now_ns: u64) {
+        M::rx_timer(self, now_ns);
         M::deliver_pending(self, &mut lock(&self.intr));
         self.autoneg_timer(now_ns);
     }

@@ -5,6 +5,8 @@
 
 use std::fmt;
 
+use net_util::rss::HashType;
+
 use super::hook::{HookOf, RegKind};
 use super::stats::FrameCounters;
 use super::{Ctl, Dir, Function};
@@ -210,6 +212,10 @@ pub trait Model: Sized + Send + Sync + 'static {
     type Intr: IntrState;
     /// The link medium.
     type Media: Media;
+    /// What else the part keeps beyond its registers (the 82599's Flow
+    /// Director table and receive side coalescing contexts), each piece
+    /// behind its own lock.
+    type State: Default + Send + Sync + 'static;
 
     /// The PCI configuration space after reset.
     fn config_space() -> ConfigSpace;
@@ -318,6 +324,32 @@ pub trait Receive: Model {
     }
     /// Counts a frame queue `qi` had no buffer (or no ring) for.
     fn count_rx_miss(f: &Function<Self>, qi: usize);
+    /// Places a frame that passed the filters into receive queue `qi` its
+    /// own way (its receive lock held) and returns true, or returns false
+    /// for the shared placement (one frame per descriptor chain). Default:
+    /// false.
+    fn rx_place(
+        f: &Function<Self>,
+        qi: usize,
+        frame: &[u8],
+        hash: u32,
+        ty: HashType,
+        ts: bool,
+    ) -> bool {
+        let _ = (f, qi, frame, hash, ty, ts);
+        false
+    }
+    /// The device timer ran: receive state that ages (the 82599's
+    /// coalescing contexts) moves on. Default: nothing.
+    fn rx_timer(f: &Function<Self>, now_ns: u64) {
+        let _ = (f, now_ns);
+    }
+    /// A receive queue chosen for the frame before RSS (the 82599's Flow
+    /// Director, §7.1.2.7), or `None` for the RSS queue. Default: none.
+    fn steer(f: &Function<Self>, frame: &[u8]) -> Option<usize> {
+        let _ = (f, frame);
+        None
+    }
 }
 
 /// What a part's transmitter does its own way.

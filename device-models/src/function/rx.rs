@@ -97,13 +97,16 @@ impl<M: Part> Function<M> {
             return true;
         }
         let (hash, ty) = self.rss_hash(frame);
-        let qi = self.rx_queue_for(hash, ty) % self.rxq.len();
+        let qi =
+            M::steer(self, frame).unwrap_or_else(|| self.rx_queue_for(hash, ty)) % self.rxq.len();
         let Some(_queue) = lock_or_try(&self.rxq[qi], wait) else {
             return false;
         };
         if self.rx_passes(qi, frame) {
             let ts = self.rx_timestamp(frame, sent);
-            self.rx_to_queue(qi, frame, hash, ty, ts, done);
+            if !M::rx_place(self, qi, frame, hash, ty, ts) {
+                self.rx_to_queue(qi, frame, hash, ty, ts, done);
+            }
         }
         true
     }
@@ -242,7 +245,7 @@ impl<M: Part> Function<M> {
 
     /// Places a frame into receive queue `qi` (its lock held), spanning
     /// descriptors if needed.
-    fn rx_to_queue(
+    pub(crate) fn rx_to_queue(
         &self,
         qi: usize,
         frame: &[u8],

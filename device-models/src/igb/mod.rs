@@ -163,6 +163,7 @@ impl Model for I82576 {
     type CtlReg = CtlReg;
     type Reg = Reg;
     type Intr = Moderation;
+    type State = ();
     type Media = Phy;
 
     fn config_space() -> ConfigSpace {

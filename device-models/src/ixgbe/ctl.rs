@@ -2,7 +2,7 @@
 //! The 82599's control registers: CTRL (device and link reset, §8.2.3.1.1),
 //! STATUS and LINKS (computed from the link), the SFP+ cage behind ESDP and
 //! I2CCTL (§8.2.3.1.4), AUTOC's autonegotiation restart, the MDIO interface
-//! (no PHY on an SFP+ port) and the flow director's init and command.
+//! (no PHY on an SFP+ port); the flow director's registers go to [`super::fdir`].
 
 use super::regs::*;
 use super::sfp::{I2cBus, SfpKind};
@@ -18,7 +18,6 @@ const I2C_CLK_IN: u32 = 1 << 0;
 const I2C_CLK_OUT: u32 = 1 << 1;
 const I2C_DATA_IN: u32 = 1 << 2;
 const I2C_DATA_OUT: u32 = 1 << 3;
-const FDIRCTRL_INIT_DONE: u32 = 1 << 3;
 const DMATXCTL_TE: u32 = 1 << 0;
 
 /// The SFP+ cage: the module on its I2C bus, and the emulated link partner
@@ -105,13 +104,15 @@ impl Control for I82599 {
         match r {
             Reg::Status => f.status(),
             Reg::Links => f.links(),
+            Reg::Fdirfree => f.fdir_free(),
+            Reg::Fdirlen => f.fdir_len(),
             _ => v,
         }
     }
 
     fn write(f: &Ixgbe, r: Reg, w: &Written<Hook>) {
         match r {
-            Reg::Status | Reg::Links => {}
+            Reg::Status | Reg::Links | Reg::Fdirfree | Reg::Fdirlen => {}
             Reg::Msca => {
                 // No PHY on the MDIO bus of an SFP+ port: commands complete at
                 // once and reads return all ones (`ixgbe_identify_phy_generic`).
@@ -126,8 +127,8 @@ impl Control for I82599 {
                     f.tx_doorbell_all();
                 }
             }
-            Reg::Fdirctrl => f.regs.set_bits(FDIRCTRL, FDIRCTRL_INIT_DONE),
-            Reg::Fdircmd => f.regs.clear_bits(FDIRCMD, 0x3),
+            Reg::Fdirctrl => f.fdir_init(w.new),
+            Reg::Fdircmd => f.fdir_command(w.new),
         }
     }
 

@@ -55,6 +55,8 @@ impl IntrState for Intr {
     }
 }
 
+/// EICR: flow director table nearly full.
+pub const EICR_FLOW_DIR: u32 = 1 << 16;
 /// EICR: link status change.
 pub const EICR_LSC: u32 = 1 << 20;
 /// EICR: any enabled cause active (legacy interrupts).

@@ -13,9 +13,11 @@
 
 mod ctl;
 mod eeprom;
+pub mod fdir;
 pub mod intr;
 mod pci;
 pub mod regs;
+pub mod rsc;
 mod rx;
 pub mod sfp;
 mod stats;
@@ -104,6 +106,15 @@ pub struct IxgbeConfig {
     pub sfp: SfpKind,
 }
 
+/// What an 82599 function keeps beyond its registers.
+#[derive(Debug, Default)]
+pub struct State {
+    /// The Flow Director's filter table ([`fdir`]).
+    pub fdir: fdir::FlowDirector,
+    /// The receive side coalescing contexts ([`rsc`]).
+    pub rsc: rsc::Rsc,
+}
+
 /// The 82599 as a [`Model`] of [`Function`].
 #[derive(Debug)]
 pub struct I82599;
@@ -157,6 +168,7 @@ impl Model for I82599 {
     type Reg = Reg;
     type Intr = Intr;
     type Media = SfpCage;
+    type State = State;
 
     fn config_space() -> ConfigSpace {
         pci::config_space()
@@ -175,6 +187,8 @@ impl Model for I82599 {
     }
     fn reset_registers(f: &Ixgbe) {
         f.regs.reset_all();
+        f.part.fdir.reset();
+        f.part.rsc.reset();
     }
     fn rxq_base(q: usize) -> u32 {
         rxq_base(q as u32)

@@ -61,8 +61,12 @@ pub enum Reg {
     Dmatxctl,
     /// Flow director control: init done at once.
     Fdirctrl,
-    /// Flow director command: completes at once.
+    /// Flow director command: runs at once ([`super::fdir`]).
     Fdircmd,
+    /// Flow director free filters: computed.
+    Fdirfree,
+    /// Flow director longest bucket: computed.
+    Fdirlen,
 }
 
 /// The hooks of the 82599's registers.
@@ -117,6 +121,8 @@ pub const RQSMR: u32 = 0x2300;
 pub const RDRXCTL: u32 = 0x2f00;
 /// Receive control.
 pub const RXCTRL: u32 = 0x3000;
+/// Receive filter control (RSC_DIS, NFS filtering).
+pub const RFCTL: u32 = 0x5008;
 /// DMA transmit control.
 pub const DMATXCTL: u32 = 0x4a80;
 /// MAC core control 0.
@@ -165,6 +171,44 @@ pub const RXMTRL: u32 = 0x5120;
 pub const FDIRCTRL: u32 = 0xee00;
 /// Flow director command.
 pub const FDIRCMD: u32 = 0xee2c;
+/// Flow director IPv6 source address, three words.
+pub const FDIRSIPV6: u32 = 0xee0c;
+/// Flow director IPv4 source address (IPv6: its last word).
+pub const FDIRIPSA: u32 = 0xee18;
+/// Flow director IPv4 destination address.
+pub const FDIRIPDA: u32 = 0xee1c;
+/// Flow director L4 ports (destination in bits 31:16).
+pub const FDIRPORT: u32 = 0xee20;
+/// Flow director VLAN (bits 15:0) and flexible bytes (bits 31:16).
+pub const FDIRVLAN: u32 = 0xee24;
+/// Flow director bucket hash and signature / software index.
+pub const FDIRHASH: u32 = 0xee28;
+/// Flow director free filters and collisions.
+pub const FDIRFREE: u32 = 0xee38;
+/// Flow director IPv4 destination address mask.
+pub const FDIRDIP4M: u32 = 0xee3c;
+/// Flow director IPv4 source address mask.
+pub const FDIRSIP4M: u32 = 0xee40;
+/// Flow director TCP port mask (bit-reversed per port).
+pub const FDIRTCPM: u32 = 0xee44;
+/// Flow director UDP port mask.
+pub const FDIRUDPM: u32 = 0xee48;
+/// Flow director longest bucket.
+pub const FDIRLEN: u32 = 0xee4c;
+/// Flow director filters added / removed.
+pub const FDIRUSTAT: u32 = 0xee50;
+/// Flow director failed adds / removes.
+pub const FDIRFSTAT: u32 = 0xee54;
+/// Flow director matched frames.
+pub const FDIRMATCH: u32 = 0xee58;
+/// Flow director missed frames.
+pub const FDIRMISS: u32 = 0xee5c;
+/// Flow director bucket hash key.
+pub const FDIRHKEY: u32 = 0xee68;
+/// Flow director signature hash key.
+pub const FDIRSKEY: u32 = 0xee6c;
+/// Flow director field masks.
+pub const FDIRM: u32 = 0xee70;
 /// EEPROM/flash control.
 pub const EEC: u32 = 0x10010;
 /// EEPROM read.
@@ -422,7 +466,7 @@ const OWN: &[RegDef<Hook>] = &[
     RegDef::new("DTXTCPFLGH", 0x4a8c),
     // Receive filters (§8.2.3.7)
     RegDef::new("RXCSUM", RXCSUM).mask(0x3000),
-    RegDef::new("RFCTL", 0x5008),
+    RegDef::new("RFCTL", RFCTL),
     RegDef::new("MAVTV", 0x5010).array(8, 4),
     RegDef::new("FCTRL", FCTRL).mask(0x0000_f702),
     RegDef::new("VLNCTRL", VLNCTRL)
@@ -481,26 +525,28 @@ const OWN: &[RegDef<Hook>] = &[
     RegDef::new("RQTC", 0xec70),
     RegDef::new("MRQC2", 0xec80),
     RegDef::new("FDIRCTRL", FDIRCTRL).hook(Hook::Part(Reg::Fdirctrl)),
-    RegDef::new("FDIRSIPV6", 0xee0c).array(3, 4),
-    RegDef::new("FDIRIPSA", 0xee18),
-    RegDef::new("FDIRIPDA", 0xee1c),
-    RegDef::new("FDIRPORT", 0xee20),
-    RegDef::new("FDIRVLAN", 0xee24),
-    RegDef::new("FDIRHASH", 0xee28),
+    RegDef::new("FDIRSIPV6", FDIRSIPV6).array(3, 4),
+    RegDef::new("FDIRIPSA", FDIRIPSA),
+    RegDef::new("FDIRIPDA", FDIRIPDA),
+    RegDef::new("FDIRPORT", FDIRPORT),
+    RegDef::new("FDIRVLAN", FDIRVLAN),
+    RegDef::new("FDIRHASH", FDIRHASH),
     RegDef::new("FDIRCMD", FDIRCMD).hook(Hook::Part(Reg::Fdircmd)),
-    RegDef::new("FDIRFREE", 0xee38),
-    RegDef::new("FDIRDIP4M", 0xee3c),
-    RegDef::new("FDIRSIP4M", 0xee40),
-    RegDef::new("FDIRTCPM", 0xee44),
-    RegDef::new("FDIRUDPM", 0xee48),
-    RegDef::new("FDIRLEN", 0xee4c).ro(),
-    RegDef::new("FDIRUSTAT", 0xee50).rc(),
-    RegDef::new("FDIRFSTAT", 0xee54).rc(),
-    RegDef::new("FDIRMATCH", 0xee58).rc(),
-    RegDef::new("FDIRMISS", 0xee5c).rc(),
-    RegDef::new("FDIRHKEY", 0xee68),
-    RegDef::new("FDIRSKEY", 0xee6c),
-    RegDef::new("FDIRM", 0xee70),
+    RegDef::new("FDIRFREE", FDIRFREE).hook(Hook::Part(Reg::Fdirfree)),
+    RegDef::new("FDIRDIP4M", FDIRDIP4M),
+    RegDef::new("FDIRSIP4M", FDIRSIP4M),
+    RegDef::new("FDIRTCPM", FDIRTCPM),
+    RegDef::new("FDIRUDPM", FDIRUDPM),
+    RegDef::new("FDIRLEN", FDIRLEN)
+        .ro()
+        .hook(Hook::Part(Reg::Fdirlen)),
+    RegDef::new("FDIRUSTAT", FDIRUSTAT).rc(),
+    RegDef::new("FDIRFSTAT", FDIRFSTAT).rc(),
+    RegDef::new("FDIRMATCH", FDIRMATCH).rc(),
+    RegDef::new("FDIRMISS", FDIRMISS).rc(),
+    RegDef::new("FDIRHKEY", FDIRHKEY),
+    RegDef::new("FDIRSKEY", FDIRSKEY),
+    RegDef::new("FDIRM", FDIRM),
     RegDef::new("FDIRIP6M", 0xee74),
     RegDef::new("VMOLR", 0xf000).array(64, 4),
     RegDef::new("VLVF", 0xf100).array(64, 4),

@@ -6,6 +6,7 @@
 //! path is the shared [`crate::function::rx`].
 
 use net_util::csum::verify_rx;
+use net_util::rss::HashType;
 
 use super::regs::*;
 use super::{fctrl, hlreg0, Ixgbe, I82599};
@@ -124,6 +125,24 @@ impl Receive for I82599 {
 
     fn count_rx_miss(f: &Ixgbe, qi: usize) {
         f.count_rx_miss(qi);
+    }
+
+    /// Receive side coalescing (§7.11) where the queue has it on.
+    fn rx_place(f: &Ixgbe, qi: usize, frame: &[u8], hash: u32, ty: HashType, ts: bool) -> bool {
+        if !f.rsc_enabled(qi) {
+            return false;
+        }
+        f.rsc_receive(qi, frame, hash, ty, ts);
+        true
+    }
+
+    fn rx_timer(f: &Ixgbe, now_ns: u64) {
+        f.rsc_timer(now_ns);
+    }
+
+    /// The Flow Director's queue (§7.1.2.7), ahead of RSS.
+    fn steer(f: &Ixgbe, frame: &[u8]) -> Option<usize> {
+        f.fdir_steer(frame)
     }
 }
 

@@ -29,6 +29,8 @@ pub const OPTIONAL: &[&str] = &[
     "/usr/bin/perf",
     // xdp-tools: the `xdp` scenario's benchmark.
     "/usr/sbin/xdp-bench",
+    // The `xsk` scenario's AF_XDP benchmark, built in the sid root (provision::xsk).
+    crate::provision::xsk::GUEST_PATH,
 ];
 
 /// Data files copied when present (no libraries of their own): libxdp's dispatcher,

@@ -10,6 +10,7 @@ pub mod linux_source;
 pub mod lock;
 pub mod mounts;
 pub mod sid_root;
+pub mod xsk;
 
 use std::path::PathBuf;
 

@@ -26,7 +26,7 @@ ixgbe) RING0=512; USECS0=1; PAUSE0="rx on tx on" ;;
 *) nicemu_kv driver unsupported; exit 0 ;;
 esac
 # Each step runs in `sh -c`.
-export E NCPU RING0 USECS0 PAUSE0 IFACE PEER_IP
+export E NCPU RING0 USECS0 PAUSE0 IFACE DUT_IP PEER_IP
 "#;
 
 /// What a step's answer must be.
@@ -353,7 +353,42 @@ const STEPS: &[Step] = &[
             "Action: Direct to queue 1",
         ]),
     },
+    // The ntuple rule steers (82599 Flow Director, §7.1.2.7): with RSS spreading nothing
+    // (`-X equal 1`), the peer's pings to the DUT arrive on the rule's queue 1, and
+    // fdir_match (FDIRMATCH, read by ixgbe_update_stats) counts them.
+    Step {
+        tag: "ntuple_steer",
+        cmd: "w() { for i in $(seq 100); do [ \"$(cat /sys/class/net/$IFACE/carrier)\" = 1 ] && break; sleep 0.1; done; }; \
+              q1() { $E -S $IFACE | sed -n \"s/^ *$1: *//p\"; }; \
+              $E -K $IFACE ntuple on 2>/dev/null; w; $E -X $IFACE equal 1 && \
+              $E -N $IFACE flow-type ip4 src-ip $PEER_IP action 1 loc 2 && \
+              a=$(q1 rx_queue_1_packets) && m=$(q1 fdir_match) && \
+              /usr/bin/ip netns exec peer /usr/bin/ping -q -c 20 -i 0.02 -W 2 $DUT_IP >/dev/null && \
+              echo \"queue1 +$(( $(q1 rx_queue_1_packets) - a ))\" && echo \"fdir_match +$(( $(q1 fdir_match) - m ))\"; \
+              r=$?; $E -N $IFACE delete 2 2>/dev/null; $E -X $IFACE default; $E -K $IFACE ntuple off 2>/dev/null; exit $r",
+        igb: Want::Unsupported,
+        ixgbe: Want::Check(steered),
+    },
 ];
+
+/// `ntuple_steer`: the 20 pings arrived on queue 1 and matched the filter.
+fn steered(l: &[String], _ncpu: u32) -> Result<(), String> {
+    let plus = |name: &str| {
+        l.iter().find_map(|x| {
+            x.strip_prefix(name)?
+                .trim()
+                .strip_prefix('+')?
+                .parse::<u64>()
+                .ok()
+        })
+    };
+    match (plus("queue1"), plus("fdir_match")) {
+        (Some(q), Some(m)) if q >= 20 && m >= 20 => Ok(()),
+        (q, m) => Err(format!(
+            "pings on queue 1: {q:?}, fdir_match: {m:?} (want 20 each)"
+        )),
+    }
+}
 
 /// `ethtool -l`: pre-set maximum and current combined counts.
 fn channels(l: &[String], max: u32, cur: u32) -> Result<(), String> {
@@ -626,6 +661,14 @@ mod tests {
             Ok(())
         );
         assert!(check(equal.ixgbe, Some(0), &round_robin, 2).is_err());
+    }
+
+    #[test]
+    fn ntuple_steering_wants_every_ping_on_the_rules_queue() {
+        assert_eq!(steered(&lines("queue1 +20\nfdir_match +21\n"), 2), Ok(()));
+        let e = steered(&lines("queue1 +0\nfdir_match +0\n"), 2).unwrap_err();
+        assert!(e.contains("Some(0)"), "{e}");
+        assert!(steered(&lines("rx_queue_1_packets: 20\n"), 2).is_err());
     }
 
     #[test]

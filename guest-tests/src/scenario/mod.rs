@@ -41,6 +41,7 @@ pub mod selftest;
 pub mod setup;
 pub mod stats;
 pub mod xdp;
+pub mod xsk;
 
 pub use console::{Console, Section};
 pub use result::{ScenarioResult, Status};
@@ -143,6 +144,7 @@ pub const NAMES: &[&str] = &[
     "hwstamp",
     "perf",
     "xdp",
+    "xsk",
     "kselftest",
     // Last: it leaves the device unbound from its driver.
     "hostile",
@@ -167,6 +169,7 @@ pub fn by_name(name: &str) -> Option<Box<dyn Scenario>> {
         "kselftest" => Box::new(kselftest::Kselftest),
         "ethtool" => Box::new(ethtool_ops::EthtoolOps),
         "xdp" => Box::new(xdp::Xdp),
+        "xsk" => Box::new(xsk::Xsk),
         "regsweep" => Box::new(regsweep::Regsweep),
         "preemptoff" => Box::new(preemptoff::Preemptoff),
         "hwstamp" => Box::new(hwstamp::Hwstamp),

@@ -79,7 +79,7 @@ pub fn parse_bench(lines: &[&str]) -> BenchRates {
 
 /// The median of the intervals from the first one with traffic on (the port comes back
 /// from the reset that attached the program, and the first interval is partial).
-fn steady_median(v: &[f64]) -> Option<f64> {
+pub(crate) fn steady_median(v: &[f64]) -> Option<f64> {
     let first = v.iter().position(|&x| x > 0.0)?;
     let mut s: Vec<f64> = v[first..].to_vec();
     if s.len() > 1 {

@@ -971,3 +971,6 @@ fn no_link_holds_transmits_and_every_frame_not_received_is_counted() {
     assert_eq!(nicemu_counter(&d, "rx_filtered"), 1);
     assert_eq!(rd(&d, stat::GPRC) + rd(&d, stat::MPC), 0);
 }
+
+mod fdir;
+mod rsc;
