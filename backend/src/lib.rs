@@ -9,7 +9,9 @@ pub mod config;
 pub mod control;
 pub mod error;
 pub mod fdb;
+pub mod latency;
 pub mod outfile;
+pub mod poll;
 pub mod ports;
 pub mod sched;
 pub mod signals;
@@ -74,6 +76,17 @@ pub struct Cli {
     /// control socket always run normal.
     #[arg(long = "sched", value_enum, default_value_t = sched::DataPathSched::Batch)]
     pub sched: sched::DataPathSched,
+    /// Scheduling policy of the threads that take doorbells (vfio-user
+    /// servers, vhost-user queue workers), when it should differ from
+    /// --sched's (which then covers receive threads and wires). Default:
+    /// --sched's.
+    #[arg(long = "sched-doorbell", value_enum, value_name = "POLICY")]
+    pub sched_doorbell: Option<sched::DataPathSched>,
+    /// After a message or kick, the vfio-user server and vhost-user worker
+    /// threads poll for the next one for up to N µs (spinning, a core busy)
+    /// before blocking; 0 to 1000. For hosts with cores to spare.
+    #[arg(long = "poll-us", value_name = "N", default_value_t = 0, value_parser = poll::parse_poll_us)]
+    pub poll_us: u64,
 }
 
 /// Subcommands.
@@ -114,6 +127,10 @@ pub fn run(cli: Cli) -> Result<(), error::Error> {
         Some(p) => Some(trace::open_sink(Some(p))?),
     };
     sched::set_data_path_policy(cli.sched);
+    if let Some(p) = cli.sched_doorbell {
+        sched::set_doorbell_policy(p);
+    }
+    poll::set(cli.poll_us);
     let signals = signals::Signals::block()?;
     let running = ports::start(&devices, &wires, tracer)?;
     if let (Some(path), Some(out)) = (&cli.control, output_dir) {

@@ -10,10 +10,11 @@ use std::sync::Arc;
 
 use device_models::igb::{self, IgbConfig};
 use device_models::ixgbe::{self, IxgbeConfig};
-use device_models::{DeviceEnv, MonotonicClock, Port};
+use device_models::{DeviceEnv, MonotonicClock, NetPort, Port};
 
 use crate::config::{DeviceKind, DeviceSpec, WireSpec};
 use crate::error::Error;
+use crate::latency::{PortLatency, TimedRx, TimedWire};
 use crate::switch::{PortCounters, PortSlot, Switch};
 use crate::timer::{self, DeviceTimer};
 use crate::trace::{TraceSink, Tracer};
@@ -51,6 +52,8 @@ pub struct PortInfo {
     pub switch: Arc<PortCounters>,
     /// Its transport.
     pub transport: Transport,
+    /// Where a transaction's time goes (`ctl latency`).
+    pub latency: Arc<PortLatency>,
 }
 
 impl PortInfo {
@@ -60,6 +63,7 @@ impl PortInfo {
         port: Arc<dyn Port>,
         switch: Arc<PortCounters>,
         transport: Transport,
+        latency: Arc<PortLatency>,
     ) -> Self {
         PortInfo {
             id: spec.id.clone(),
@@ -69,6 +73,7 @@ impl PortInfo {
             port,
             switch,
             transport,
+            latency,
         }
     }
 }
@@ -212,11 +217,13 @@ fn start_virtio(spec: &DeviceSpec, switch: &Arc<Switch>) -> Result<PortInfo, Err
         spec.socket.display(),
         spec.net
     );
+    let lat = p.latency().clone();
     Ok(PortInfo::new(
         spec,
         Arc::new(p.clone()),
         p.switch_counters().clone(),
         Transport::VhostUser(p),
+        lat,
     ))
 }
 
@@ -231,14 +238,15 @@ fn start_function(
         DeviceKind::Ixgbe => (ixgbe::MSIX_VECTORS, "ixgbe (82599 SFP+)"),
         _ => (igb::MSIX_VECTORS, "igb (82576)"),
     };
+    let lat = Arc::new(PortLatency::default());
     let direct = Arc::new(PortSlot::default());
     let (port, rx) = switch.attach_direct(Some(direct.clone()));
     let counters = port.counters.clone();
-    let irq = Arc::new(EventIrq::new(&spec.id, vectors)?);
+    let irq = Arc::new(EventIrq::with_latency(&spec.id, vectors, lat.clone())?);
     let timer = Arc::new(DeviceTimer::default());
     let env = DeviceEnv {
         irq: irq.clone(),
-        wire: Arc::new(port),
+        wire: Arc::new(TimedWire::new(Arc::new(port), lat.clone())),
         clock: Arc::new(MonotonicClock),
         timer: timer.clone(),
     };
@@ -252,10 +260,10 @@ fn start_function(
         ),
         _ => igb::new_function(IgbConfig { mac: spec.mac }, env),
     };
-    direct.set(dev.clone());
+    let rx_dev = Arc::new(TimedRx::new(dev.clone(), lat.clone()));
+    direct.set(rx_dev.clone());
     dev.set_wire_delay_ns(spec.delay_ns);
     // Receive thread: frames from the switch into the device.
-    let rx_dev = dev.clone();
     let rx_irq = irq.clone();
     crate::threads::spawn(format!("rx-{}", spec.id), move || {
         crate::sched::enter_data_path();
@@ -277,7 +285,13 @@ fn start_function(
         Some(sink) => Tracer::new(true, sink),
         None => Tracer::disabled(),
     });
-    let vfio = VfioPort::new(spec.id.clone(), dev.clone(), irq.clone(), tracer.clone());
+    let vfio = VfioPort::timed(
+        spec.id.clone(),
+        dev.clone(),
+        irq.clone(),
+        tracer.clone(),
+        lat.clone(),
+    );
     vfio.serve(&spec.socket)?;
     log::info!(
         "{}: {what} on {} net {} mac {}",
@@ -291,6 +305,7 @@ fn start_function(
         dev,
         counters,
         Transport::VfioUser { tracer, irq },
+        lat,
     ))
 }
 

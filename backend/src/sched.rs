@@ -61,6 +61,41 @@ pub fn data_path_policy() -> DataPathSched {
     POLICY.get().copied().unwrap_or(DataPathSched::Normal)
 }
 
+/// The policy of the threads that take doorbells (vfio-user servers,
+/// vhost-user queue workers) when it differs from the other data-path
+/// threads' (`--sched-doorbell`).
+static DOORBELL_POLICY: OnceLock<DataPathSched> = OnceLock::new();
+
+/// Sets the policy of doorbell threads started from now on (once per
+/// process; a second call is ignored). Unset, they take
+/// [`data_path_policy`].
+pub fn set_doorbell_policy(p: DataPathSched) {
+    if DOORBELL_POLICY.set(p).is_err() {
+        log::debug!("doorbell scheduling policy already set; {p:?} ignored");
+    }
+}
+
+/// The policy doorbell threads take: the `--sched-doorbell` policy, else
+/// the data path's.
+pub fn doorbell_policy() -> DataPathSched {
+    DOORBELL_POLICY
+        .get()
+        .copied()
+        .unwrap_or_else(data_path_policy)
+}
+
+/// Called first thing by a thread that takes doorbells — a vfio-user
+/// server, the vhost-user thread whose queue workers inherit its policy:
+/// applies [`doorbell_policy`]. A doorbell on an idle queue is
+/// latency-bound, while receive threads and wires move bulk, so the two
+/// roles may be scheduled apart.
+pub fn enter_doorbell_path() {
+    let p = doorbell_policy();
+    if let Err(e) = apply(p) {
+        log::warn!("could not set {p:?} scheduling on a doorbell thread: {e}");
+    }
+}
+
 /// Called first thing by each data-path thread: applies the configured policy
 /// to the calling thread. A refusal (seccomp, an odd kernel) is logged and the
 /// thread runs on under its inherited policy.

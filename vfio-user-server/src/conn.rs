@@ -28,7 +28,7 @@ use crate::codec::{Command, Header, HEADER_SIZE};
 use crate::device::PciDevice;
 use crate::dispatch::Dispatcher;
 use crate::error::{CommandError, ConnError, RequestError};
-use crate::fds::{recv_with_fds, Fds};
+use crate::fds::{recv_with_fds, recv_with_fds_flags, Fds};
 use crate::limits::{MAX_MSG_SIZE, MSG_DEADLINE, SEND_TIMEOUT};
 
 /// Wake-up interval of a blocked receive, to check [`MSG_DEADLINE`].
@@ -61,6 +61,10 @@ pub(crate) struct Conn<'a, D> {
     tx: Vec<u8>,
     /// Serves each message.
     dispatcher: Dispatcher<'a, D>,
+    /// How long to poll for the next message before blocking (0: never).
+    poll: Duration,
+    /// The last receive brought data: poll before the next blocks.
+    poll_next: bool,
 }
 
 impl<'a, D: PciDevice> Conn<'a, D> {
@@ -68,6 +72,7 @@ impl<'a, D: PciDevice> Conn<'a, D> {
     pub(crate) fn new(
         stream: UnixStream,
         dispatcher: Dispatcher<'a, D>,
+        poll: Duration,
     ) -> Result<Self, ConnError> {
         stream
             .set_read_timeout(Some(RECV_POLL))
@@ -85,6 +90,8 @@ impl<'a, D: PciDevice> Conn<'a, D> {
             new_fds: Fds::new(),
             tx: Vec::with_capacity(MAX_MSG_SIZE),
             dispatcher,
+            poll,
+            poll_next: false,
         })
     }
 
@@ -100,8 +107,7 @@ impl<'a, D: PciDevice> Conn<'a, D> {
                 self.tail -= self.head;
                 self.head = 0;
             }
-            let n = match recv_with_fds(&self.stream, &mut self.rx[self.tail..], &mut self.new_fds)
-            {
+            let n = match self.recv() {
                 Ok(0) if self.tail == 0 => return Ok(()),
                 Ok(0) => return Err(self.truncated()),
                 Ok(n) => n,
@@ -134,6 +140,32 @@ impl<'a, D: PciDevice> Conn<'a, D> {
                 Some(Instant::now())
             };
         }
+    }
+
+    /// Receives into `rx[tail..]`. After a receive that brought data (now
+    /// served), first polls (non-blocking, spinning) for up to `poll`, then
+    /// blocks.
+    fn recv(&mut self) -> io::Result<usize> {
+        let buf = &mut self.rx[self.tail..];
+        if std::mem::take(&mut self.poll_next) {
+            let from = Instant::now();
+            while from.elapsed() < self.poll {
+                match recv_with_fds_flags(&self.stream, buf, &mut self.new_fds, libc::MSG_DONTWAIT)
+                {
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::hint::spin_loop(),
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    r => return self.polled(r),
+                }
+            }
+        }
+        let r = recv_with_fds(&self.stream, buf, &mut self.new_fds);
+        self.polled(r)
+    }
+
+    /// Polls before the next receive when `r` brought data.
+    fn polled(&mut self, r: io::Result<usize>) -> io::Result<usize> {
+        self.poll_next = !self.poll.is_zero() && matches!(r, Ok(n) if n > 0);
+        r
     }
 
     /// The end of the message at `head` if all of it has arrived; refuses

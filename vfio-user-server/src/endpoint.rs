@@ -3,12 +3,14 @@
 //! built and the tables advertised for it, served one connection at a time.
 
 use std::os::unix::net::UnixStream;
+use std::time::Duration;
 
 use crate::conn::Conn;
 use crate::device::{DeviceTables, PciDevice};
 use crate::dispatch::Dispatcher;
 use crate::dma::DmaTable;
 use crate::error::ConnError;
+use crate::limits::MAX_POLL;
 
 /// A device with the state a client gives it (DMA mappings, interrupt
 /// eventfds), served to one client at a time.
@@ -18,6 +20,8 @@ pub struct Endpoint<D> {
     device: D,
     dma: DmaTable,
     tables: DeviceTables,
+    /// How long the server polls for the next message (0: it blocks).
+    poll: Duration,
 }
 
 impl<D: PciDevice> Endpoint<D> {
@@ -29,7 +33,17 @@ impl<D: PciDevice> Endpoint<D> {
             device,
             dma: DmaTable::default(),
             tables,
+            poll: Duration::ZERO,
         }
+    }
+
+    /// After serving a message, the server thread polls the socket
+    /// (non-blocking `recvmsg`, spinning) for up to `poll` before it blocks
+    /// again, so a client's next message is taken without a wake-up; at
+    /// most [`MAX_POLL`] (a longer `poll` is cut to it). The thread is the
+    /// device's own: polling costs CPU time, not another device's service.
+    pub fn set_poll(&mut self, poll: Duration) {
+        self.poll = poll.min(MAX_POLL);
     }
 
     /// The id log lines carry.
@@ -52,7 +66,7 @@ impl<D: PciDevice> Endpoint<D> {
     /// up stays until [`Self::disconnect`].
     pub fn serve(&mut self, stream: UnixStream) -> Result<(), ConnError> {
         let dispatcher = Dispatcher::new(&self.id, &mut self.device, &mut self.dma, &self.tables);
-        Conn::new(stream, dispatcher)?.run()
+        Conn::new(stream, dispatcher, self.poll)?.run()
     }
 
     /// Forgets the client: drops its DMA mappings and interrupt eventfds and

@@ -93,6 +93,17 @@ struct CmsgBuf([u8; CMSG_SPACE_FDS]);
 /// (close-on-exec). Descriptors beyond [`MAX_MSG_FDS`] never reach the process
 /// (the kernel truncates the control data and `fds.overflow` is set).
 pub(crate) fn recv_with_fds(sock: &UnixStream, buf: &mut [u8], fds: &mut Fds) -> io::Result<usize> {
+    recv_with_fds_flags(sock, buf, fds, 0)
+}
+
+/// [`recv_with_fds`] with extra `recvmsg` flags (`MSG_DONTWAIT`: return
+/// `WouldBlock` at once when nothing is there).
+pub(crate) fn recv_with_fds_flags(
+    sock: &UnixStream,
+    buf: &mut [u8],
+    fds: &mut Fds,
+    flags: libc::c_int,
+) -> io::Result<usize> {
     let mut iov = libc::iovec {
         iov_base: buf.as_mut_ptr().cast(),
         iov_len: buf.len(),
@@ -110,7 +121,13 @@ pub(crate) fn recv_with_fds(sock: &UnixStream, buf: &mut [u8], fds: &mut Fds) ->
     // SAFETY: `msg` points at `iov`, which describes `buf` (mutably borrowed,
     // `buf.len()` bytes), and at `cmsg` (`msg_controllen` bytes); both outlive
     // the call. The kernel writes only within those lengths.
-    let n = unsafe { libc::recvmsg(sock.as_raw_fd(), &raw mut msg, libc::MSG_CMSG_CLOEXEC) };
+    let n = unsafe {
+        libc::recvmsg(
+            sock.as_raw_fd(),
+            &raw mut msg,
+            libc::MSG_CMSG_CLOEXEC | flags,
+        )
+    };
     if n < 0 {
         return Err(io::Error::last_os_error());
     }

@@ -44,6 +44,11 @@ pub const MSG_DEADLINE: Duration = Duration::from_secs(10);
 /// reading its replies is dropped after this).
 pub const SEND_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Longest a server thread polls its socket for the next message after
+/// serving one ([`crate::Endpoint::set_poll`]): a spinning thread keeps a
+/// core busy, so the window is bounded.
+pub const MAX_POLL: Duration = Duration::from_millis(1);
+
 /// `max_data_xfer_size` of a client that does not state one
 /// (§"VFIO_USER_VERSION").
 pub(crate) const DEFAULT_MAX_XFER: u32 = 1 << 20;

@@ -232,12 +232,22 @@ fn set_irqs(start: u32, count: u32, data: u32) -> Vec<u8> {
 
 #[test]
 fn bursts_are_served_and_descriptors_reach_their_message() {
-    let dir = TempDir::new("burst");
+    bursts_served(Duration::ZERO);
+}
+
+/// The same with the server polling between messages (non-blocking
+/// receives): every message and descriptor lands as when it blocks.
+#[test]
+fn bursts_are_served_and_descriptors_reach_their_message_when_polling() {
+    bursts_served(Duration::from_micros(200));
+}
+
+fn bursts_served(poll: Duration) {
+    let dir = TempDir::new(&format!("burst{}", poll.as_micros()));
     let path = dir.0.join("s.sock");
-    let mut server = Server::new(
-        UnixListener::bind(&path).unwrap(),
-        Endpoint::new("t", Recorder::new()),
-    );
+    let mut endpoint = Endpoint::new("t", Recorder::new());
+    endpoint.set_poll(poll);
+    let mut server = Server::new(UnixListener::bind(&path).unwrap(), endpoint);
     let t = std::thread::spawn(move || {
         let r = server.serve_one();
         (r, server)
@@ -290,4 +300,49 @@ fn bursts_are_served_and_descriptors_reach_their_message() {
         .skip(2 * rounds as usize)
         .enumerate()
         .all(|(i, w)| *w == (0, 3, vec![i as u8])));
+}
+
+/// CPU time of the calling thread.
+fn thread_cpu() -> Duration {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &raw mut t) };
+    Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
+}
+
+/// A polling server spins for at most its window after a message, then
+/// blocks: an idle client costs it (almost) no CPU time. A window longer
+/// than `MAX_POLL` is cut to it.
+#[test]
+fn polling_is_bounded_then_the_server_blocks() {
+    let dir = TempDir::new("poll");
+    let path = dir.0.join("s.sock");
+    let mut endpoint = Endpoint::new("t", Recorder::new());
+    endpoint.set_poll(Duration::from_secs(10));
+    let mut server = Server::new(UnixListener::bind(&path).unwrap(), endpoint);
+    let t = std::thread::spawn(move || {
+        let r = server.serve_one();
+        (r, thread_cpu())
+    });
+    let mut c = UnixStream::connect(&path).unwrap();
+    c.write_all(&msg(1, 1, 0, b"\0\0\0\0")).unwrap();
+    reply(&mut c);
+    for i in 0..5 {
+        c.write_all(&msg(2, 9, 0, &access(0x10, 1))).unwrap();
+        assert_eq!(reply(&mut c).1.len(), 17, "read {i} answered while polling");
+        // Idle far longer than the window.
+        std::thread::sleep(Duration::from_millis(150));
+    }
+    drop(c);
+    let (r, cpu) = t.join().unwrap();
+    assert!(r.is_ok(), "{r:?}");
+    // 6 windows of at most MAX_POLL (1 ms) each, plus serving; spinning
+    // through the 750 ms of idle time would cost hundreds of ms.
+    assert!(
+        cpu < Duration::from_millis(60),
+        "server thread used {cpu:?} of CPU for 6 messages"
+    );
 }

@@ -87,6 +87,17 @@ pub enum Verb {
         /// up or down.
         state: UpDown,
     },
+    /// Where a port's transactions spend their time: count, p50, p90, p99
+    /// and max of each latency stage (doorbell or kick → frame handed to
+    /// the switch → pass done; a peer's frame → placed in the ring;
+    /// interrupt raised → eventfd written; doorbell → interrupt written).
+    Latency {
+        /// Device id.
+        dev: String,
+        /// Clear the histograms after reading them.
+        #[arg(long)]
+        reset: bool,
+    },
     /// Inject a fault into a device.
     Fault {
         /// Device id.
@@ -125,6 +136,10 @@ impl Verb {
             Verb::Link { dev, state } => Request::Link {
                 dev: dev.clone(),
                 up: *state == UpDown::Up,
+            },
+            Verb::Latency { dev, reset } => Request::Latency {
+                dev: dev.clone(),
+                reset: *reset,
             },
             Verb::Fault { dev, fault } => Request::Fault {
                 dev: dev.clone(),
@@ -184,11 +199,36 @@ fn human(verb: &Verb, d: &serde_json::Value) -> String {
         Verb::List => list_table(d),
         Verb::Stats { .. } if d.get("wire").is_some() => wire_stats(d),
         Verb::Stats { all, .. } => port_stats(d, *all),
+        Verb::Latency { .. } => latency_table(d),
         Verb::Capture { file, .. } if file == "stop" => {
             format!("capture stopped after {} frames\n", d["frames"])
         }
         _ => "ok\n".to_string(),
     }
+}
+
+/// `latency`: one line per stage, times in microseconds.
+fn latency_table(d: &serde_json::Value) -> String {
+    use std::fmt::Write as _;
+    let us = |v: &serde_json::Value, k: &str| v[k].as_u64().unwrap_or(0) as f64 / 1000.0;
+    let mut o = format!(
+        "{:<17} {:>10} {:>10} {:>10} {:>10} {:>10}   (µs)\n",
+        "stage", "count", "p50", "p90", "p99", "max"
+    );
+    for name in crate::latency::STAGES {
+        if let Some(v) = d["stages"].get(name) {
+            let _ = writeln!(
+                o,
+                "{name:<17} {:>10} {:>10.1} {:>10.1} {:>10.1} {:>10.1}",
+                v["count"].as_u64().unwrap_or(0),
+                us(v, "p50"),
+                us(v, "p90"),
+                us(v, "p99"),
+                us(v, "max")
+            );
+        }
+    }
+    o
 }
 
 /// `list`: one line per port.

@@ -97,6 +97,15 @@ pub enum Request {
         /// Up or down.
         up: bool,
     },
+    /// Latency histograms of a port's stages (read, then cleared with
+    /// `reset`).
+    Latency {
+        /// Device id.
+        dev: String,
+        /// Clear the histograms after reading them.
+        #[serde(default)]
+        reset: bool,
+    },
     /// Inject a fault.
     Fault {
         /// Device id.
@@ -115,6 +124,7 @@ impl Request {
             | Request::Trace { dev, .. }
             | Request::Capture { dev, .. }
             | Request::CaptureStop { dev }
+            | Request::Latency { dev, .. }
             | Request::Fault { dev, .. } => Some(dev),
             Request::List => None,
         }

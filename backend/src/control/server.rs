@@ -300,6 +300,16 @@ fn run(reg: &Registry, out: &OutputDir, req: Request) -> Result<Response, Respon
                 json!({ "dev": dev, "link": if up { "up" } else { "down" } }),
             ))
         }
+        Request::Latency { dev, reset } => {
+            let p = port(reg, &dev)?;
+            let stages = p.latency.to_json();
+            if reset {
+                p.latency.reset();
+            }
+            Ok(Response::ok(
+                json!({ "dev": dev, "unit": "ns", "stages": stages, "reset": reset }),
+            ))
+        }
         Request::Fault { dev, fault } => {
             let p = port(reg, &dev)?;
             p.port.inject(fault.clone().into()).map_err(|e| match e {

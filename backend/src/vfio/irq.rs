@@ -205,6 +205,16 @@ impl EventIrq {
     /// A sink for function `id` with `msix_count` MSI-X vectors (at most
     /// [`MAX_SLOTS`] − 2), nothing assigned; starts its signaller thread.
     pub fn new(id: &str, msix_count: u16) -> Result<Self, crate::error::Error> {
+        Self::with_latency(id, msix_count, Arc::default())
+    }
+
+    /// [`Self::new`], recording each interrupt's latency into `lat`
+    /// (`raise_to_irq`, `doorbell_to_irq`).
+    pub fn with_latency(
+        id: &str,
+        msix_count: u16,
+        lat: Arc<crate::latency::PortLatency>,
+    ) -> Result<Self, crate::error::Error> {
         let msix_count = msix_count.min(MAX_SLOTS as u16 - 2);
         let table = Arc::new(Table {
             v: RwLock::new(Vectors {
@@ -214,7 +224,7 @@ impl EventIrq {
             counters: IrqCounters::default(),
         });
         let weak = Arc::downgrade(&table);
-        let signaller = Signaller::spawn(id, weak as Weak<dyn IrqTargets>)?;
+        let signaller = Signaller::spawn_timed(id, weak as Weak<dyn IrqTargets>, lat)?;
         Ok(EventIrq {
             table,
             signaller,
@@ -461,6 +471,29 @@ mod tests {
         assert!(irq
             .set_irqs(VFIO_PCI_MSI_IRQ_INDEX, trig, 0, 1, vec![f, g])
             .is_err());
+    }
+
+    #[test]
+    fn written_interrupts_are_timed_coalesced_ones_are_not() {
+        let lat = Arc::new(crate::latency::PortLatency::default());
+        let irq = EventIrq::with_latency("test", 10, lat.clone()).unwrap();
+        let (f0, e0) = efd();
+        let (_full, f1) = full_eventfd();
+        let trig = VFIO_IRQ_SET_ACTION_TRIGGER | VFIO_IRQ_SET_DATA_EVENTFD;
+        irq.set_irqs(VFIO_PCI_MSIX_IRQ_INDEX, trig, 0, 2, vec![f0, f1])
+            .unwrap();
+        for _ in 0..3 {
+            irq.msix(0);
+            assert!(fired(&irq, &e0));
+        }
+        for _ in 0..2 {
+            irq.msix(1);
+            assert!(irq.flush(std::time::Duration::from_secs(5)));
+        }
+        assert_eq!(irq.counters().coalesced.load(Ordering::Relaxed), 2);
+        let s = lat.raise_to_irq.summary();
+        assert_eq!(s.count, 3, "the written ones only: {s:?}");
+        assert!(s.p50 <= s.p99 && s.p99 <= s.max && s.max < 5_000_000_000);
     }
 
     /// A blocking eventfd one below its maximum, and a second descriptor of the

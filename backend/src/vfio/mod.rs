@@ -22,6 +22,7 @@ use device_models::{DmaView, NicFunction};
 use vfio_user_server::{ConnError, DmaMaps, Endpoint, IrqError, PciDevice, Server};
 
 use crate::error::Error;
+use crate::latency::{Doorbell, PortLatency};
 use crate::trace::{Dir, Tracer};
 use irq::EventIrq;
 
@@ -37,6 +38,8 @@ pub struct NicPort {
     dev: SharedDevice,
     irq: Arc<EventIrq>,
     tracer: Arc<Tracer>,
+    /// Latency stages; a BAR write is timed as a doorbell.
+    lat: Arc<PortLatency>,
 }
 
 impl std::fmt::Debug for NicPort {
@@ -57,6 +60,18 @@ impl NicPort {
         };
         self.tracer
             .record(&self.id, dir, &region, offset, &name, data);
+    }
+
+    /// A BAR write to the model (large writes dword by dword).
+    fn write_bar(&self, bar: u32, offset: u64, data: &[u8]) {
+        if data.len() > 8 {
+            for (i, chunk) in data.chunks(4).enumerate() {
+                self.dev
+                    .bar_write(bar as usize, offset + 4 * i as u64, chunk);
+            }
+        } else {
+            self.dev.bar_write(bar as usize, offset, data);
+        }
     }
 }
 
@@ -110,17 +125,14 @@ impl PciDevice for NicPort {
     }
 
     fn bar_write(&mut self, bar: u32, offset: u64, data: &[u8]) {
+        // Any BAR write may be a doorbell (TDT): the frames its transmit
+        // pass sends on this thread are timed from here.
+        let doorbell = Doorbell::start();
         self.trace(Dir::Write, Region::Bar(bar), offset, data);
-        let dev = &self.dev;
-        self.irq.serving(|| {
-            if data.len() > 8 {
-                for (i, chunk) in data.chunks(4).enumerate() {
-                    dev.bar_write(bar as usize, offset + 4 * i as u64, chunk);
-                }
-            } else {
-                dev.bar_write(bar as usize, offset, data);
-            }
-        });
+        // The interrupts the write raised are written on this thread
+        // (EventIrq::serving) before the doorbell's pass counts as done.
+        self.irq.serving(|| self.write_bar(bar, offset, data));
+        doorbell.done(&self.lat);
     }
 
     fn reset(&mut self) {
@@ -164,11 +176,24 @@ pub struct VfioPort {
 impl VfioPort {
     /// Wraps a device; `irq` must be the sink the device was created with.
     pub fn new(id: String, dev: SharedDevice, irq: Arc<EventIrq>, tracer: Arc<Tracer>) -> Self {
+        Self::timed(id, dev, irq, tracer, Arc::default())
+    }
+
+    /// [`Self::new`], timing BAR writes as doorbells into `lat` (the
+    /// function's wire and interrupts record into it too).
+    pub fn timed(
+        id: String,
+        dev: SharedDevice,
+        irq: Arc<EventIrq>,
+        tracer: Arc<Tracer>,
+        lat: Arc<PortLatency>,
+    ) -> Self {
         let port = NicPort {
             id: id.clone(),
             dev,
             irq,
             tracer,
+            lat,
         };
         VfioPort {
             endpoint: Endpoint::new(id, port),
@@ -190,9 +215,11 @@ impl VfioPort {
     /// Creates the socket and serves clients on a thread of their own until
     /// the process ends.
     pub fn serve(self, socket: &Path) -> Result<std::thread::JoinHandle<()>, Error> {
-        let server = Server::new(crate::socket::listen(socket)?, self.endpoint);
+        let mut endpoint = self.endpoint;
+        endpoint.set_poll(crate::poll::window());
+        let server = Server::new(crate::socket::listen(socket)?, endpoint);
         crate::threads::spawn(format!("vfio-{}", server.endpoint().id()), move || {
-            crate::sched::enter_data_path();
+            crate::sched::enter_doorbell_path();
             server.run()
         })
     }

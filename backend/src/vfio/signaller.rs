@@ -38,6 +38,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::irq::{signal, Signalled};
+use crate::latency::{self, PortLatency};
 
 /// Slots (interrupt vectors, virtqueues) one signaller serves.
 pub const MAX_SLOTS: usize = 128;
@@ -121,6 +122,53 @@ struct Shared {
     /// Writes in progress: the writer's kernel thread id (0: free) and when
     /// the write started.
     writes: [(AtomicI32, AtomicU64); WRITERS],
+    /// Raise times, for the port's latency stages.
+    stamps: Stamps,
+}
+
+/// When each slot was raised, and where its write's latency goes
+/// (`raise_to_irq`, `doorbell_to_irq`).
+#[derive(Debug)]
+struct Stamps {
+    /// When each slot was raised and not yet taken (0: not known).
+    raised: [AtomicU64; MAX_SLOTS],
+    lat: Arc<PortLatency>,
+}
+
+impl Default for Stamps {
+    fn default() -> Self {
+        Stamps {
+            raised: std::array::from_fn(|_| AtomicU64::new(0)),
+            lat: Arc::default(),
+        }
+    }
+}
+
+impl Stamps {
+    /// Notes the raise of `slot` if it was not pending (a raise racing a
+    /// writer may leave a stale or no time: the histogram then has one
+    /// value too large, or one fewer).
+    fn raise(&self, slot: usize, word: &AtomicU64, bit: u64) {
+        if word.load(Ordering::Relaxed) & bit == 0 {
+            if let Some(r) = self.raised.get(slot) {
+                let _ = r.compare_exchange(0, latency::now(), Ordering::Relaxed, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// The raise time of `slot`, taken as its write starts.
+    fn take(&self, slot: usize) -> u64 {
+        self.raised
+            .get(slot)
+            .map_or(0, |r| r.swap(0, Ordering::Relaxed))
+    }
+
+    /// A write of an interrupt raised at `raised` came to `r`.
+    fn written(&self, raised: u64, r: &Signalled) {
+        if *r == Signalled::Sent {
+            self.lat.irq_written(raised);
+        }
+    }
 }
 
 impl Shared {
@@ -177,8 +225,23 @@ impl Signaller {
         name: &str,
         targets: Weak<dyn IrqTargets>,
     ) -> Result<Signaller, crate::error::Error> {
+        Self::spawn_timed(name, targets, Arc::default())
+    }
+
+    /// [`Self::spawn`], recording each write's latency into `lat`.
+    pub fn spawn_timed(
+        name: &str,
+        targets: Weak<dyn IrqTargets>,
+        lat: Arc<PortLatency>,
+    ) -> Result<Signaller, crate::error::Error> {
         install_wake_handler();
-        let shared = Arc::new(Shared::default());
+        let shared = Arc::new(Shared {
+            stamps: Stamps {
+                lat,
+                ..Stamps::default()
+            },
+            ..Shared::default()
+        });
         watch(&shared).map_err(|source| crate::error::Error::Spawn {
             thread: "irq-watchdog".into(),
             source,
@@ -200,6 +263,7 @@ impl Signaller {
             return;
         };
         let bit = 1u64 << (slot % 64);
+        self.shared.stamps.raise(slot, word, bit);
         let newly = word.fetch_or(bit, Ordering::AcqRel) & bit == 0;
         if newly && SERVING.get() != Arc::as_ptr(&self.shared) {
             if let Some(t) = &self.thread {
@@ -234,8 +298,11 @@ impl Signaller {
             while bits != 0 {
                 let slot = w * 64 + bits.trailing_zeros() as usize;
                 bits &= bits - 1;
+                let raised = s.stamps.take(slot);
                 if let Some(fd) = t.target(slot) {
-                    t.signalled(slot, coalesced_if_interrupted(s.write_watched(&fd)));
+                    let r = s.write_watched(&fd);
+                    s.stamps.written(raised, &r);
+                    t.signalled(slot, coalesced_if_interrupted(r));
                 }
             }
         }
@@ -356,11 +423,13 @@ fn run(s: &Shared, targets: &Weak<dyn IrqTargets>) {
 /// because its fd was replaced meanwhile ([`Signaller::release`]) is
 /// dropped; one the watchdog interrupted counts as coalesced.
 fn fire(s: &Shared, t: &dyn IrqTargets, slot: usize) {
+    let raised = s.stamps.take(slot);
     let epoch = s.epoch.load(Ordering::Acquire);
     let Some(fd) = t.target(slot) else { return };
     s.writing.store(epoch + 1, Ordering::Release);
     let r = s.write_watched(&fd);
     s.writing.store(0, Ordering::Release);
+    s.stamps.written(raised, &r);
     if r == Signalled::Interrupted && s.epoch.load(Ordering::Acquire) != epoch {
         return;
     }

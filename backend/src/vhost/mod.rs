@@ -62,6 +62,7 @@ use vm_memory::{GuestMemoryAtomic, GuestMemoryMmap};
 
 use crate::config::DeviceSpec;
 use crate::error::Error;
+use crate::latency::TimedRx;
 use crate::switch::{PortCounters, PortSlot, Switch};
 use backend::{GsoPeers, NetBackend};
 use backlog::Backlog;
@@ -167,12 +168,20 @@ impl VirtioNetPort {
         crate::threads::spawn(format!("vhost-{}", spec.id), move || {
             // The vhost-user daemon's queue workers are spawned from here
             // and inherit the policy.
-            crate::sched::enter_data_path();
+            crate::sched::enter_doorbell_path();
             serve(&s, Some(listener))
         })?;
         let port = VirtioNetPort { inner };
-        direct.set(Arc::new(port.clone()));
+        direct.set(Arc::new(TimedRx::new(
+            Arc::new(port.clone()),
+            backend.latency().clone(),
+        )));
         Ok(port)
+    }
+
+    /// The port's latency stages (`ctl latency`).
+    pub fn latency(&self) -> &Arc<crate::latency::PortLatency> {
+        self.inner.backend.latency()
     }
 
     /// Sets the link state. Down: traffic is dropped (counted), the

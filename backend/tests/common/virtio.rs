@@ -243,6 +243,11 @@ impl VirtioNet {
     /// Posts `frame` (after a zero header: no offloads) on the transmit
     /// queue and kicks; false when every descriptor is in flight.
     pub fn send(&mut self, frame: &[u8]) -> bool {
+        self.post(frame, true)
+    }
+
+    /// Posts `frame` like [`Self::send`], kicking only if `kick`.
+    pub fn post(&mut self, frame: &[u8], kick: bool) -> bool {
         if self.tx_in_flight() >= QSIZE {
             return false;
         }
@@ -265,7 +270,9 @@ impl VirtioNet {
                 Ordering::Release,
             )
             .unwrap();
-        self.kick[1].write(1).unwrap();
+        if kick {
+            self.kick[1].write(1).unwrap();
+        }
         true
     }
 

@@ -105,7 +105,7 @@ pub trait Scenario {
     /// Short name used on the command line and in markers.
     fn name(&self) -> &'static str;
     /// The guest shell snippet (runs in a subshell with `SCEN`, `MAC`, `DRIVER`, `IFACE`,
-    /// `PEER_IFACE`, `DUT_IP`, `PEER_IP` set).
+    /// `PEER_IFACE`, `DUT_IP`, `PEER_IP` set, and `HOST_ACTIONS=1` when `nicemu_host` is served).
     fn script(&self, p: &Params) -> String;
     /// True if the scenario needs a peer on the network.
     fn needs_peer(&self) -> bool {

@@ -92,6 +92,16 @@ else
 fi
 "#;
 
+/// Shell: `nicemu_lat TAG` reads nicemu's latency histograms of both ports and clears them
+/// (`nicemu ctl --json latency DUT|PEER --reset`, as host actions `TAG` and `TAG_peer`)
+/// when the harness serves host actions (a nicemu device under test); else nothing.
+const LATENCY: &str = r#"nicemu_lat() {
+    [ "$HOST_ACTIONS" = 1 ] || return 0
+    nicemu_host "$1" ctl --json latency DUT --reset
+    nicemu_host "$1_peer" ctl --json latency PEER --reset
+}
+"#;
+
 /// Parses `-k` output (KEY=VALUE lines) into a map.
 pub fn parse_keyval(lines: &[&str]) -> BTreeMap<String, String> {
     lines
@@ -104,6 +114,24 @@ pub fn parse_keyval(lines: &[&str]) -> BTreeMap<String, String> {
         })
         .map(|(k, v)| (k.to_owned(), v.trim().to_owned()))
         .collect()
+}
+
+/// nicemu's latency stages of both ports during test `i` (`{"DUT": stages, "PEER": …}`),
+/// when the harness read them.
+fn latency(s: &Section, i: usize) -> Option<serde_json::Value> {
+    let mut ports = serde_json::Map::new();
+    for (port, tag) in [("DUT", format!("lat{i}")), ("PEER", format!("lat{i}_peer"))] {
+        if s.get(&format!("host_{tag}_rc")) != Some("0") {
+            continue;
+        }
+        let text = s
+            .lines(&format!("host_{tag}"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+        ports.insert(port.into(), v.get("data")?.get("stages")?.clone());
+    }
+    (!ports.is_empty()).then_some(serde_json::Value::Object(ports))
 }
 
 /// ": last lines" of a tool's output, or nothing.
@@ -165,6 +193,10 @@ impl Scenario for Netperf {
                 t.test
             ));
         }
+        // nicemu's latency histograms: cleared before the first test, read and cleared
+        // after each.
+        s.push_str(LATENCY);
+        s.push_str("nicemu_lat lat_start\n");
         // Labels first, so tests cut short by an abort are still reported.
         for (i, t) in tests.iter().enumerate() {
             s.push_str(&format!("nicemu_kv test{i} {}\n", t.label()));
@@ -179,6 +211,7 @@ impl Scenario for Netperf {
                 t.test
             ));
             s.push_str(&super::cpu::snapshot(&format!("c{i}b")));
+            s.push_str(&format!("nicemu_lat lat{i}\n"));
         }
         s.push_str("true");
         s
@@ -246,6 +279,9 @@ impl Scenario for Netperf {
                 r.add_failure(format!("{label}: throughput 0"));
             }
             summary.push(short);
+            if let Some(lat) = latency(s, i) {
+                m.insert("nicemu_latency".into(), lat);
+            }
             tests.insert(label.to_owned(), serde_json::Value::Object(m));
         }
         if tests.is_empty() && r.status == super::Status::Pass {
@@ -270,6 +306,35 @@ mod tests {
         assert_eq!(t.len(), 3);
         assert_eq!(t[1].label(), "UDP_STREAM:1");
         assert_eq!(t[1].size, Some(1));
+    }
+
+    #[test]
+    fn nicemu_latency_is_read_after_each_test_and_kept_with_it() {
+        let mut p = Params::default();
+        p.set("netperf.tests", "TCP_RR,UDP_STREAM:64").unwrap();
+        let s = Netperf.script(&p);
+        let start = s.find("nicemu_lat lat_start").unwrap();
+        let np0 = s.find("nicemu_out np0 ").unwrap();
+        let lat0 = s.find("nicemu_lat lat0").unwrap();
+        assert!(start < np0 && np0 < lat0 && lat0 < s.find("nicemu_out np1 ").unwrap());
+        assert!(s.contains("[ \"$HOST_ACTIONS\" = 1 ] || return 0"), "{s}");
+        let stages = r#"{"ok":true,"data":{"dev":"igb0","stages":{"doorbell_to_wire":{"count":5,"p50":9000}}}}"#;
+        let text = format!(
+            "@@NICEMU-BEGIN netperf\n@@NICEMU netperf test0=TCP_RR\n\
+             @@NICEMU-OUT netperf np0 THROUGHPUT=1500\n@@NICEMU-OUT netperf np0 THROUGHPUT_UNITS=Trans/s\n\
+             @@NICEMU netperf np0_rc=0\n@@NICEMU-OUT netperf host_lat0 {stages}\n\
+             @@NICEMU netperf host_lat0_rc=0\n@@NICEMU netperf host_lat0_peer_rc=1\n\
+             @@NICEMU-DONE netperf rc=0\n"
+        );
+        let c = super::super::Console::parse(&text);
+        let r = Netperf.parse(&c.sections["netperf"], &Target::for_test("igb", Some("y")));
+        assert_eq!(r.status, super::super::Status::Pass, "{:?}", r.reason);
+        let lat = &r.metrics["tests"]["TCP_RR"]["nicemu_latency"];
+        assert_eq!(lat["DUT"]["doorbell_to_wire"]["p50"], 9000, "{lat}");
+        assert!(
+            lat.get("PEER").is_none(),
+            "a failed read is left out: {lat}"
+        );
     }
 
     #[test]

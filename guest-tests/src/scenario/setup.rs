@@ -45,9 +45,12 @@ fi
 pub fn render(target: &Target) -> String {
     let mut s = format!(
         "SCEN={NAME}; MAC={}; DRIVER={}; DUT_IP={DUT_IP}; PEER_IP={PEER_IP}; PEER_OK=0\n\
+         HOST_ACTIONS={}\n\
          echo \"@@NICEMU-BEGIN {NAME}\"\n\
          IFACE=$(nicemu_iface $MAC 100)\nnicemu_kv iface \"${{IFACE:-none}}\"\n",
-        target.mac, target.driver
+        target.mac,
+        target.driver,
+        u8::from(target.host_actions)
     );
     if let Some(peer) = &target.peer_mac {
         s.push_str(&format!("PEER_MAC={peer}\n"));

@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: Apache-2.0
+//! `--sched` and `--sched-doorbell`: the threads that take doorbells (the
+//! vfio-user server, the vhost-user thread whose queue workers inherit its
+//! policy) run under the doorbell policy, receive threads under the data
+//! path's; without `--sched-doorbell` both take `--sched`.
+#![allow(clippy::unwrap_used, reason = "tests: a step that fails panics")]
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use common::Nicemu;
+
+/// Scheduling policy (`/proc/PID/task/TID/stat` field 41) of each named
+/// thread of `n`.
+fn policies(n: &Nicemu) -> BTreeMap<String, u32> {
+    let pid = n.child.id();
+    let mut m = BTreeMap::new();
+    for t in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
+        let stat = std::fs::read_to_string(t.unwrap().path().join("stat")).unwrap();
+        let (head, tail) = stat.rsplit_once(')').unwrap();
+        let name = head.split_once('(').unwrap().1.to_owned();
+        // Fields after the name start at field 3 (state).
+        let policy = tail
+            .split_whitespace()
+            .nth(41 - 3)
+            .unwrap()
+            .parse()
+            .unwrap();
+        m.insert(name, policy);
+    }
+    m
+}
+
+fn start(name: &str, sched: &[&str]) -> Nicemu {
+    let mut args = sched.to_vec();
+    args.extend([
+        "--device",
+        "igb,id=igb0,socket={dir}/a.sock",
+        "--device",
+        "virtio-net,id=vn0,socket={dir}/v.sock",
+    ]);
+    Nicemu::start(name, &args, &["a.sock", "v.sock"])
+}
+
+const OTHER: u32 = libc::SCHED_OTHER as u32;
+const BATCH: u32 = libc::SCHED_BATCH as u32;
+
+#[test]
+fn doorbell_threads_take_their_own_policy() {
+    let n = start(
+        "sched-roles",
+        &["--sched", "batch", "--sched-doorbell", "normal"],
+    );
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let p = policies(&n);
+    assert_eq!(p.get("vfio-igb0"), Some(&OTHER), "{p:?}");
+    assert_eq!(p.get("vhost-vn0"), Some(&OTHER), "{p:?}");
+    assert_eq!(p.get("rx-igb0"), Some(&BATCH), "{p:?}");
+    assert_eq!(p.get("rx-vn0"), Some(&BATCH), "{p:?}");
+    assert_eq!(
+        p.get("irq-igb0"),
+        Some(&OTHER),
+        "signallers stay normal: {p:?}"
+    );
+    let n = start("sched-default", &["--sched", "batch"]);
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let p = policies(&n);
+    assert_eq!(p.get("vfio-igb0"), Some(&BATCH), "{p:?}");
+    assert_eq!(p.get("vhost-vn0"), Some(&BATCH), "{p:?}");
+    assert_eq!(p.get("rx-igb0"), Some(&BATCH), "{p:?}");
+}
