@@ -38,8 +38,8 @@ use device_models::{Clock, Delivery, FrameBatch, FrameSink, Frames, MonotonicClo
 /// Sub-buckets per power of two (2 bits of mantissa).
 const SUB_BITS: u32 = 2;
 const SUB: usize = 1 << SUB_BITS;
-/// Buckets of one histogram: values below [`SUB`] have a bucket each, then
-/// [`SUB`] per power of two up to 2^64.
+/// Buckets of one histogram: values below `SUB` have a bucket each, then
+/// `SUB` per power of two up to 2^64.
 pub const BUCKETS: usize = SUB + (64 - SUB_BITS as usize) * SUB;
 
 /// The bucket of value `v`.

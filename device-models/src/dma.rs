@@ -22,7 +22,7 @@ const SCAN_REGIONS: usize = 4;
 /// The `len` bytes of `mem` at `addr` as one slice, if they lie in one
 /// region (else the caller goes through [`GuestRam`], which spans regions
 /// and reports what is outside memory). A guest's RAM is one to a few
-/// regions (below and above the PCI hole): up to [`SCAN_REGIONS`] of them
+/// regions (below and above the PCI hole): up to `SCAN_REGIONS` of them
 /// are scanned in address order, which costs less per access than the
 /// binary search and second range check of `GuestMemoryBackend::get_slice`;
 /// the region's own `get_slice` checks that all `len` bytes are inside it.

@@ -5,11 +5,11 @@
 //! into one large skb (LRO; `ixgbe_configure_rscctl`, `ixgbe_is_non_eop`,
 //! `ixgbe_update_rsc_stats`).
 //!
-//! On: RSCCTL[n].RSCEN for the queue and RFCTL.RSC_DIS clear (the
+//! On: RSCCTL\[n\].RSCEN for the queue and RFCTL.RSC_DIS clear (the
 //! `ixgbe_configure_rx` setup). A segment is a candidate when it is TCP
 //! straight over IPv4 (no options, not a fragment) or IPv6 (no extension
 //! header), carries data, has no TCP flag but ACK and PSH, good IP and TCP
-//! checksums, and no VLAN tag the queue strips ([`segment`]). A candidate
+//! checksums, and no VLAN tag the queue strips (`segment`). A candidate
 //! of a connection with an open context whose next sequence number it
 //! carries and whose kept header it repeats (every field but the lengths,
 //! IP ID and checksums, the TCP sequence and acknowledgement numbers, PSH,
