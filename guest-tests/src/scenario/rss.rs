@@ -6,6 +6,12 @@
 //! in `ethtool -S`) and none on inactive ones; then one TCP_RR connection (one flow) must
 //! land on one queue (the netperf control connection may add a handful elsewhere). Drivers
 //! without `ethtool -L` (one queue) are skipped.
+//!
+//! On ixgbe the scenario first turns `ntuple` on: by default the driver runs the 82599's Flow
+//! Director in ATR mode (ixgbe_atr samples transmitted TCP segments and adds a signature
+//! filter steering the flow's receive side to the sending CPU's queue, before RSS — datasheet
+//! §7.1.2.7), so one flow follows netperf from CPU to CPU. Perfect-filter mode
+//! (ixgbe_set_features: NETIF_F_NTUPLE clears IXGBE_FLAG_FDIR_HASH_CAPABLE) leaves RSS alone.
 
 use std::collections::BTreeMap;
 
@@ -50,6 +56,10 @@ nicemu_kv max_combined $max
 nicemu_kv initial_combined $cur
 [ "$LIMIT" -gt 0 ] && [ "$max" -gt "$LIMIT" ] && max=$LIMIT
 # Queues that received nothing are left out (ixgbe lists all 64).
+# ixgbe: Flow Director's ATR would steer flows to the sending CPU's queue; perfect-filter mode
+# (no filters) leaves receive queues to RSS. Put back at the end.
+ntuple=$(/usr/sbin/ethtool -k "$IFACE" 2>/dev/null | awk '/^ntuple-filters:/ {print $2}')
+[ "$DRIVER" = ixgbe ] && [ "$ntuple" = off ] && nicemu_out ntuple /usr/sbin/ethtool -K "$IFACE" ntuple on
 nicemu_rxq() { /usr/sbin/ethtool -S "$IFACE" | grep -E 'rx_queue_[0-9]+_packets' | grep -v ': 0$'; true; }
 for c in $(seq 1 $max); do
     nicemu_kv count$c tried
@@ -70,6 +80,7 @@ for c in $(seq 1 $max); do
     nicemu_out c$c nicemu_rxq
 done
 [ -n "$cur" ] && /usr/sbin/ethtool -L "$IFACE" combined $cur
+[ "$DRIVER" = ixgbe ] && [ "$ntuple" = off ] && /usr/sbin/ethtool -K "$IFACE" ntuple off
 nicemu_carrier "$IFACE" 150
 true"#;
 
