@@ -96,12 +96,35 @@ pub struct TxContext {
     pub mss: u16,
     /// Context slot index.
     pub idx: u8,
+    /// IPsec SA index of the 82599 (bits 9:0 of the context's second
+    /// dword, `fceof_saidx` in `ixgbe_tx_csum`; §7.2.3.2.3).
+    pub sa_idx: u16,
+    /// IPsec ESP trailer length of the 82599 (bits 8:0 of TYPE_TUCMD:
+    /// padding, pad length, next header and ICV, `ixgbe_ipsec_tx`).
+    pub esp_len: u16,
 }
+
+/// POPTS: IPsec offload request (`IXGBE_ADVTXD_POPTS_IPSEC`, 82599 only).
+pub const POPTS_IPSEC: u8 = 1 << 2;
+/// TUCMD: IPsec type ESP (`IXGBE_ADVTXD_TUCMD_IPSEC_TYPE_ESP`).
+pub const TUCMD_IPSEC_ESP: u16 = 1 << 4;
+/// TUCMD: ESP encryption (`IXGBE_ADVTXD_TUCMD_IPSEC_ENCRYPT_EN`).
+pub const TUCMD_IPSEC_ENCRYPT: u16 = 1 << 5;
 
 impl TxContext {
     /// True if the L3 header is IPv4.
     pub fn ipv4(&self) -> bool {
         self.tucmd & (1 << 1) != 0
+    }
+    /// Bytes at the end of a frame with options `popts` that are ESP
+    /// trailer, not L4 data: the checksum offload stops before them (82599
+    /// §7.12.4). 0 without an ESP offload request.
+    pub fn esp_trailer(&self, popts: u8) -> usize {
+        if popts & POPTS_IPSEC != 0 && self.tucmd & TUCMD_IPSEC_ESP != 0 {
+            usize::from(self.esp_len)
+        } else {
+            0
+        }
     }
     /// L4 type: 0 UDP, 1 TCP, 2 SCTP.
     pub fn l4t(&self) -> u16 {
@@ -162,6 +185,8 @@ pub fn parse_tx(d: &[u8; 16]) -> TxDesc {
             l4len: (w3 >> 8) as u8,
             mss: (w3 >> 16) as u16,
             idx: ((w3 >> 4) & 0x7) as u8,
+            sa_idx: (dw(d, 4) & 0x3ff) as u16,
+            esp_len: (w2 & 0x1ff) as u16,
         });
     }
     TxDesc::Data {

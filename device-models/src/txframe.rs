@@ -230,7 +230,10 @@ impl TxQueue {
                 frame[cso..cso + 2].copy_from_slice(&c.to_be_bytes());
             }
         } else if o.popts & 3 != 0 {
-            apply_checksums(frame, &ctx, o.popts & 1 != 0, o.popts & 2 != 0)?;
+            // An ESP frame's L4 checksum ends where its trailer starts.
+            let end = frame.len().saturating_sub(ctx.esp_trailer(o.popts));
+            let f = &mut frame[..end];
+            apply_checksums(f, &ctx, o.popts & 1 != 0, o.popts & 2 != 0)?;
         }
         if s.pad && frame.len() < MIN_FRAME {
             frame.resize(MIN_FRAME, 0);

@@ -14,6 +14,7 @@
 #![forbid(unsafe_code)]
 
 pub mod csum;
+pub mod esp;
 pub mod frame;
 pub mod rss;
 pub mod tso;

@@ -10,6 +10,7 @@ use net_util::rss::HashType;
 use super::hook::{HookOf, RegKind};
 use super::stats::FrameCounters;
 use super::{Ctl, Dir, Function};
+use crate::desc::TxContext;
 use crate::moderation::Moderation;
 use crate::nvm::Nvm;
 use crate::pci::Bar;
@@ -17,7 +18,7 @@ use crate::pci::ConfigSpace;
 use crate::phy::Phy;
 use crate::ptp::BasePeriod;
 use crate::regfile::{RegDef, RegId, Written};
-use crate::txframe::FinishSettings;
+use crate::txframe::{FinishSettings, FrameOpts};
 
 /// Where a part keeps what the shared engines read and write, and how large
 /// its function is: one register map against the other (82576 datasheet §8,
@@ -174,6 +175,16 @@ pub struct RxStatus {
     /// The dword after pkt_info: the RSS hash, or 0 where the part puts a
     /// fragment checksum there instead.
     pub hash: u32,
+}
+
+/// What a part's security engine (the 82599's IPsec, §7.12.5) reports in
+/// a received frame's descriptor beyond the other status bits.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RxSecurity {
+    /// Status and error bits (SECP, the IPsec error code).
+    pub status: u32,
+    /// Packet type bits (IPsec ESP / AH).
+    pub ptype: u16,
 }
 
 /// Where a finished transmit frame goes (the pass that fetched it found the
@@ -344,6 +355,15 @@ pub trait Receive: Model {
     fn rx_timer(f: &Function<Self>, now_ns: u64) {
         let _ = (f, now_ns);
     }
+    /// The part's security engine takes the frame (it matched a receive
+    /// SA): what the descriptor reports, and the frame to place instead of
+    /// the received one when the engine decrypted it. `None` for a frame
+    /// the engine leaves alone (placed as usual, RSC included). Default:
+    /// no engine.
+    fn rx_security(f: &Function<Self>, frame: &[u8]) -> Option<(RxSecurity, Option<Vec<u8>>)> {
+        let _ = (f, frame);
+        None
+    }
     /// A receive queue chosen for the frame before RSS (the 82599's Flow
     /// Director, §7.1.2.7), or `None` for the RSS queue. Default: none.
     fn steer(f: &Function<Self>, frame: &[u8]) -> Option<usize> {
@@ -366,6 +386,15 @@ pub trait Transmit: Model {
     /// A transmit time stamp was latched.
     fn tx_stamped(f: &Function<Self>) {
         let _ = f;
+    }
+    /// The part's security engine transforms a finished frame (or TSO
+    /// segment) whose first descriptor had options `o`, under offload
+    /// context `ctx` (the 82599's IPsec encryption, §7.12.4); false drops
+    /// the frame (the part counted why). Default: no engine, the frame
+    /// goes out as it is.
+    fn tx_security(f: &Function<Self>, o: &FrameOpts, ctx: &TxContext, frame: &mut [u8]) -> bool {
+        let _ = (f, o, ctx, frame);
+        true
     }
     /// Where finished frames go.
     fn tx_route(f: &Function<Self>) -> TxRoute;

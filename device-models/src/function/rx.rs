@@ -9,7 +9,7 @@
 use net_util::rss::HashType;
 
 use super::stats::Tally;
-use super::{q, Dir, Function, Part, QUEUE_ENABLE};
+use super::{q, Dir, Function, Part, RxSecurity, QUEUE_ENABLE};
 use crate::batch::Frames;
 use crate::desc::{rx_status, rx_writeback, RXD_STAT_VP};
 use crate::fault::RxFault;
@@ -104,8 +104,12 @@ impl<M: Part> Function<M> {
         };
         if self.rx_passes(qi, frame) {
             let ts = self.rx_timestamp(frame, sent);
-            if !M::rx_place(self, qi, frame, hash, ty, ts) {
-                self.rx_to_queue(qi, frame, hash, ty, ts, done);
+            if let Some((sec, clear)) = M::rx_security(self, frame) {
+                let placed = clear.as_deref().unwrap_or(frame);
+                self.rx_to_queue(qi, placed, (hash, ty), ts, sec, done);
+            } else if !M::rx_place(self, qi, frame, hash, ty, ts) {
+                let sec = RxSecurity::default();
+                self.rx_to_queue(qi, frame, (hash, ty), ts, sec, done);
             }
         }
         true
@@ -249,9 +253,9 @@ impl<M: Part> Function<M> {
         &self,
         qi: usize,
         frame: &[u8],
-        hash: u32,
-        ty: HashType,
+        (hash, ty): (u32, HashType),
         ts: bool,
+        sec: RxSecurity,
         done: &mut RxDone,
     ) {
         let l = M::LAYOUT;
@@ -298,8 +302,8 @@ impl<M: Part> Function<M> {
         };
         let ptype = rss::packet_type(frame);
         let st = M::rx_status(self, frame, ptype, hash);
-        let pkt_info = ptype | rss::descriptor_type(ty);
-        let eop_bits = st.csum | if ts { ptp::RXD_STAT_TS } else { 0 };
+        let pkt_info = ptype | sec.ptype | rss::descriptor_type(ty);
+        let eop_bits = st.csum | sec.status | if ts { ptp::RXD_STAT_TS } else { 0 };
         let placed = ring::place_frame(&mem, &mut r, &parts, total, bufsize, |last, len| {
             rx_writeback(
                 pkt_info,

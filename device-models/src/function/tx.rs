@@ -82,7 +82,13 @@ impl<M: Part> Function<M> {
         if first.tstamp && self.ts().tx_stamp(now) {
             M::tx_stamped(self);
         }
-        match txq.finish(first, s, |f| self.tx_out(f, now, out)) {
+        let ctx = txq.ctx[usize::from(first.idx & 1)];
+        let sent = |f: &mut Vec<u8>| {
+            if M::tx_security(self, &first, &ctx, f) {
+                self.tx_out(f, now, out);
+            }
+        };
+        match txq.finish(first, s, sent) {
             Ok(Finished::Segments(_)) => {
                 if let Some(tsctc) = M::LAYOUT.tsctc {
                     self.stat_add(tsctc, 1);

@@ -129,6 +129,8 @@ impl Control for I82599 {
             }
             Reg::Fdirctrl => f.fdir_init(w.new),
             Reg::Fdircmd => f.fdir_command(w.new),
+            Reg::Ipstxidx => f.ipsec_tx_index(w.new),
+            Reg::Ipsrxidx => f.ipsec_rx_index(w.new),
         }
     }
 

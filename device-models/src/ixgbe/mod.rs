@@ -9,12 +9,14 @@
 //! [`Function`]; this module is the part: its [`Model`] (register table
 //! [`regs::TABLE`] and map, BARs, NVM, SFP+ cage, reset), and in their
 //! modules its interrupt logic ([`intr`]), control registers and SFP+ cage
-//! (`ctl`, [`sfp`]), receiver (`rx`, `stats`) and transmitter (`tx`).
+//! (`ctl`, [`sfp`]), receiver (`rx`, `stats`), transmitter (`tx`) and IPsec
+//! engine ([`ipsec`]).
 
 mod ctl;
 mod eeprom;
 pub mod fdir;
 pub mod intr;
+pub mod ipsec;
 mod pci;
 pub mod regs;
 pub mod rsc;
@@ -113,6 +115,8 @@ pub struct State {
     pub fdir: fdir::FlowDirector,
     /// The receive side coalescing contexts ([`rsc`]).
     pub rsc: rsc::Rsc,
+    /// The IPsec engine's SA tables ([`ipsec`]).
+    pub ipsec: ipsec::Ipsec,
 }
 
 /// The 82599 as a [`Model`] of [`Function`].

@@ -67,6 +67,10 @@ pub enum Reg {
     Fdirfree,
     /// Flow director longest bucket: computed.
     Fdirlen,
+    /// IPsec transmit SA index: WRITE / READ run at once ([`super::ipsec`]).
+    Ipstxidx,
+    /// IPsec receive SA index: likewise.
+    Ipsrxidx,
 }
 
 /// The hooks of the 82599's registers.
@@ -167,6 +171,30 @@ pub const RAL_LEGACY: u32 = 0x5400;
 pub const ETQF: u32 = 0x5128;
 /// Receive message type / UDP port of time-stamped PTP messages.
 pub const RXMTRL: u32 = 0x5120;
+/// Security transmit control (§8.2.3.26).
+pub const SECTXCTRL: u32 = 0x8800;
+/// Security receive control.
+pub const SECRXCTRL: u32 = 0x8d00;
+/// IPsec transmit SA index (§8.2.3.27).
+pub const IPSTXIDX: u32 = 0x8900;
+/// IPsec transmit salt.
+pub const IPSTXSALT: u32 = 0x8904;
+/// IPsec transmit key, four registers.
+pub const IPSTXKEY: u32 = 0x8908;
+/// IPsec receive SA index.
+pub const IPSRXIDX: u32 = 0x8e00;
+/// IPsec receive IP address, four registers.
+pub const IPSRXIPADDR: u32 = 0x8e04;
+/// IPsec receive SPI.
+pub const IPSRXSPI: u32 = 0x8e14;
+/// IPsec receive IP table index.
+pub const IPSRXIPIDX: u32 = 0x8e18;
+/// IPsec receive key, four registers.
+pub const IPSRXKEY: u32 = 0x8e1c;
+/// IPsec receive salt.
+pub const IPSRXSALT: u32 = 0x8e2c;
+/// IPsec receive mode.
+pub const IPSRXMOD: u32 = 0x8e30;
 /// Flow director control.
 pub const FDIRCTRL: u32 = 0xee00;
 /// Flow director command.
@@ -574,10 +602,15 @@ const OWN: &[RegDef<Hook>] = &[
     RegDef::new("PFVFSPOOF", 0x8200).array(8, 4),
     RegDef::new("PFDTXGSWC", 0x8220),
     RegDef::new("TQSM", TQSM).array(32, 4).mask(0x0f0f_0f0f),
-    RegDef::new("SECTXCTRL", 0x8800),
+    RegDef::new("SECTXCTRL", SECTXCTRL),
     RegDef::new("SECTXSTAT", 0x8804).reset(1).ro(),
     RegDef::new("SECTXBUFFAF", 0x8808).reset(0x250),
     RegDef::new("SECTXMINIFG", 0x8810).reset(0x0000_1001),
+    RegDef::new("IPSTXIDX", IPSTXIDX)
+        .mask(0xc000_1ff9)
+        .hook(Hook::Part(Reg::Ipstxidx)),
+    RegDef::new("IPSTXSALT", IPSTXSALT),
+    RegDef::new("IPSTXKEY", IPSTXKEY).array(4, 4),
     // Time sync (§8.2.3.26, §7.9): SYSTIM and the stamp latches live in
     // `crate::ptp::TimeSync`.
     RegDef::new("TSYNCTXCTL", 0x8c00).hook(Hook::Ts(TsReg::TxCtl)),
@@ -596,7 +629,16 @@ const OWN: &[RegDef<Hook>] = &[
     RegDef::new("TRGTTIML0", 0x8c24).array(4, 4),
     RegDef::new("FREQOUT", 0x8c34).array(2, 4),
     RegDef::new("AUXSTMP", 0x8c3c).array(4, 4).ro(),
-    RegDef::new("SECRXCTRL", 0x8d00),
+    RegDef::new("SECRXCTRL", SECRXCTRL),
+    RegDef::new("IPSRXIDX", IPSRXIDX)
+        .mask(0xc000_1fff)
+        .hook(Hook::Part(Reg::Ipsrxidx)),
+    RegDef::new("IPSRXIPADDR", IPSRXIPADDR).array(4, 4),
+    RegDef::new("IPSRXSPI", IPSRXSPI),
+    RegDef::new("IPSRXIPIDX", IPSRXIPIDX),
+    RegDef::new("IPSRXKEY", IPSRXKEY).array(4, 4),
+    RegDef::new("IPSRXSALT", IPSRXSALT),
+    RegDef::new("IPSRXMOD", IPSRXMOD),
     RegDef::new("SECRXSTAT", 0x8d04).reset(1).ro(),
     RegDef::new("RTTUP2TC", 0xc800),
     RegDef::new("TIPG", 0xcb00).reset(0x0000_0008),

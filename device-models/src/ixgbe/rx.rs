@@ -11,7 +11,7 @@ use net_util::rss::HashType;
 use super::regs::*;
 use super::{fctrl, hlreg0, Ixgbe, I82599};
 use crate::desc::RXD_STAT_IPCS;
-use crate::function::{PtpMatch, Receive, RxStatus};
+use crate::function::{PtpMatch, Receive, RxSecurity, RxStatus};
 use crate::ptp;
 
 /// ETQF: filter enable.
@@ -138,6 +138,11 @@ impl Receive for I82599 {
 
     fn rx_timer(f: &Ixgbe, now_ns: u64) {
         f.rsc_timer(now_ns);
+    }
+
+    /// The IPsec engine's receive side (§7.12.5).
+    fn rx_security(f: &Ixgbe, frame: &[u8]) -> Option<(RxSecurity, Option<Vec<u8>>)> {
+        f.ipsec_rx(frame)
     }
 
     /// The Flow Director's queue (§7.1.2.7), ahead of RSS.

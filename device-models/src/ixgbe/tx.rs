@@ -7,8 +7,9 @@
 
 use super::regs::*;
 use super::{hlreg0, Ixgbe, I82599};
+use crate::desc::TxContext;
 use crate::function::{Transmit, TxRoute};
-use crate::txframe::FinishSettings;
+use crate::txframe::{FinishSettings, FrameOpts};
 
 /// DMATXCTL: transmit enable.
 const DMATXCTL_TE: u32 = 1 << 0;
@@ -34,6 +35,11 @@ impl Transmit for I82599 {
     /// DMA: `ixgbe_watchdog_flush_tx`).
     fn tx_link(f: &Ixgbe) -> bool {
         f.link_up() || f.mac_loopback()
+    }
+
+    /// The IPsec engine's transmit side (§7.12.4).
+    fn tx_security(f: &Ixgbe, o: &FrameOpts, ctx: &TxContext, frame: &mut [u8]) -> bool {
+        f.ipsec_tx(o, ctx, frame)
     }
 
     /// The MAC loops back with HLREG0.LPBK; else the wire.

@@ -61,7 +61,7 @@ use crate::desc::{rx_status, rx_writeback, RXD_STAT_IPCS};
 use crate::dma::DmaView;
 use crate::function::rx::RxDone;
 use crate::function::stats::Tally;
-use crate::function::{Dir, Interrupts, Receive};
+use crate::function::{Dir, Interrupts, Receive, RxSecurity};
 use crate::ring::{read_desc, write_buf, write_desc, Ring, RingError};
 use crate::rss;
 use crate::sync::lock;
@@ -308,7 +308,7 @@ impl Ixgbe {
     /// its queue signalled at once (a batch of its own).
     fn rsc_place_alone(&self, qi: usize, frame: &[u8], hash: u32, ty: HashType, ts: bool) {
         let mut done = RxDone::default();
-        self.rx_to_queue(qi, frame, hash, ty, ts, &mut done);
+        self.rx_to_queue(qi, frame, (hash, ty), ts, RxSecurity::default(), &mut done);
         self.rx_done(&mut done);
     }
 

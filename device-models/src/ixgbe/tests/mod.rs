@@ -973,4 +973,5 @@ fn no_link_holds_transmits_and_every_frame_not_received_is_counted() {
 }
 
 mod fdir;
+mod ipsec;
 mod rsc;
