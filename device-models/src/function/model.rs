@@ -388,12 +388,17 @@ pub trait Transmit: Model {
         let _ = f;
     }
     /// The part's security engine transforms a finished frame (or TSO
-    /// segment) whose first descriptor had options `o`, under offload
-    /// context `ctx` (the 82599's IPsec encryption, §7.12.4); false drops
-    /// the frame (the part counted why). Default: no engine, the frame
-    /// goes out as it is.
-    fn tx_security(f: &Function<Self>, o: &FrameOpts, ctx: &TxContext, frame: &mut [u8]) -> bool {
-        let _ = (f, o, ctx, frame);
+    /// segment number `seg`, from 0) whose first descriptor had options
+    /// `o`, under offload context `ctx` (the 82599's IPsec encryption,
+    /// §7.12.4); false drops the frame (the part counted why). Default: no
+    /// engine, the frame goes out as it is.
+    fn tx_security(
+        f: &Function<Self>,
+        (o, ctx): (&FrameOpts, &TxContext),
+        seg: usize,
+        frame: &mut Vec<u8>,
+    ) -> bool {
+        let _ = (f, o, ctx, seg, frame);
         true
     }
     /// Where finished frames go.

@@ -83,8 +83,10 @@ impl<M: Part> Function<M> {
             M::tx_stamped(self);
         }
         let ctx = txq.ctx[usize::from(first.idx & 1)];
+        let mut seg = 0;
         let sent = |f: &mut Vec<u8>| {
-            if M::tx_security(self, &first, &ctx, f) {
+            seg += 1;
+            if M::tx_security(self, (&first, &ctx), seg - 1, f) {
                 self.tx_out(f, now, out);
             }
         };

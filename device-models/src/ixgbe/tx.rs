@@ -38,8 +38,13 @@ impl Transmit for I82599 {
     }
 
     /// The IPsec engine's transmit side (§7.12.4).
-    fn tx_security(f: &Ixgbe, o: &FrameOpts, ctx: &TxContext, frame: &mut [u8]) -> bool {
-        f.ipsec_tx(o, ctx, frame)
+    fn tx_security(
+        f: &Ixgbe,
+        (o, ctx): (&FrameOpts, &TxContext),
+        seg: usize,
+        frame: &mut Vec<u8>,
+    ) -> bool {
+        f.ipsec_tx(o, ctx, seg, frame)
     }
 
     /// The MAC loops back with HLREG0.LPBK; else the wire.

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //! The second initramfs archive of `kselftest` guests: the installed selftests tree at
 //! `/ksft`, python3 with its standard library and PyYAML, the tools the tests call (bash,
-//! socat, iperf3, bpftool, devlink, coreutils' `timeout` and `env`; bash as `/bin/sh` and `/bin/bash`) and
+//! socat, iperf3, bpftool, devlink, coreutils' `timeout` and `env`; bash as `/bin/sh` and `/bin/bash`),
+//! `/etc/protocols` and `/etc/services`, and
 //! every shared library the ELF files among them need (listed by the sid root's own `ldd`).
 
 use std::collections::BTreeSet;
@@ -32,7 +33,9 @@ pub const TOOLS: &[&str] = &[
 /// an `fw` filter (so_txtime.py), `clsact` (sch_ingress) with `flower` / `matchall`
 /// filters and `skbedit` actions (ring_reconfig.py), macsec with its `gcm(aes)` cipher
 /// (macsec.py), pppoe (its GRO handlers: gro.py's sw_pppoe cases), xfrm_user and ESP
-/// with its offload (ipsec_vxlan.py), netconsole (netpoll_basic.py), tunnels (tso.py, csum and GRO variants,
+/// with its offload and the crypto templates of `seqiv(rfc4106(gcm(aes)))`, which the
+/// guest cannot load on demand (busybox has no modprobe for `request_module`):
+/// ctr under gcm, seqiv / echainiv as ESP's IV generators (ipsec_vxlan.py), netconsole (netpoll_basic.py), tunnels (tso.py, csum and GRO variants,
 /// hw_stats_l3_gre.sh).
 pub const MODULES: &[&str] = &[
     "sch_fq",
@@ -45,6 +48,9 @@ pub const MODULES: &[&str] = &[
     "act_skbedit",
     "macsec",
     "gcm",
+    "ctr",
+    "seqiv",
+    "echainiv",
     "pppoe",
     "xfrm_user",
     "esp4",
@@ -58,6 +64,10 @@ pub const MODULES: &[&str] = &[
     "ip6_tunnel",
     "sit",
 ];
+
+/// Data files of the sid root the tools read: the protocol names iproute2 resolves with
+/// `getprotobyname` (`ip xfrm policy … proto udp` in ipsec_vxlan.py) and the service names.
+const DATA_FILES: &[&str] = &["/etc/protocols", "/etc/services"];
 
 /// Python directories besides the standard library (PyYAML and its C loader).
 const PY_EXTRA: &[&str] = &[
@@ -92,6 +102,13 @@ pub fn archive(root: &Path, install: &Path) -> Result<Vec<u8>> {
         w.file(t, 0o755, &data).map_err(|e| Error::io(&host, e))?;
         seen.insert(t.to_string());
         elves.push(t.to_string());
+    }
+    for f in DATA_FILES {
+        let host = root.join(f.trim_start_matches('/'));
+        if host.is_file() {
+            let data = std::fs::read(&host).map_err(|e| Error::io(&host, e))?;
+            w.file(f, 0o644, &data).map_err(|e| Error::io(&host, e))?;
+        }
     }
     // The tests run commands with `shell=True` (/bin/sh -c): busybox's sh would run its own
     // `ip`, `ping`, … applets before PATH, which lack the options the tests use. /init

@@ -280,3 +280,82 @@ fn a_received_esp_frame_is_decrypted_in_place_or_flagged() {
         (1, 1, 1)
     );
 }
+
+/// `ixgbe_tso` for a GSO frame with ESP (`esp_xmit` left the trailer out):
+/// context with IPLEN over the IP header, ESP header and IV, MSS 1000,
+/// SA 3; data descriptor with TSE and POPTS IXSM | TXSM | IPSEC.
+fn send_esp_tso(d: &Ixgbe, frame: &[u8], paylen: u32) {
+    let mem = d.mem();
+    let ctx = TX_RING;
+    mem.write_obj((14u32 << 9) | 36, GuestAddress(ctx)).unwrap();
+    mem.write_obj(3u32, GuestAddress(ctx + 4)).unwrap();
+    let w2 = (1u32 << 29) | (2 << 20) | (TUCMD_ESP << 9);
+    mem.write_obj(w2, GuestAddress(ctx + 8)).unwrap();
+    mem.write_obj((1000u32 << 16) | (20 << 8), GuestAddress(ctx + 12))
+        .unwrap();
+    mem.write_slice(frame, GuestAddress(TX_BUFS)).unwrap();
+    let desc = ctx + 16;
+    mem.write_obj(TX_BUFS, GuestAddress(desc)).unwrap();
+    let cmd = 0x2b30_0000u32 | (1 << 31) | frame.len() as u32;
+    mem.write_obj(cmd, GuestAddress(desc + 8)).unwrap();
+    mem.write_obj(paylen << 14 | 0x700, GuestAddress(desc + 12))
+        .unwrap();
+    wr(d, txq_base(0) + q::T, 2);
+}
+
+#[test]
+fn a_tso_frame_with_esp_leaves_as_esp_segments_software_esp_accepts() {
+    let (mut d, t) = dev();
+    setup_rings(&mut d, 16);
+    let (key, salt) = driver_words(&alg_key());
+    set_tx_sa(&d, 3, key, salt);
+    start_engine(&d);
+    let payload: Vec<u8> = (0..2500u32).map(|i| (i * 7) as u8).collect();
+    let mut tcp = vec![0u8; 20];
+    tcp[0..2].copy_from_slice(&5001u16.to_be_bytes());
+    tcp[2..4].copy_from_slice(&40000u16.to_be_bytes());
+    tcp[4..8].copy_from_slice(&100u32.to_be_bytes());
+    tcp[12] = 5 << 4;
+    tcp[13] = 0x18; // ACK | PSH
+    let esp = [hex(ESP_HEAD), tcp, payload.clone()].concat();
+    send_esp_tso(&d, &esp_frame(&esp), payload.len() as u32);
+    let out = t.wire.take();
+    assert_eq!(out.len(), 3, "2500 bytes at MSS 1000");
+    let sa = net_util::esp::EspKey {
+        key: alg_key()[..16].try_into().unwrap(),
+        salt: alg_key()[16..].try_into().unwrap(),
+    };
+    let mut got = Vec::new();
+    for (i, f) in out.iter().enumerate() {
+        let mut f = f.clone();
+        assert_eq!(
+            usize::from(u16::from_be_bytes([f[16], f[17]])),
+            f.len() - 14,
+            "IP length"
+        );
+        let r = net_util::csum::verify_rx(&f);
+        assert!(r.ip_checked && r.ip_ok, "IPv4 header checksum");
+        let seq = u32::from_be_bytes([f[38], f[39], f[40], f[41]]);
+        assert_eq!(
+            seq,
+            0x8765_4321 + i as u32,
+            "one sequence number per segment"
+        );
+        let n = f.len();
+        sa.open(&mut f[34..])
+            .expect("software ESP accepts the segment");
+        let (pad, next) = (usize::from(f[n - 18]), f[n - 17]);
+        assert_eq!(next, 6, "next header TCP");
+        assert_eq!(
+            (n - 16 - 50) % 4,
+            0,
+            "payload and trailer padded to four bytes"
+        );
+        let tcp_end = n - 18 - pad;
+        let tseq = u32::from_be_bytes([f[54], f[55], f[56], f[57]]);
+        assert_eq!(tseq, 100 + 1000 * i as u32);
+        assert!((1..=pad).all(|p| f[tcp_end + p - 1] == p as u8));
+        got.extend_from_slice(&f[70..tcp_end]);
+    }
+    assert_eq!(got, payload);
+}
