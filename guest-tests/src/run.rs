@@ -248,7 +248,15 @@ fn prepare_kernels(
     dir: &RunDir,
     ab: bool,
 ) -> Result<Vec<Result<(kernel::GuestKernel, KernelImage)>>> {
-    let with_ksft = plan.matrix.scenarios.iter().any(|s| s == "kselftest");
+    let with_ksft = plan
+        .matrix
+        .scenarios
+        .iter()
+        .any(|s| s == "kselftest")
+        .then(|| {
+            let tests = scenario::kselftest::test_names(&plan.matrix.params.get("kselftest.tests"));
+            image::kselftest::optional_tools(&tests)
+        });
     let mut prepared = Vec::new();
     if plan.matrix.scenarios.iter().any(|s| s == "xsk") {
         provision::xsk::ensure(&prov.sid_root)?;
@@ -260,7 +268,7 @@ fn prepare_kernels(
             String::new()
         };
         prepared.push(
-            match prepare_kernel(kreq, &prov.sid_root, dir, &tag, with_ksft) {
+            match prepare_kernel(kreq, &prov.sid_root, dir, &tag, with_ksft.as_deref()) {
                 Err(e @ (Error::Interrupted | Error::Build(_) | Error::Usage(_))) => return Err(e),
                 p => p,
             },
@@ -544,13 +552,14 @@ struct KernelImage {
 
 /// Resolves (and builds) a kernel, packs its modules — the harness's builds in place of the
 /// stock ones — with the tools (and, for `kselftest`, the selftests of that kernel's own
-/// source with python3 and their tools), copies the bzImage where QEMU sees it.
+/// source with python3 and their tools, `with_ksft` naming the optional ones), copies the
+/// bzImage where QEMU sees it.
 fn prepare_kernel(
     req: &KernelRequest,
     sid_root: &Path,
     dir: &RunDir,
     tag: &str,
-    with_ksft: bool,
+    with_ksft: Option<&[image::kselftest::OptionalTool]>,
 ) -> Result<(kernel::GuestKernel, KernelImage)> {
     let kdir = dir.sub(&format!("kernel-{tag}{}", sanitize(&req.name())))?;
     let kern = build::resolve(req, sid_root, &kdir.host)?;
@@ -559,7 +568,7 @@ fn prepare_kernel(
         println!("kernel {}: build log {}", kern.name, log.display());
     }
     let mut wanted: Vec<&str> = modules::DRIVERS.to_vec();
-    if with_ksft {
+    if with_ksft.is_some() {
         wanted.extend_from_slice(image::kselftest::MODULES);
     }
     let mut mods = modules::collect(&kern.modules_dir, &wanted)?;
@@ -577,10 +586,12 @@ fn prepare_kernel(
     std::fs::copy(&kern.image, &host).map_err(|e| Error::io(&host, e))?;
     println!("image: packing busybox, tools and {} modules", mods.len());
     let mut base = image::base_archive(sid_root, &mods)?;
-    if with_ksft {
+    if let Some(optional) = with_ksft {
         provision::kselftest::install_missing(sid_root, provision::kselftest::GUEST_PACKAGES)?;
+        let packages: Vec<&str> = optional.iter().map(|o| o.package).collect();
+        provision::kselftest::install_missing(sid_root, &packages)?;
         let ksft = provision::kselftest::ensure(sid_root, &kern.release)?;
-        let extra = image::kselftest::archive(sid_root, &ksft.install())?;
+        let extra = image::kselftest::archive(sid_root, &ksft.install(), optional)?;
         println!(
             "image: kselftest of Linux {} with python3 and tools ({} MiB)",
             ksft.version,
