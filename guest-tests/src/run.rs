@@ -599,6 +599,13 @@ fn prepare_kernel(
         );
         base.extend_from_slice(&extra);
     }
+    let mem = guest_mem_mb(0, base.len());
+    if mem > 1024 {
+        println!(
+            "image: the initramfs is {} MiB: guests get at least {mem} MiB of RAM",
+            base.len() >> 20
+        );
+    }
     let built = kern.built_modules.clone();
     Ok((
         kern,
@@ -642,13 +649,24 @@ fn cell_kernel_name(name: &str) -> String {
     short
 }
 
-fn spec(ctx: &Ctx, accel: Accel, kernel: &str, initrd: String, d: &RunDir) -> BootSpec {
+/// Guest RAM (MiB) for an initramfs of `initrd_bytes`: while the kernel unpacks it, the
+/// archive and its files are in memory at once (Documentation/filesystems/
+/// ramfs-rootfs-initramfs.rst), so twice the archive plus 768 MiB for the kernel and the
+/// scenarios, in 256 MiB steps; `asked` (`--mem`) when that is more. A 1 GiB guest fails
+/// "Initramfs unpacking failed: write error" with the ~330 MiB kselftest archive that
+/// carries bpftrace.
+pub fn guest_mem_mb(asked: u32, initrd_bytes: usize) -> u32 {
+    let mib = u32::try_from(initrd_bytes >> 20).unwrap_or(u32::MAX / 4);
+    asked.max((2 * mib + 768).next_multiple_of(256))
+}
+
+fn spec(ctx: &Ctx, accel: Accel, img: &KernelImage, initrd: String, d: &RunDir) -> BootSpec {
     BootSpec {
         launcher: ctx.prov.qemu.clone(),
         accel,
         smp: ctx.args.smp,
-        mem_mb: ctx.args.mem,
-        kernel: kernel.to_owned(),
+        mem_mb: guest_mem_mb(ctx.args.mem, img.base.len()),
+        kernel: img.guest_path.clone(),
         initrd,
         append: if ctx.matrix.scenarios.iter().any(|s| s == "kselftest") {
             APPEND_V6.to_owned()
@@ -668,7 +686,7 @@ fn kvm_probe(ctx: &Ctx, img: &KernelImage) -> Result<bool> {
     let pdir = img.kdir.sub("kvm-probe")?;
     let (host, guest) = pdir.file("initrd.cpio");
     image::write_initrd(&img.base, &init_script::render(&img.mod_names, ""), &host)?;
-    let mut s = spec(ctx, Accel::Kvm, &img.guest_path, guest, &pdir);
+    let mut s = spec(ctx, Accel::Kvm, img, guest, &pdir);
     s.append = format!("{APPEND} {}", init_script::PROBE_ARG);
     s.timeout = accel::PROBE_TIMEOUT;
     s.done_marker = init_script::PROBE_MARKER;
@@ -834,7 +852,7 @@ fn run_cell(
         &init_script::render(&img.mod_names, &body),
         &initrd_host,
     )?;
-    let mut s = spec(ctx, accel, &img.guest_path, initrd_guest, d);
+    let mut s = spec(ctx, accel, img, initrd_guest, d);
     let (mut nicemu, mut host) = attach_ports(ctx, dev, d, &mut s)?;
     if ctx.args.pin {
         let plan = crate::vm::pin::PinPlan::new(ctx.args.smp, host_cores());
@@ -990,6 +1008,16 @@ fn remove_images(dir: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn guest_ram_grows_with_a_large_initramfs_only() {
+        // The usual kselftest image (~90 MiB) keeps --mem's 1 GiB default.
+        assert_eq!(guest_mem_mb(1024, 90 << 20), 1024);
+        // With bpftrace (~360 MiB): 2 × 360 + 768 = 1488, rounded up to 1536.
+        assert_eq!(guest_mem_mb(1024, 360 << 20), 1536);
+        // A larger --mem stays.
+        assert_eq!(guest_mem_mb(4096, 360 << 20), 4096);
+    }
 
     #[test]
     fn mixed_cell_is_igb0_and_ixgbe1_with_the_delay() {
