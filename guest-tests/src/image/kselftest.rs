@@ -61,7 +61,8 @@ pub fn optional_tools(tests: &[String]) -> Vec<OptionalTool> {
 /// an `fw` filter (so_txtime.py), `clsact` (sch_ingress) with `flower` / `matchall`
 /// filters and `skbedit` actions (ring_reconfig.py), macsec with its `gcm(aes)` cipher
 /// (macsec.py: the `gcm` template builds on `ctr(aes)`, which the guest, having no
-/// modprobe for the crypto API's module requests, cannot load on demand), pppoe (its GRO handlers: gro.py's sw_pppoe cases), xfrm_user and ESP
+/// modprobe for the crypto API's module requests, cannot load on demand) and VLANs over it
+/// (8021q), `cls_bpf` (the netkit programs' `tc filter … bpf` redirect, NetDrvContEnv), pppoe (its GRO handlers: gro.py's sw_pppoe cases), xfrm_user and ESP
 /// with its offload (ipsec_vxlan.py), netconsole (netpoll_basic.py), tunnels (tso.py, csum and GRO variants,
 /// hw_stats_l3_gre.sh).
 pub const MODULES: &[&str] = &[
@@ -76,6 +77,8 @@ pub const MODULES: &[&str] = &[
     "macsec",
     "gcm",
     "ctr",
+    "8021q",
+    "cls_bpf",
     "pppoe",
     "xfrm_user",
     "esp4",
