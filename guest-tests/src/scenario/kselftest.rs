@@ -71,8 +71,9 @@ if [ -e /proc/sys/net/ipv6 ]; then
     nicemu_peer /usr/bin/ip -6 neigh replace fd00:100::1 lladdr $MAC nud permanent dev "$PEER_IFACE"
     export LOCAL_V6=fd00:100::1 REMOTE_V6=fd00:100::2
     # The netkit programs (hw/nk_*.py, psp.py) put a namespace behind NETIF with an address
-    # of this prefix and route it on the peer via LOCAL_V6 themselves (NetDrvContEnv).
+    # of this prefix (NetDrvContEnv); the README asks that the peer reach it via the DUT.
     export LOCAL_PREFIX_V6=fd00:101::/64
+    nicemu_peer /usr/bin/ip -6 route add "$LOCAL_PREFIX_V6" via fd00:100::1 dev "$PEER_IFACE"
     nicemu_kv ipv6 1
 fi
 # Each of the device's interrupts on one CPU, round robin (what irqbalance or Intel's
