@@ -34,11 +34,12 @@ struct SlowProgram {
 }
 
 /// The programs whose timeout the harness raises above the kernel's `settings`
-/// (drivers/net: 360 s). gro.py: 318 cases took 438 s on nicemu-ixgbe in a TCG guest
-/// (2026-12-02) — every LRO case that needs two segments coalesced is tried six times.
+/// (drivers/net: 360 s). gro.py: its 318 cases took 438 s on nicemu-ixgbe in a TCG guest,
+/// and 892 s with the host at load 24 on 2 cores (2026-12-02) — every LRO case that needs
+/// two segments coalesced is tried six times.
 const SLOW_PROGRAMS: &[SlowProgram] = &[SlowProgram {
     name: "drivers/net:gro.py",
-    timeout: 900,
+    timeout: 1200,
 }];
 
 /// The `case` arms of the guest's `nicemu_ksft_timeout` for [`SLOW_PROGRAMS`].
@@ -408,8 +409,16 @@ mod tests {
 
     /// The cases of the capture that nicemu-igb.toml does not account for: the capture
     /// predates the image's pppoe module (PPPoE GRO) and cls_flower/act_skbedit (with
-    /// them reconfig_tx_stall runs and reports XFAIL instead of skipping).
+    /// them reconfig_tx_stall runs and reports XFAIL instead of skipping), ctr and 8021q
+    /// (macsec's software SA and VLAN now work), LOCAL_PREFIX_V6 with cls_bpf (the netkit
+    /// programs now print their own cases) and running xdp_metadata.py by its interpreter.
     const IGB_OPEN: &[&str] = &[
+        "macsec.test_vlan.software",
+        "drivers/net/hw:nk_devmem.py",
+        "drivers/net/hw:nk_netns.py",
+        "drivers/net/hw:nk_qlease.py",
+        "drivers/net/hw:userns_devmem.py",
+        "drivers/net/hw:xdp_metadata.py",
         "gro.test.sw_pppoev4_data_same",
         "gro.test.sw_pppoev4_data_lrg_sml",
         "gro.test.sw_pppoev4_data_lrg_1byte",
@@ -475,13 +484,13 @@ mod tests {
         p.set("kselftest.tests", "gro.py").unwrap();
         let script = Kselftest.script(&p);
         assert!(
-            script.contains("drivers/net:gro.py) [ 900 -gt \"$to\" ] && to=900 ;;"),
+            script.contains("drivers/net:gro.py) [ 1200 -gt \"$to\" ] && to=1200 ;;"),
             "{script}"
         );
-        assert_eq!(Kselftest.budget_secs(&p), 900);
+        assert_eq!(Kselftest.budget_secs(&p), 1200);
         assert_eq!(ping_only, 120);
         p.set("kselftest.tests", "all").unwrap();
-        assert_eq!(Kselftest.budget_secs(&p), ALL_COUNT * 120 + 780);
+        assert_eq!(Kselftest.budget_secs(&p), ALL_COUNT * 120 + 1080);
     }
 
     #[test]
