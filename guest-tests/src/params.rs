@@ -150,7 +150,7 @@ pub const KNOWN: &[(&str, &str, &str)] = &[
     (
         "kselftest.timeout",
         "300",
-        "seconds each selftest program may run (then TERM, KILL 10 s later; reported as TIMEOUT)",
+        "seconds each selftest program may run at least (then TERM, KILL 10 s later; reported as TIMEOUT); a program gets more when its directory's kselftest `settings` file gives more (drivers/net: 360), and gro.py 1200",
     ),
     (
         "rss.max_combined",

@@ -248,7 +248,15 @@ fn prepare_kernels(
     dir: &RunDir,
     ab: bool,
 ) -> Result<Vec<Result<(kernel::GuestKernel, KernelImage)>>> {
-    let with_ksft = plan.matrix.scenarios.iter().any(|s| s == "kselftest");
+    let with_ksft = plan
+        .matrix
+        .scenarios
+        .iter()
+        .any(|s| s == "kselftest")
+        .then(|| {
+            let tests = scenario::kselftest::test_names(&plan.matrix.params.get("kselftest.tests"));
+            image::kselftest::optional_tools(&tests)
+        });
     let mut prepared = Vec::new();
     if plan.matrix.scenarios.iter().any(|s| s == "xsk") {
         provision::xsk::ensure(&prov.sid_root)?;
@@ -260,7 +268,7 @@ fn prepare_kernels(
             String::new()
         };
         prepared.push(
-            match prepare_kernel(kreq, &prov.sid_root, dir, &tag, with_ksft) {
+            match prepare_kernel(kreq, &prov.sid_root, dir, &tag, with_ksft.as_deref()) {
                 Err(e @ (Error::Interrupted | Error::Build(_) | Error::Usage(_))) => return Err(e),
                 p => p,
             },
@@ -544,13 +552,14 @@ struct KernelImage {
 
 /// Resolves (and builds) a kernel, packs its modules — the harness's builds in place of the
 /// stock ones — with the tools (and, for `kselftest`, the selftests of that kernel's own
-/// source with python3 and their tools), copies the bzImage where QEMU sees it.
+/// source with python3 and their tools, `with_ksft` naming the optional ones), copies the
+/// bzImage where QEMU sees it.
 fn prepare_kernel(
     req: &KernelRequest,
     sid_root: &Path,
     dir: &RunDir,
     tag: &str,
-    with_ksft: bool,
+    with_ksft: Option<&[image::kselftest::OptionalTool]>,
 ) -> Result<(kernel::GuestKernel, KernelImage)> {
     let kdir = dir.sub(&format!("kernel-{tag}{}", sanitize(&req.name())))?;
     let kern = build::resolve(req, sid_root, &kdir.host)?;
@@ -559,7 +568,7 @@ fn prepare_kernel(
         println!("kernel {}: build log {}", kern.name, log.display());
     }
     let mut wanted: Vec<&str> = modules::DRIVERS.to_vec();
-    if with_ksft {
+    if with_ksft.is_some() {
         wanted.extend_from_slice(image::kselftest::MODULES);
     }
     let mut mods = modules::collect(&kern.modules_dir, &wanted)?;
@@ -577,16 +586,25 @@ fn prepare_kernel(
     std::fs::copy(&kern.image, &host).map_err(|e| Error::io(&host, e))?;
     println!("image: packing busybox, tools and {} modules", mods.len());
     let mut base = image::base_archive(sid_root, &mods)?;
-    if with_ksft {
+    if let Some(optional) = with_ksft {
         provision::kselftest::install_missing(sid_root, provision::kselftest::GUEST_PACKAGES)?;
+        let packages: Vec<&str> = optional.iter().map(|o| o.package).collect();
+        provision::kselftest::install_missing(sid_root, &packages)?;
         let ksft = provision::kselftest::ensure(sid_root, &kern.release)?;
-        let extra = image::kselftest::archive(sid_root, &ksft.install())?;
+        let extra = image::kselftest::archive(sid_root, &ksft.install(), optional)?;
         println!(
             "image: kselftest of Linux {} with python3 and tools ({} MiB)",
             ksft.version,
             extra.len() >> 20
         );
         base.extend_from_slice(&extra);
+    }
+    let mem = guest_mem_mb(0, base.len());
+    if mem > 1024 {
+        println!(
+            "image: the initramfs is {} MiB: guests get at least {mem} MiB of RAM",
+            base.len() >> 20
+        );
     }
     let built = kern.built_modules.clone();
     Ok((
@@ -631,13 +649,24 @@ fn cell_kernel_name(name: &str) -> String {
     short
 }
 
-fn spec(ctx: &Ctx, accel: Accel, kernel: &str, initrd: String, d: &RunDir) -> BootSpec {
+/// Guest RAM (MiB) for an initramfs of `initrd_bytes`: while the kernel unpacks it, the
+/// archive and its files are in memory at once (Documentation/filesystems/
+/// ramfs-rootfs-initramfs.rst), so twice the archive plus 768 MiB for the kernel and the
+/// scenarios, in 256 MiB steps; `asked` (`--mem`) when that is more. A 1 GiB guest fails
+/// "Initramfs unpacking failed: write error" with the ~330 MiB kselftest archive that
+/// carries bpftrace.
+pub fn guest_mem_mb(asked: u32, initrd_bytes: usize) -> u32 {
+    let mib = u32::try_from(initrd_bytes >> 20).unwrap_or(u32::MAX / 4);
+    asked.max((2 * mib + 768).next_multiple_of(256))
+}
+
+fn spec(ctx: &Ctx, accel: Accel, img: &KernelImage, initrd: String, d: &RunDir) -> BootSpec {
     BootSpec {
         launcher: ctx.prov.qemu.clone(),
         accel,
         smp: ctx.args.smp,
-        mem_mb: ctx.args.mem,
-        kernel: kernel.to_owned(),
+        mem_mb: guest_mem_mb(ctx.args.mem, img.base.len()),
+        kernel: img.guest_path.clone(),
         initrd,
         append: if ctx.matrix.scenarios.iter().any(|s| s == "kselftest") {
             APPEND_V6.to_owned()
@@ -657,7 +686,7 @@ fn kvm_probe(ctx: &Ctx, img: &KernelImage) -> Result<bool> {
     let pdir = img.kdir.sub("kvm-probe")?;
     let (host, guest) = pdir.file("initrd.cpio");
     image::write_initrd(&img.base, &init_script::render(&img.mod_names, ""), &host)?;
-    let mut s = spec(ctx, Accel::Kvm, &img.guest_path, guest, &pdir);
+    let mut s = spec(ctx, Accel::Kvm, img, guest, &pdir);
     s.append = format!("{APPEND} {}", init_script::PROBE_ARG);
     s.timeout = accel::PROBE_TIMEOUT;
     s.done_marker = init_script::PROBE_MARKER;
@@ -823,7 +852,7 @@ fn run_cell(
         &init_script::render(&img.mod_names, &body),
         &initrd_host,
     )?;
-    let mut s = spec(ctx, accel, &img.guest_path, initrd_guest, d);
+    let mut s = spec(ctx, accel, img, initrd_guest, d);
     let (mut nicemu, mut host) = attach_ports(ctx, dev, d, &mut s)?;
     if ctx.args.pin {
         let plan = crate::vm::pin::PinPlan::new(ctx.args.smp, host_cores());
@@ -979,6 +1008,16 @@ fn remove_images(dir: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn guest_ram_grows_with_a_large_initramfs_only() {
+        // The usual kselftest image (~90 MiB) keeps --mem's 1 GiB default.
+        assert_eq!(guest_mem_mb(1024, 90 << 20), 1024);
+        // With bpftrace (~360 MiB): 2 × 360 + 768 = 1488, rounded up to 1536.
+        assert_eq!(guest_mem_mb(1024, 360 << 20), 1536);
+        // A larger --mem stays.
+        assert_eq!(guest_mem_mb(4096, 360 << 20), 4096);
+    }
 
     #[test]
     fn mixed_cell_is_igb0_and_ixgbe1_with_the_delay() {

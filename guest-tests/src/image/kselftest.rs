@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //! The second initramfs archive of `kselftest` guests: the installed selftests tree at
 //! `/ksft`, python3 with its standard library and PyYAML, the tools the tests call (bash,
-//! socat, iperf3, bpftool, devlink, coreutils' `timeout` and `env`; bash as `/bin/sh` and `/bin/bash`),
-//! `/etc/protocols` and `/etc/services`, and
+//! socat, iperf3, bpftool, devlink, coreutils' `timeout` and `env`; bash as `/bin/sh` and `/bin/bash`;
+//! bpftrace when a selected program needs it), `/etc/protocols` and `/etc/services`, and
 //! every shared library the ELF files among them need (listed by the sid root's own `ldd`).
 
 use std::collections::BTreeSet;
@@ -29,13 +29,43 @@ pub const TOOLS: &[&str] = &[
     "/usr/bin/python3",
 ];
 
+/// A tool carried only when a program that needs it is selected: it is large.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OptionalTool {
+    /// Kselftest name of the program that calls it.
+    pub program: &'static str,
+    /// Debian package (installed into the sid root when needed).
+    pub package: &'static str,
+    /// Its path inside the sid root and the guest.
+    pub path: &'static str,
+}
+
+/// bpftrace: netpoll_basic.py counts `netpoll_poll_dev` calls with it. With its libraries
+/// (LLVM 21, libclang, libclang-cpp, z3, BCC) it adds ~270 MiB to the ~60 MiB archive,
+/// so only runs that select netpoll_basic.py (or `all`) carry it.
+pub const OPTIONAL_TOOLS: &[OptionalTool] = &[OptionalTool {
+    program: "drivers/net:netpoll_basic.py",
+    package: "bpftrace",
+    path: "/usr/bin/bpftrace",
+}];
+
+/// The optional tools `tests` (full kselftest names, or `all`) need.
+pub fn optional_tools(tests: &[String]) -> Vec<OptionalTool> {
+    OPTIONAL_TOOLS
+        .iter()
+        .filter(|o| tests.iter().any(|t| t == "all" || t == o.program))
+        .copied()
+        .collect()
+}
+
 /// Modules the selftests use besides the drivers: `fq` / `etf` qdiscs under `prio` with
 /// an `fw` filter (so_txtime.py), `clsact` (sch_ingress) with `flower` / `matchall`
 /// filters and `skbedit` actions (ring_reconfig.py), macsec with its `gcm(aes)` cipher
-/// (macsec.py), pppoe (its GRO handlers: gro.py's sw_pppoe cases), xfrm_user and ESP
-/// with its offload and the crypto templates of `seqiv(rfc4106(gcm(aes)))`, which the
-/// guest cannot load on demand (busybox has no modprobe for `request_module`):
-/// ctr under gcm, seqiv / echainiv as ESP's IV generators (ipsec_vxlan.py), netconsole (netpoll_basic.py), tunnels (tso.py, csum and GRO variants,
+/// (macsec.py: the `gcm` template builds on `ctr(aes)`, which the guest, having no
+/// modprobe for the crypto API's module requests, cannot load on demand) and VLANs over it
+/// (8021q), `cls_bpf` (the netkit programs' `tc filter … bpf` redirect, NetDrvContEnv), pppoe (its GRO handlers: gro.py's sw_pppoe cases), xfrm_user and ESP
+/// with its offload and the templates of `seqiv(rfc4106(gcm(aes)))`: seqiv / echainiv as
+/// ESP's IV generators (ipsec_vxlan.py), netconsole (netpoll_basic.py), tunnels (tso.py, csum and GRO variants,
 /// hw_stats_l3_gre.sh).
 pub const MODULES: &[&str] = &[
     "sch_fq",
@@ -51,6 +81,8 @@ pub const MODULES: &[&str] = &[
     "ctr",
     "seqiv",
     "echainiv",
+    "8021q",
+    "cls_bpf",
     "pppoe",
     "xfrm_user",
     "esp4",
@@ -75,8 +107,9 @@ const PY_EXTRA: &[&str] = &[
     "/usr/lib/python3/dist-packages/_yaml",
 ];
 
-/// Builds the archive from the sid root and the installed selftests at `install` (host path).
-pub fn archive(root: &Path, install: &Path) -> Result<Vec<u8>> {
+/// Builds the archive from the sid root and the installed selftests at `install` (host path),
+/// with [`TOOLS`] and the `optional` ones.
+pub fn archive(root: &Path, install: &Path, optional: &[OptionalTool]) -> Result<Vec<u8>> {
     let mut w = CpioWriter::new(Vec::new());
     let mut elves: Vec<String> = Vec::new();
     let install_in_root = install.strip_prefix(root).map_err(|_| {
@@ -96,7 +129,7 @@ pub fn archive(root: &Path, install: &Path) -> Result<Vec<u8>> {
         }
     }
     let mut seen = BTreeSet::new();
-    for t in TOOLS {
+    for t in TOOLS.iter().chain(optional.iter().map(|o| &o.path)) {
         let host = rootfs_path::resolve(root, t)?;
         let data = std::fs::read(&host).map_err(|e| Error::io(&host, e))?;
         w.file(t, 0o755, &data).map_err(|e| Error::io(&host, e))?;
@@ -205,4 +238,21 @@ pub fn ldd<'a>(root: &Path, files: impl IntoIterator<Item = &'a str>) -> Result<
         .map(|l| format!("{l}\n"))
         .collect();
     Ok(super::tools::parse_ldd(&lines))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bpftrace_comes_only_with_netpoll_basic_or_all() {
+        let names = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert!(optional_tools(&names(&["drivers/net:ping.py"])).is_empty());
+        let want = vec![OPTIONAL_TOOLS[0]];
+        assert_eq!(
+            optional_tools(&names(&["drivers/net:netpoll_basic.py"])),
+            want
+        );
+        assert_eq!(optional_tools(&names(&["all"])), want);
+    }
 }
