@@ -1039,7 +1039,11 @@ fn cabled_ports_run_at_their_highest_common_mode_and_report_it_in_status() {
     pump(&[(&a, &ta), (&b, &tb)]);
     for d in [&a, &b] {
         let st = rd(d, STATUS);
-        assert_eq!(st & (status::LU | status::FD | status::SPEED_1000), 0x83, "{st:#x}");
+        assert_eq!(
+            st & (status::LU | status::FD | status::SPEED_1000),
+            0x83,
+            "{st:#x}"
+        );
     }
     wr(&b, ICR, u32::MAX);
     let _ = rd(&b, ICR);
@@ -1051,7 +1055,10 @@ fn cabled_ports_run_at_their_highest_common_mode_and_report_it_in_status() {
     for d in [&a, &b] {
         let st = rd(d, STATUS);
         assert_eq!(st & (status::LU | status::FD), status::LU | status::FD);
-        assert_eq!(st & (status::SPEED_100 | status::SPEED_1000), status::SPEED_100);
+        assert_eq!(
+            st & (status::SPEED_100 | status::SPEED_1000),
+            status::SPEED_100
+        );
     }
     assert_ne!(rd(&b, ICR) & (1 << 2), 0, "b saw its link change (LSC)");
     // 10 FD against 100 FD: neither has link.
