@@ -36,6 +36,8 @@ pub struct Fdb {
     map: HashMap<[u8; 6], Entry>,
     cap: usize,
     age_ns: u64,
+    /// Bumped whenever a MAC is added, moves port or is removed.
+    changes: u64,
 }
 
 impl Default for Fdb {
@@ -51,6 +53,7 @@ impl Fdb {
             map: HashMap::new(),
             cap: cap.max(1),
             age_ns,
+            changes: 0,
         }
     }
 
@@ -68,6 +71,9 @@ impl Fdb {
     /// removed to make room for it.
     pub fn learn(&mut self, mac: [u8; 6], port: usize, now_ns: u64) -> Made {
         if let Some(e) = self.map.get_mut(&mac) {
+            if e.port != port {
+                self.changes += 1;
+            }
             *e = Entry {
                 port,
                 seen_ns: now_ns,
@@ -79,6 +85,7 @@ impl Fdb {
         } else {
             Made::default()
         };
+        self.changes += 1;
         self.map.insert(
             mac,
             Entry {
@@ -87,6 +94,13 @@ impl Fdb {
             },
         );
         made
+    }
+
+    /// A count that changes whenever a MAC is added, moves to another port
+    /// or is removed: what a lookup answered stays true while it does not
+    /// (and the entries it used have not aged out).
+    pub fn changes(&self) -> u64 {
+        self.changes
     }
 
     /// The port `mac` was last seen on, unless the entry has aged out.
@@ -108,6 +122,7 @@ impl Fdb {
         self.map
             .retain(|_, e| now_ns.saturating_sub(e.seen_ns) < age);
         let aged = (before - self.map.len()) as u64;
+        self.changes += 1;
         if self.map.len() < self.cap {
             return Made { aged, evicted: 0 };
         }

@@ -202,6 +202,65 @@ struct Port {
     counters: Arc<PortCounters>,
     queued: Arc<Queued>,
     direct: Option<Arc<dyn DirectRx>>,
+    /// Where this port's last batch of one unicast source and destination
+    /// went.
+    route: Mutex<Option<Route>>,
+}
+
+/// How often a cached route is taken from the MAC table again, so the
+/// sender's source MAC stays refreshed (learned) in it: far below
+/// [`crate::fdb::FDB_AGE_NS`].
+const ROUTE_REFRESH_NS: u64 = 1_000_000_000;
+
+/// A destination looked up in the MAC table for frames of one source and
+/// one unicast destination MAC, valid while the table has not changed
+/// ([`Fdb::changes`]) and for [`ROUTE_REFRESH_NS`].
+#[derive(Clone, Copy, Debug)]
+struct Route {
+    /// Destination and source MAC (the frames' first 12 bytes).
+    macs: [u8; 12],
+    dest: Dest,
+    changes: u64,
+    at: u64,
+}
+
+/// The first 12 bytes shared by every frame of `frames` (all long enough to
+/// switch, the destination unicast), if they all share them.
+fn shared_macs(frames: Frames<'_>) -> Option<[u8; 12]> {
+    let first = frames.get(0).get(..12)?;
+    if first[0] & 1 != 0
+        || frames
+            .iter()
+            .any(|f| f.len() < MIN_SWITCH_FRAME || f[..12] != *first)
+    {
+        return None;
+    }
+    first.try_into().ok()
+}
+
+impl Port {
+    /// The cached destination of `frames`, if they are one source's frames
+    /// to one unicast destination and the route is still valid.
+    fn cached(&self, frames: Frames<'_>, now: u64, changes: u64) -> Option<Dest> {
+        let route = (*self.route.try_lock().ok()?)?;
+        let fresh = route.changes == changes && now.wrapping_sub(route.at) < ROUTE_REFRESH_NS;
+        (fresh && shared_macs(frames) == Some(route.macs)).then_some(route.dest)
+    }
+
+    /// Remembers where `frames` went when they share their addresses.
+    fn remember(&self, frames: Frames<'_>, dest: Dest, now: u64, changes: u64) {
+        let Some(macs) = shared_macs(frames) else {
+            return;
+        };
+        if let Ok(mut r) = self.route.try_lock() {
+            *r = Some(Route {
+                macs,
+                dest,
+                changes,
+                at: now,
+            });
+        }
+    }
 }
 
 /// One network: ports and the learned MAC table.
@@ -209,6 +268,8 @@ struct Port {
 pub struct Switch {
     ports: RwLock<Vec<Port>>,
     fdb: Mutex<Fdb>,
+    /// [`Fdb::changes`] after the last lookup, read without the table's lock.
+    fdb_changes: AtomicU64,
     pool: Arc<FramePool>,
     net: Arc<NetCounters>,
 }
@@ -258,6 +319,7 @@ impl Switch {
             counters: counters.clone(),
             queued: queued.clone(),
             direct,
+            route: Mutex::new(None),
         });
         (
             PortHandle {
@@ -324,12 +386,13 @@ impl Switch {
     }
 
     /// Where each of `frames` (at most [`BATCH_FRAMES`]) from port `from`
-    /// goes, in `dests`; returns the runts among them. Under one lock of the
+    /// goes, in `dests`; returns the runts among them and the table's
+    /// [`Fdb::changes`] after it. Under one lock of the
     /// MAC table: each source is learned (multicast sources are not), each
     /// unicast destination looked up — once per run of frames with the same
     /// source or destination, which is most of a batch. Multicast
     /// destinations always flood.
-    fn route(&self, from: usize, frames: Frames<'_>, now: u64, dests: &mut [Dest]) -> u64 {
+    fn route(&self, from: usize, frames: Frames<'_>, now: u64, dests: &mut [Dest]) -> (u64, u64) {
         let mut fdb = self.fdb.lock().unwrap_or_else(|e| e.into_inner());
         let mut made = Made::default();
         let mut runts = 0;
@@ -375,7 +438,9 @@ impl Switch {
         self.net
             .fdb_entries
             .store(fdb.len() as u64, Ordering::Relaxed);
-        runts
+        let changes = fdb.changes();
+        self.fdb_changes.store(changes, Ordering::Release);
+        (runts, changes)
     }
 
     /// Forwards a frame from port `from`: learn the source, send to the port
@@ -403,11 +468,28 @@ impl Switch {
         }
     }
 
-    /// [`Self::forward_batch`] of at most [`BATCH_FRAMES`] frames.
+    /// [`Self::forward_batch`] of at most [`BATCH_FRAMES`] frames. Frames of
+    /// one source to one unicast destination go where the sender's last
+    /// such batch went while the MAC table has not changed since
+    /// ([`Route`]), without taking the table's lock.
     fn forward_chunk(&self, from: usize, frames: Frames<'_>, sent: u64) {
         let mut dests = [Dest::Drop; BATCH_FRAMES];
-        let runts = self.route(from, frames, sent, &mut dests);
         let ports = self.ports.read().unwrap_or_else(|e| e.into_inner());
+        let sender = ports.get(from);
+        let changes = self.fdb_changes.load(Ordering::Acquire);
+        let runts = match sender.and_then(|p| p.cached(frames, sent, changes)) {
+            Some(d) => {
+                dests[..frames.len()].fill(d);
+                0
+            }
+            None => {
+                let (runts, changes) = self.route(from, frames, sent, &mut dests);
+                if let Some(p) = sender {
+                    p.remember(frames, dests[0], sent, changes);
+                }
+                runts
+            }
+        };
         if runts > 0 {
             if let Some(p) = ports.get(from) {
                 p.counters.runt_drops.fetch_add(runts, Ordering::Relaxed);
@@ -497,6 +579,56 @@ mod tests {
             "learned destination is not flooded"
         );
         assert!(ra.rx.try_recv().is_err(), "no echo to the sender");
+    }
+
+    /// A sender's route is cached per source and destination MAC; a MAC
+    /// that moves to another port takes the next frame with it.
+    #[test]
+    fn a_cached_route_follows_a_mac_that_moves_port() {
+        let sw = Arc::new(Switch::default());
+        let (a, _ra) = sw.attach();
+        let (b, rb) = sw.attach();
+        let (c, rc) = sw.attach();
+        let ma = [2, 0, 0, 0, 0, 0xa];
+        let mx = [2, 0, 0, 0, 0, 0x1];
+        b.transmit_at(&frame([0xff; 6], mx), 1);
+        for t in 2..5 {
+            a.transmit_at(&frame(mx, ma), t);
+        }
+        assert_eq!(rb.rx.try_iter().count(), 3, "unicast to b");
+        assert_eq!(rc.rx.try_iter().count(), 1, "c saw only the broadcast");
+        c.transmit_at(&frame([0xff; 6], mx), 5);
+        rb.rx.try_iter().for_each(drop);
+        a.transmit_at(&frame(mx, ma), 6);
+        assert_eq!(rc.rx.try_iter().count(), 1, "the moved MAC's port got it");
+        assert_eq!(rb.rx.try_iter().count(), 0, "the old port did not");
+    }
+
+    /// While a cached route is used the sender's MAC is still refreshed in
+    /// the table (once per [`ROUTE_REFRESH_NS`]), so it does not age out and
+    /// answers to it are not flooded.
+    #[test]
+    fn a_sender_on_a_cached_route_stays_learned() {
+        let sw = Arc::new(Switch::default());
+        let (a, ra) = sw.attach();
+        let (b, rb) = sw.attach();
+        let (_c, rc) = sw.attach();
+        let (ma, mb) = ([2, 0, 0, 0, 0, 0xa], [2, 0, 0, 0, 0, 0xb]);
+        b.transmit_at(&frame([0xff; 6], mb), 0);
+        let step = 500_000_000;
+        let end = crate::fdb::FDB_AGE_NS + 10 * step;
+        let mut t = 0;
+        while t <= end {
+            a.transmit_at(&frame(mb, ma), t);
+            b.transmit_at(&frame([0xff; 6], mb), t);
+            t += step;
+        }
+        rb.rx.try_iter().for_each(drop);
+        rc.rx.try_iter().for_each(drop);
+        ra.rx.try_iter().for_each(drop);
+        b.transmit_at(&frame(ma, mb), end);
+        assert_eq!(ra.rx.try_iter().count(), 1);
+        assert_eq!(rc.rx.try_iter().count(), 0, "not flooded: a is still known");
     }
 
     struct Sink(Mutex<Vec<Vec<u8>>>, Mutex<()>);
