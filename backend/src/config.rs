@@ -38,10 +38,20 @@ pub struct DeviceSpec {
     /// Wire delay of frames arriving at this port, in ns: IEEE 1588 receive
     /// time stamps are taken this much later (igb, ixgbe).
     pub delay_ns: u64,
+    /// How long the PHY's autonegotiation takes, in ns (`autoneg=MS`, igb;
+    /// default `device_models::phy::AUTONEG_NS`).
+    pub autoneg_ns: u64,
+    /// `cable=ID`: the igb port whose PHY this one's is cabled to (each
+    /// sees the other's advertisement, `device_models::cable`) instead of
+    /// the ideal link partner.
+    pub cable: Option<String>,
 }
 
 /// Largest accepted `delay=` (one second).
 pub const MAX_DELAY_NS: u64 = 1_000_000_000;
+
+/// Largest accepted `autoneg=`, in ms (10 s).
+pub const MAX_AUTONEG_MS: u64 = 10_000;
 
 /// Parses a MAC address `aa:bb:cc:dd:ee:ff`.
 pub fn parse_mac(s: &str) -> Option<[u8; 6]> {
@@ -113,6 +123,15 @@ fn wire_delay(v: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("delay '{v}' must be nanoseconds from 0 to {MAX_DELAY_NS}"))
 }
 
+/// `autoneg=`: milliseconds from 1 to [`MAX_AUTONEG_MS`], as nanoseconds.
+fn autoneg_time(v: &str) -> Result<u64, String> {
+    v.parse::<u64>()
+        .ok()
+        .filter(|n| (1..=MAX_AUTONEG_MS).contains(n))
+        .map(|ms| ms * 1_000_000)
+        .ok_or_else(|| format!("autoneg '{v}' must be milliseconds from 1 to {MAX_AUTONEG_MS}"))
+}
+
 /// The `key=value` items of one `--device`, as given.
 #[derive(Default)]
 struct DeviceKeys {
@@ -123,6 +142,8 @@ struct DeviceKeys {
     queues: Option<u16>,
     sfp: Option<device_models::ixgbe::SfpKind>,
     delay_ns: Option<u64>,
+    autoneg_ns: Option<u64>,
+    cable: Option<String>,
 }
 
 impl DeviceKeys {
@@ -140,9 +161,11 @@ impl DeviceKeys {
                 self.sfp = Some(sfp);
             }
             "delay" => self.delay_ns = Some(wire_delay(v)?),
+            "autoneg" => self.autoneg_ns = Some(autoneg_time(v)?),
+            "cable" => self.cable = Some(v.to_string()),
             other => {
                 return Err(format!(
-                    "unknown key '{other}' (known: id, socket, mac, net, queues, delay, sfp)"
+                    "unknown key '{other}' (known: id, socket, mac, net, queues, delay, sfp, autoneg, cable)"
                 ))
             }
         }
@@ -159,6 +182,12 @@ impl DeviceKeys {
         }
         if self.delay_ns.is_some() && kind == DeviceKind::VirtioNet {
             return Err("delay= applies to igb and ixgbe (PTP time stamps) only".into());
+        }
+        if self.autoneg_ns.is_some() && kind != DeviceKind::Igb {
+            return Err("autoneg= applies to igb only (its copper PHY negotiates)".into());
+        }
+        if self.cable.is_some() && kind != DeviceKind::Igb {
+            return Err("cable= applies to igb only (a copper PHY at each end)".into());
         }
         Ok(())
     }
@@ -189,6 +218,8 @@ impl DeviceSpec {
             net: keys.net.unwrap_or_else(|| "lan0".into()),
             queues: keys.queues.unwrap_or(1),
             delay_ns: keys.delay_ns.unwrap_or(0),
+            autoneg_ns: keys.autoneg_ns.unwrap_or(device_models::phy::AUTONEG_NS),
+            cable: keys.cable,
             sfp: keys.sfp.unwrap_or_default(),
         })
     }
@@ -293,7 +324,44 @@ pub fn parse_devices(specs: &[String]) -> Result<Vec<DeviceSpec>, Error> {
             return Err(Error::SocketExists(d.socket.clone()));
         }
     }
+    check_cables(&devs, specs)?;
     Ok(devs)
+}
+
+/// Each `cable=ID` names another igb device on the same network, and a
+/// port has at most one cable (named on either end).
+fn check_cables(devs: &[DeviceSpec], specs: &[String]) -> Result<(), Error> {
+    let mut cabled = HashSet::new();
+    for (d, spec) in devs.iter().zip(specs) {
+        let Some(other) = &d.cable else { continue };
+        let bad = |reason: String| Error::BadDevice {
+            spec: spec.clone(),
+            reason,
+        };
+        let Some(o) = devs.iter().find(|o| &o.id == other) else {
+            return Err(bad(format!("cable={other}: no device has id={other}")));
+        };
+        if o.id == d.id {
+            return Err(bad(format!(
+                "cable={other}: a port cannot be cabled to itself"
+            )));
+        }
+        if o.kind != DeviceKind::Igb {
+            return Err(bad(format!("cable={other}: {other} is not an igb port")));
+        }
+        if o.net != d.net {
+            return Err(bad(format!(
+                "cable={other}: {other} is on net {} and this port on {} (the cable's frames go through one network)",
+                o.net, d.net
+            )));
+        }
+        for id in [&d.id, &o.id] {
+            if !cabled.insert(id.clone()) {
+                return Err(bad(format!("cable={other}: {id} already has a cable")));
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -312,6 +380,9 @@ mod tests {
         assert_eq!(d.mac, [0x52, 0x54, 0, 0, 0, 1]);
         assert_eq!(d.net, "lan1");
         assert_eq!(d.delay_ns, 0);
+        assert_eq!(d.autoneg_ns, device_models::phy::AUTONEG_NS);
+        let d = DeviceSpec::parse("igb,id=x,socket=/s,autoneg=300", 1).unwrap();
+        assert_eq!(d.autoneg_ns, 300_000_000);
         let d = DeviceSpec::parse("ixgbe,id=x,socket=/s,delay=1500", 1).unwrap();
         assert_eq!(d.delay_ns, 1500);
         let d = DeviceSpec::parse("ixgbe,id=x,socket=/s,sfp=lr", 1).unwrap();
@@ -341,6 +412,19 @@ mod tests {
             ("igb,id=a,socket=/s,delay=-1", "nanoseconds"),
             ("igb,id=a,socket=/s,delay=2000000000", "nanoseconds"),
             ("virtio-net,id=a,socket=/s,delay=5", "igb and ixgbe"),
+            (
+                "igb,id=a,socket=/s,autoneg=0",
+                "milliseconds from 1 to 10000",
+            ),
+            (
+                "igb,id=a,socket=/s,autoneg=10001",
+                "milliseconds from 1 to 10000",
+            ),
+            (
+                "igb,id=a,socket=/s,autoneg=1s",
+                "milliseconds from 1 to 10000",
+            ),
+            ("ixgbe,id=a,socket=/s,autoneg=500", "igb only"),
         ] {
             let e = DeviceSpec::parse(spec, 0).unwrap_err().to_string();
             assert!(e.contains(needle), "{spec}: {e}");

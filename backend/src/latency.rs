@@ -388,6 +388,14 @@ impl NetPort for TimedRx {
     fn set_wire_delay_ns(&self, ns: u64) {
         self.inner.set_wire_delay_ns(ns);
     }
+
+    fn set_autoneg_ns(&self, ns: u64) {
+        self.inner.set_autoneg_ns(ns);
+    }
+
+    fn attach_cable(&self, end: device_models::cable::CableEnd) -> bool {
+        self.inner.attach_cable(end)
+    }
 }
 
 #[cfg(test)]

@@ -178,6 +178,7 @@ pub fn start(
             }
         }
     }
+    connect_cables(specs, &registry);
     for (i, w) in wires.iter().enumerate() {
         let switch = nets.entry(w.net.clone()).or_default().clone();
         match start_wire(i, w, &switch) {
@@ -227,6 +228,27 @@ fn start_virtio(spec: &DeviceSpec, switch: &Arc<Switch>) -> Result<PortInfo, Err
     ))
 }
 
+/// Cables the PHYs of the ports `cable=` pairs (checked by
+/// `config::parse_devices`: two igb ports, each in one cable).
+fn connect_cables(specs: &[DeviceSpec], registry: &Registry) {
+    let port = |id: &str| registry.ports.iter().find(|p| p.id == id);
+    for spec in specs {
+        let Some(other) = &spec.cable else { continue };
+        let (Some(a), Some(b)) = (port(&spec.id), port(other)) else {
+            continue;
+        };
+        let (ea, eb) = device_models::cable::CableEnd::pair();
+        if a.port.attach_cable(ea) && b.port.attach_cable(eb) {
+            log::info!("{}: cabled to {other}", spec.id);
+        } else {
+            log::warn!(
+                "{}: cable to {other} not connected (no copper PHY)",
+                spec.id
+            );
+        }
+    }
+}
+
 /// Starts an igb or ixgbe function: the device model on its switch port,
 /// its receive thread and timer, and its vfio-user server.
 fn start_function(
@@ -263,6 +285,7 @@ fn start_function(
     let rx_dev = Arc::new(TimedRx::new(dev.clone(), lat.clone()));
     direct.set(rx_dev.clone());
     dev.set_wire_delay_ns(spec.delay_ns);
+    dev.set_autoneg_ns(spec.autoneg_ns);
     // Receive thread: frames from the switch into the device.
     let rx_irq = irq.clone();
     crate::threads::spawn(format!("rx-{}", spec.id), move || {

@@ -39,8 +39,10 @@
 #![cfg_attr(test, allow(clippy::too_many_lines))]
 #![forbid(unsafe_code)]
 
+pub mod autoneg;
 pub mod bar;
 pub mod batch;
+pub mod cable;
 pub mod desc;
 pub mod dma;
 pub mod env;

@@ -102,6 +102,20 @@ pub trait NetPort: Send + Sync {
     fn set_wire_delay_ns(&self, ns: u64) {
         let _ = ns;
     }
+    /// Sets how long the port's autonegotiation takes from a PHY reset,
+    /// restart, power-up or cable connect until link (IEEE 802.3 clause 28;
+    /// default [`crate::phy::AUTONEG_NS`]); a negotiation under way keeps its
+    /// end. Default: ignored (a port whose medium negotiates nothing).
+    fn set_autoneg_ns(&self, ns: u64) {
+        let _ = ns;
+    }
+    /// Cables the port's PHY to another port's (IEEE 802.3 clause 28
+    /// between the two, [`crate::cable`]) instead of the ideal partner;
+    /// false when the port has no twisted-pair PHY (default).
+    fn attach_cable(&self, end: crate::cable::CableEnd) -> bool {
+        let _ = end;
+        false
+    }
 }
 
 /// What the control path reads of a port, and the faults it injects.

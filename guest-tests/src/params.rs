@@ -148,6 +148,20 @@ pub const KNOWN: &[(&str, &str, &str)] = &[
         "seconds of each nicemu-xsk AF_XDP run (rx_drop, tx_only, l2fwd; copy and zero-copy)",
     ),
     (
+        "kselftest.igb_autoneg_ms",
+        "500",
+        "runs with kselftest: nicemu igb ports' autonegotiation time (`autoneg=MS`; nicemu's \
+         default is 1000): QEMU's igb takes 500, and xdp.py's single-buffer cases send one \
+         datagram right after an XDP attach renegotiates; 0 = nicemu's default",
+    ),
+    (
+        "kselftest.igb_cable",
+        "1",
+        "runs with kselftest: 1 = nicemu's two igb ports are cabled to each other (`cable=`: each \
+         PHY autonegotiates with the other's advertisement, as back-to-back NICs do; \
+         hw/ethtool.sh needs that), 0 = each has the ideal link partner",
+    ),
+    (
         "kselftest.timeout",
         "300",
         "seconds each selftest program may run at least (then TERM, KILL 10 s later; reported as TIMEOUT); a program gets more when its directory's kselftest `settings` file gives more (drivers/net: 360), and gro.py 1200",

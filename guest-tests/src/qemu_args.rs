@@ -39,7 +39,15 @@ pub fn vectors(args: &QemuArgsArgs, nicemu: &Path) -> Result<(Vec<String>, Vec<S
     ];
     let nicemu_args = match dev.nicemu_kind() {
         Some(kind) => {
-            let c = crate::run::nicemu_cell(nicemu, kind, args.topology, dev, &dir, 0, 2);
+            let c = crate::run::nicemu_cell(
+                nicemu,
+                kind,
+                args.topology,
+                dev,
+                &dir,
+                crate::run::PortOpts::default(),
+                2,
+            );
             qemu.extend(c.qemu);
             c.args
         }

@@ -721,13 +721,55 @@ pub(crate) struct NicemuCell {
     host: HostActions,
 }
 
+/// Per-port nicemu options the parameters choose, on every nicemu port of a cell.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct PortOpts {
+    /// `ptp.delay_ns`: `delay=NS` on igb and ixgbe ports (0 = none).
+    pub delay_ns: u64,
+    /// `kselftest.igb_autoneg_ms` in runs with kselftest: `autoneg=MS` on igb ports
+    /// (0 = nicemu's default).
+    pub igb_autoneg_ms: u64,
+    /// `kselftest.igb_cable` in runs with kselftest: two nicemu igb ports are cabled to
+    /// each other (`cable=` on the first).
+    pub igb_cable: bool,
+}
+
+impl PortOpts {
+    /// The options of a run with `ctx`'s parameters and scenarios.
+    fn of(ctx: &Ctx) -> Self {
+        let p = &ctx.matrix.params;
+        let ksft = ctx.matrix.scenarios.iter().any(|s| s == "kselftest");
+        PortOpts {
+            delay_ns: p.num("ptp.delay_ns").max(0.0) as u64,
+            igb_autoneg_ms: if ksft {
+                p.num("kselftest.igb_autoneg_ms").clamp(0.0, 10_000.0) as u64
+            } else {
+                0
+            },
+            igb_cable: ksft && p.num("kselftest.igb_cable") != 0.0,
+        }
+    }
+
+    /// The `,key=value` items for a port of nicemu kind `kind`.
+    fn items(&self, kind: &str) -> String {
+        let mut s = String::new();
+        if self.delay_ns > 0 {
+            s.push_str(&format!(",delay={}", self.delay_ns));
+        }
+        if self.igb_autoneg_ms > 0 && kind == "igb" {
+            s.push_str(&format!(",autoneg={}", self.igb_autoneg_ms));
+        }
+        s
+    }
+}
+
 pub(crate) fn nicemu_cell(
     bin: &Path,
     kind: &str,
     topo: Topology,
     dev: DeviceKind,
     d: &RunDir,
-    delay_ns: u64,
+    opts: PortOpts,
     virtio_queues: usize,
 ) -> NicemuCell {
     let mut args = Vec::new();
@@ -739,24 +781,26 @@ pub(crate) fn nicemu_cell(
     } else {
         topo.macs()
     };
-    // `ptp.delay_ns`: the same receive time-stamp delay on every nicemu port.
-    let delay = if delay_ns > 0 {
-        format!(",delay={delay_ns}")
-    } else {
-        String::new()
+    let port_kind = |i: usize| match topo.nicemu_peer() {
+        Some(peer) if i == 1 => peer,
+        _ => (kind, dev.nicemu_id().unwrap_or(kind)),
+    };
+    // Two igb ports: the first one's `cable=` names the second.
+    let cable = match (ports.len(), port_kind(0).0, port_kind(1)) {
+        (2, "igb", ("igb", idp)) if opts.igb_cable => format!(",cable={idp}1"),
+        _ => String::new(),
     };
     for (i, mac) in ports.iter().enumerate() {
-        let (kind, idp) = match topo.nicemu_peer() {
-            Some(peer) if i == 1 => peer,
-            _ => (kind, dev.nicemu_id().unwrap_or(kind)),
-        };
+        let (kind, idp) = port_kind(i);
         let id = format!("{idp}{i}");
         let (host, guest) = d.file(&format!("{id}.sock"));
         args.push("--device".to_owned());
         args.push(format!(
-            "{kind},id={id},socket={}{},mac={mac},net=lan0{delay}",
+            "{kind},id={id},socket={}{},mac={mac},net=lan0{}{}",
             host.display(),
-            dev.nicemu_opts(virtio_queues)
+            dev.nicemu_opts(virtio_queues),
+            opts.items(kind),
+            if i == 0 { cable.as_str() } else { "" }
         ));
         sockets.push(host);
         guest_socks.push(guest);
@@ -904,8 +948,15 @@ fn attach_ports(
 ) -> Result<(Option<NicemuProcess>, Option<HostActions>)> {
     let topo = ctx.matrix.topology;
     if let (Some(kind), Some(bin)) = (dev.nicemu_kind(), ctx.nicemu_bin) {
-        let delay_ns = ctx.matrix.params.num("ptp.delay_ns").max(0.0) as u64;
-        let c = nicemu_cell(bin, kind, topo, dev, d, delay_ns, virtio_queues(ctx));
+        let c = nicemu_cell(
+            bin,
+            kind,
+            topo,
+            dev,
+            d,
+            PortOpts::of(ctx),
+            virtio_queues(ctx),
+        );
         let log = d.host.join("nicemu.log");
         println!("  nicemu {} (log {})", c.args.join(" "), log.display());
         let nicemu = NicemuProcess::start(bin, &c.args, &c.sockets, &log)?;
@@ -1031,7 +1082,11 @@ mod tests {
             Topology::Mixed,
             DeviceKind::NicemuIgb,
             &d,
-            50000,
+            PortOpts {
+                delay_ns: 50000,
+                igb_autoneg_ms: 500,
+                igb_cable: true,
+            },
             2,
         );
         let devices: Vec<&str> = c
@@ -1043,7 +1098,7 @@ mod tests {
         assert_eq!(
             devices,
             [
-                "igb,id=igb0,socket=/h/igb0.sock,mac=52:54:00:12:34:56,net=lan0,delay=50000",
+                "igb,id=igb0,socket=/h/igb0.sock,mac=52:54:00:12:34:56,net=lan0,delay=50000,autoneg=500",
                 "ixgbe,id=ixgbe1,socket=/h/ixgbe1.sock,mac=52:54:00:12:34:57,net=lan0,delay=50000",
             ]
         );
@@ -1060,11 +1115,30 @@ mod tests {
             Topology::Netns,
             DeviceKind::NicemuIgb,
             &d,
-            0,
+            PortOpts::default(),
             2,
         );
-        assert!(netns.args.iter().all(|a| !a.contains("delay=")));
+        assert!(netns
+            .args
+            .iter()
+            .all(|a| !a.contains("delay=") && !a.contains("autoneg=")));
         assert!(netns.args.iter().any(|a| a.starts_with("igb,id=igb1,")));
+        let cabled = nicemu_cell(
+            Path::new("/bin/nicemu"),
+            "igb",
+            Topology::Netns,
+            DeviceKind::NicemuIgb,
+            &d,
+            PortOpts {
+                igb_cable: true,
+                ..PortOpts::default()
+            },
+            2,
+        );
+        assert!(cabled
+            .args
+            .iter()
+            .any(|a| a.starts_with("igb,id=igb0,") && a.ends_with(",cable=igb1")));
     }
 
     /// A run directory under the default cache plus a patched kernel's cell must leave room

@@ -27,10 +27,12 @@ pub mod tx;
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
+use crate::autoneg::{Mode, Speed};
 use crate::bar::{self, IoWindow, RegisterWindow};
 use crate::batch::{FrameBatch, Frames};
+use crate::cable::CableEnd;
 use crate::dma::{DmaMemory, DmaView, GuestRam};
 use crate::env::DeviceEnv;
 use crate::errors::{ErrorCounters, GuestErrors};
@@ -98,12 +100,21 @@ pub struct Ctl<D> {
     pub link_reported: bool,
     /// When the medium's negotiation under way completes (device clock).
     pub autoneg_done_ns: Option<u64>,
+    /// How long a negotiation takes ([`crate::phy::AUTONEG_NS`] unless set
+    /// through [`NetPort::set_autoneg_ns`]).
+    pub autoneg_ns: u64,
 }
 
 /// [`Function::link`] bit: the medium has link.
 const LINK_UP: u8 = 1;
 /// [`Function::link`] bit: the medium loops transmitted frames back.
 const LINK_LOOPBACK: u8 = 2;
+/// [`Function::link`] bits: the medium resolved a mode ([`LINK_MODE_SET`])
+/// at this speed (0 = 10, 1 = 100, 2 = 1000 Mb/s, shifted by
+/// [`LINK_SPEED_SHIFT`]), full duplex ([`LINK_FULL`]).
+const LINK_MODE_SET: u8 = 4;
+const LINK_SPEED_SHIFT: u8 = 3;
+const LINK_FULL: u8 = 32;
 
 /// One PCI function of part `M`. See the module documentation.
 pub struct Function<M: Model> {
@@ -123,6 +134,9 @@ pub struct Function<M: Model> {
     /// The link came up under `ctl`: the transmit queues it held are to be
     /// rung once `ctl` is released ([`Self::resume_tx`]).
     tx_resume: AtomicBool,
+    /// The cable's other end changed its signal: the timer re-reads it
+    /// ([`crate::cable`]).
+    partner_kicked: Arc<AtomicBool>,
     /// Per transmit queue: the frame being gathered and its offload contexts.
     pub(crate) txq: Box<[Mutex<TxQueue>]>,
     /// Emptied frame batches of finished transmit passes, for reuse.
@@ -166,9 +180,11 @@ impl<M: Part> Function<M> {
                 media: M::media(&cfg),
                 link_reported: false,
                 autoneg_done_ns: None,
+                autoneg_ns: crate::phy::AUTONEG_NS,
             }),
             link: AtomicU8::new(0),
             tx_resume: AtomicBool::new(false),
+            partner_kicked: Arc::new(AtomicBool::new(false)),
             txq: (0..l.queues)
                 .map(|_| Mutex::new(TxQueue::with_max(l.max_tx_frame)))
                 .collect(),
@@ -291,12 +307,41 @@ impl<M: Part> Function<M> {
         if c.media.loopback() {
             v |= LINK_LOOPBACK;
         }
+        if let Some(m) = c.media.link_mode() {
+            let speed = match m.speed {
+                Speed::Mb10 => 0,
+                Speed::Mb100 => 1,
+                Speed::Mb1000 => 2,
+            };
+            v |= LINK_MODE_SET | (speed << LINK_SPEED_SHIFT);
+            if m.full {
+                v |= LINK_FULL;
+            }
+        }
         self.link.store(v, Ordering::Release);
+    }
+
+    /// The speed and duplex the medium's link runs at, when it resolved one
+    /// (a PHY that autonegotiated or was forced; see [`Media::link_mode`]).
+    pub(crate) fn link_mode(&self) -> Option<Mode> {
+        let v = self.link.load(Ordering::Acquire);
+        if v & LINK_MODE_SET == 0 {
+            return None;
+        }
+        let speed = match (v >> LINK_SPEED_SHIFT) & 3 {
+            0 => Speed::Mb10,
+            1 => Speed::Mb100,
+            _ => Speed::Mb1000,
+        };
+        Some(Mode {
+            speed,
+            full: v & LINK_FULL != 0,
+        })
     }
 
     /// The link as the driver sees it: the medium has link or loops back.
     pub(crate) fn link_up(&self) -> bool {
-        self.link.load(Ordering::Acquire) != 0
+        self.link.load(Ordering::Acquire) & (LINK_UP | LINK_LOOPBACK) != 0
     }
 
     /// The medium loops transmitted frames back (PHY loopback).
@@ -330,10 +375,10 @@ impl<M: Part> Function<M> {
     }
 
     /// Schedules the end of a negotiation the medium started (a restart
-    /// moves it): [`crate::phy::AUTONEG_NS`] from now, on the device timer.
+    /// moves it): [`Ctl::autoneg_ns`] from now, on the device timer.
     fn track_autoneg(&self, c: &mut Ctl<M::Media>) {
         if c.media.take_autoneg_started() {
-            let at = self.env.clock.now_ns() + crate::phy::AUTONEG_NS;
+            let at = self.env.clock.now_ns() + c.autoneg_ns;
             c.autoneg_done_ns = Some(at);
             self.env.timer.arm(at);
         } else if !c.media.negotiating() {
@@ -345,6 +390,11 @@ impl<M: Part> Function<M> {
     /// cause), or re-arms for it (the transport keeps one deadline, the
     /// earliest).
     fn autoneg_timer(&self, now_ns: u64) {
+        if self.partner_kicked.swap(false, Ordering::AcqRel) {
+            let mut c = self.ctl();
+            c.media.partner_changed();
+            self.check_link_change(&mut c);
+        }
         {
             let mut c = self.ctl();
             match c.autoneg_done_ns {
@@ -533,6 +583,25 @@ impl<M: Part> NetPort for Function<M> {
 
     fn set_wire_delay_ns(&self, ns: u64) {
         self.ts().set_rx_delay_ns(ns);
+    }
+
+    fn set_autoneg_ns(&self, ns: u64) {
+        self.ctl().autoneg_ns = ns;
+    }
+
+    fn attach_cable(&self, end: CableEnd) -> bool {
+        let kicked = self.partner_kicked.clone();
+        let (timer, clock) = (self.env.timer.clone(), self.env.clock.clone());
+        end.set_kick(Arc::new(move || {
+            kicked.store(true, Ordering::Release);
+            timer.arm(clock.now_ns());
+        }));
+        let mut c = self.ctl();
+        if !c.media.attach_cable(end) {
+            return false;
+        }
+        self.check_link_change(&mut c);
+        true
     }
 }
 

@@ -113,6 +113,20 @@ pub trait Media: Send + fmt::Debug {
     }
     /// The negotiation under way is done.
     fn complete_autoneg(&mut self) {}
+    /// The speed and duplex the link runs at, when the medium resolves one.
+    /// Default: none (the part reports its one speed).
+    fn link_mode(&self) -> Option<crate::autoneg::Mode> {
+        None
+    }
+    /// Cables the medium to another port's; false when it cannot be
+    /// (default: a medium without a twisted-pair PHY).
+    fn attach_cable(&mut self, end: crate::cable::CableEnd) -> bool {
+        let _ = end;
+        false
+    }
+    /// The cable's other end signals something new (see
+    /// [`crate::phy::Phy::partner_changed`]).
+    fn partner_changed(&mut self) {}
 }
 
 /// The shared copper PHY as a medium: link while the cable is connected, the
@@ -138,6 +152,16 @@ impl Media for Phy {
     }
     fn complete_autoneg(&mut self) {
         Phy::complete_autoneg(self);
+    }
+    fn link_mode(&self) -> Option<crate::autoneg::Mode> {
+        Phy::link_mode(self)
+    }
+    fn attach_cable(&mut self, end: crate::cable::CableEnd) -> bool {
+        Phy::attach_cable(self, end);
+        true
+    }
+    fn partner_changed(&mut self) {
+        Phy::partner_changed(self);
     }
 }
 

@@ -5,6 +5,7 @@
 
 use super::regs::*;
 use super::{ctrl, rctl, status, tctl, Igb, I82576};
+use crate::autoneg::Speed;
 use crate::function::{Control, Ctl};
 use crate::phy::Phy;
 use crate::regfile::Written;
@@ -90,10 +91,23 @@ impl Igb {
         self.check_link_change(c);
     }
 
-    /// STATUS: full duplex at 1000 Mb/s, link, GIO master enable.
+    /// STATUS (82576 §8.2.2): the speed (bits 7:6) and duplex (bit 0) the
+    /// PHY resolved while it has link (1000 Mb/s full duplex otherwise),
+    /// link, GIO master enable.
     fn status(&self) -> u32 {
         let c = self.regs.peek(CTRL);
-        let mut s = status::FD | status::SPEED_1000 | status::PF_RST_DONE;
+        let mut s = status::PF_RST_DONE;
+        s |= match self.link_mode() {
+            Some(m) => {
+                let speed = match m.speed {
+                    Speed::Mb10 => 0,
+                    Speed::Mb100 => status::SPEED_100,
+                    Speed::Mb1000 => status::SPEED_1000,
+                };
+                speed | if m.full { status::FD } else { 0 }
+            }
+            None => status::FD | status::SPEED_1000,
+        };
         if self.link_up() {
             s |= status::LU;
         }

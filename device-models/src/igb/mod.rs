@@ -61,6 +61,8 @@ pub mod status {
     pub const FD: u32 = 1 << 0;
     /// Link up.
     pub const LU: u32 = 1 << 1;
+    /// Speed 100 Mb/s.
+    pub const SPEED_100: u32 = 1 << 6;
     /// Speed 1000 Mb/s.
     pub const SPEED_1000: u32 = 1 << 7;
     /// PHY reset asserted.

@@ -2,7 +2,8 @@
 //! The 82576's internal IGP03 copper PHY (82576 datasheet §8.24, PHY registers;
 //! ID 0x02A8_0390 as the igb driver's `igb_get_phy_id_82575` expects).
 
-use crate::phy::{PhyModel, PhyRegDef, MII_SR_AUTONEG_COMPLETE, MII_SR_LINK_STATUS};
+use crate::autoneg::{Mode, Speed};
+use crate::phy::{PhyModel, PhyRegDef, VendorStatus, MII_SR_AUTONEG_COMPLETE, MII_SR_LINK_STATUS};
 
 const fn r(addr: u16, reset: u16, wmask: u16) -> PhyRegDef {
     PhyRegDef { addr, reset, wmask }
@@ -31,20 +32,26 @@ static REGS: &[PhyRegDef] = &[
 /// Status bits while the link is up: link and autonegotiation complete.
 const LINK_BITS: u16 = MII_SR_LINK_STATUS | MII_SR_AUTONEG_COMPLETE;
 
-/// Partner registers while the link is up: LP ability (1000/100/10 FD+HD, pause,
-/// ack), autoneg expansion (LP autoneg able), 1000T status (local and remote
-/// receiver OK, LP 1000 FD/HD), port status (1000 Mb/s, full duplex, link).
-static LINK_VALUES: &[(u16, u16)] = &[
-    (0x05, 0x45e1),
-    (0x06, 0x0005),
-    (0x0a, 0x3c00),
-    (0x11, 0xc000 | 0x0200 | 0x0400),
-];
+/// Port status (0x11) while the link is up: speed (bits 15:14, 01 = 10,
+/// 10 = 100, 11 = 1000 Mb/s), link (bit 10), full duplex (bit 9) — the bits
+/// igb's `igb_get_phy_info_igp` and `igb_check_polarity_igp` read
+/// (`IGP01E1000_PSSR_*`).
+fn port_status(m: Mode) -> u16 {
+    let speed = match m.speed {
+        Speed::Mb10 => 0x4000,
+        Speed::Mb100 => 0x8000,
+        Speed::Mb1000 => 0xc000,
+    };
+    speed | 0x0400 | if m.full { 0x0200 } else { 0 }
+}
 
 /// The IGP03 model.
 pub const IGP03: PhyModel = PhyModel {
     regs: REGS,
     page_select: Some(0x1f),
     status_link_bits: LINK_BITS,
-    link_values: LINK_VALUES,
+    vendor_status: Some(VendorStatus {
+        addr: 0x11,
+        value: port_status,
+    }),
 };

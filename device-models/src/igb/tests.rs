@@ -994,3 +994,80 @@ fn a_received_batch_counts_and_signals_as_its_frames_one_by_one() {
     assert_ne!(icr.0 & intr::ICR_RXT0, 0, "RXT0 raised for the batch");
     assert_eq!(icr.0, icr.1);
 }
+
+#[test]
+fn a_set_autonegotiation_time_is_when_the_link_comes_back() {
+    let (mut d, t) = dev();
+    d.set_autoneg_ns(300_000_000);
+    let t0 = t.clock.now_ns();
+    t.timer.take();
+    phy_write(&mut d, 0, 0x1000 | 0x0200);
+    assert_eq!(t.timer.take(), vec![t0 + 300_000_000]);
+    // Just before: still negotiating; at the time: link.
+    t.clock.set(t0 + 299_999_999);
+    d.on_timer(t0 + 299_999_999);
+    let _ = phy_read(&mut d, 1);
+    assert_eq!(
+        phy_read(&mut d, 1) & 0x0004,
+        0,
+        "no link before the set time"
+    );
+    t.clock.set(t0 + 300_000_000);
+    d.on_timer(t0 + 300_000_000);
+    let _ = phy_read(&mut d, 1);
+    assert_ne!(phy_read(&mut d, 1) & 0x0004, 0, "link at the set time");
+}
+
+/// Plays the transport's timers of cabled devices: every round moves both
+/// clocks past any negotiation and fires both timers (kicks arm them).
+fn pump(devs: &[(&Igb, &TestEnv)]) {
+    for _ in 0..6 {
+        let now = devs[0].1.clock.now_ns() + crate::phy::AUTONEG_NS;
+        for (d, t) in devs {
+            t.timer.take();
+            t.clock.set(now);
+            d.on_timer(now);
+        }
+    }
+}
+
+#[test]
+fn cabled_ports_run_at_their_highest_common_mode_and_report_it_in_status() {
+    let ((mut a, ta), (mut b, tb)) = (dev(), dev());
+    let (ea, eb) = crate::cable::CableEnd::pair();
+    assert!(a.attach_cable(ea) && b.attach_cable(eb));
+    pump(&[(&a, &ta), (&b, &tb)]);
+    for d in [&a, &b] {
+        let st = rd(d, STATUS);
+        assert_eq!(
+            st & (status::LU | status::FD | status::SPEED_1000),
+            0x83,
+            "{st:#x}"
+        );
+    }
+    wr(&b, ICR, u32::MAX);
+    let _ = rd(&b, ICR);
+    // a advertises 10/100 only (ethtool -s advertise 0x00f) and restarts.
+    phy_write(&mut a, 4, 0x01e1);
+    phy_write(&mut a, 9, 0);
+    phy_write(&mut a, 0, 0x1140 | 0x0200);
+    pump(&[(&a, &ta), (&b, &tb)]);
+    for d in [&a, &b] {
+        let st = rd(d, STATUS);
+        assert_eq!(st & (status::LU | status::FD), status::LU | status::FD);
+        assert_eq!(
+            st & (status::SPEED_100 | status::SPEED_1000),
+            status::SPEED_100
+        );
+    }
+    assert_ne!(rd(&b, ICR) & (1 << 2), 0, "b saw its link change (LSC)");
+    // 10 FD against 100 FD: neither has link.
+    phy_write(&mut a, 4, 0x0041);
+    phy_write(&mut a, 0, 0x1140 | 0x0200);
+    phy_write(&mut b, 4, 0x0101);
+    phy_write(&mut b, 9, 0);
+    phy_write(&mut b, 0, 0x1140 | 0x0200);
+    pump(&[(&a, &ta), (&b, &tb)]);
+    assert_eq!(rd(&a, STATUS) & status::LU, 0);
+    assert_eq!(rd(&b, STATUS) & status::LU, 0);
+}

@@ -27,6 +27,14 @@ pub const TOOLS: &[&str] = &[
     // The tests start with `#!/usr/bin/env python3` (busybox puts its applets in /bin).
     "/usr/bin/env",
     "/usr/bin/python3",
+    // net/forwarding/lib.sh (the forwarding-style hw/*.sh programs) requires both, and
+    // finds itself with `readlink -e` (busybox's readlink has no -e).
+    "/usr/bin/jq",
+    "/usr/sbin/mausezahn",
+    "/usr/bin/readlink",
+    // ethtool_lib.sh (ethtool.sh, ethtool_extended_state.sh) intersects link mode lists
+    // with `comm`, which busybox here lacks.
+    "/usr/bin/comm",
 ];
 
 /// A tool carried only when a program that needs it is selected: it is large.
@@ -58,6 +66,10 @@ pub fn optional_tools(tests: &[String]) -> Vec<OptionalTool> {
         .collect()
 }
 
+/// Data files the tests read: ethtool_lib.sh maps link mode names to bit numbers with awk
+/// over the uapi `ethtool.h` (linux-libc-dev, installed with the build tools).
+const DATA: &[&str] = &["/usr/include/linux/ethtool.h"];
+
 /// Modules the selftests use besides the drivers: `fq` / `etf` qdiscs under `prio` with
 /// an `fw` filter (so_txtime.py), `clsact` (sch_ingress) with `flower` / `matchall`
 /// filters and `skbedit` actions (ring_reconfig.py), macsec with its `gcm(aes)` cipher
@@ -66,7 +78,7 @@ pub fn optional_tools(tests: &[String]) -> Vec<OptionalTool> {
 /// (8021q), `cls_bpf` (the netkit programs' `tc filter … bpf` redirect, NetDrvContEnv), pppoe (its GRO handlers: gro.py's sw_pppoe cases), xfrm_user and ESP
 /// with its offload and the templates of `seqiv(rfc4106(gcm(aes)))`: seqiv / echainiv as
 /// ESP's IV generators (ipsec_vxlan.py), netconsole (netpoll_basic.py), tunnels (tso.py, csum and GRO variants,
-/// hw_stats_l3_gre.sh).
+/// hw_stats_l3_gre.sh), vrf (net/forwarding/lib.sh's `simple_if_init`).
 pub const MODULES: &[&str] = &[
     "sch_fq",
     "sch_etf",
@@ -95,6 +107,7 @@ pub const MODULES: &[&str] = &[
     "vxlan",
     "ip6_tunnel",
     "sit",
+    "vrf",
 ];
 
 /// Data files of the sid root the tools read: the protocol names iproute2 resolves with
@@ -135,6 +148,11 @@ pub fn archive(root: &Path, install: &Path, optional: &[OptionalTool]) -> Result
         w.file(t, 0o755, &data).map_err(|e| Error::io(&host, e))?;
         seen.insert(t.to_string());
         elves.push(t.to_string());
+    }
+    for f in DATA {
+        let host = rootfs_path::resolve(root, f)?;
+        let data = std::fs::read(&host).map_err(|e| Error::io(&host, e))?;
+        w.file(f, 0o644, &data).map_err(|e| Error::io(&host, e))?;
     }
     for f in DATA_FILES {
         let host = root.join(f.trim_start_matches('/'));

@@ -52,7 +52,8 @@ pub const BUILD_PACKAGES: &[&str] = &[
 ];
 
 /// Packages whose tools the tests call in the guest (drivers/net/README.rst: python3 +
-/// PyYAML, socat, iperf3; `bash` for the remote channel, `bpftool` for XDP cases).
+/// PyYAML, socat, iperf3; `bash` for the remote channel, `bpftool` for XDP cases; `jq` and
+/// `netsniff-ng`'s mausezahn, which net/forwarding/lib.sh requires).
 pub const GUEST_PACKAGES: &[&str] = &[
     "bash",
     "python3",
@@ -63,6 +64,8 @@ pub const GUEST_PACKAGES: &[&str] = &[
     "iproute2",
     "ethtool",
     "netperf",
+    "jq",
+    "netsniff-ng",
 ];
 
 /// Where builds live inside the sid root.

@@ -117,19 +117,78 @@ export PYTHONUNBUFFERED=1
 mount -t configfs configfs /sys/kernel/config 2>/dev/null
 # bpftrace (netpoll_basic.py) checks its kprobes against tracefs' available_filter_functions.
 mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
+# bash's process substitution (ethtool_rmon.sh's `< <(…)`) reads /dev/fd/N.
+[ -e /dev/fd ] || ln -s /proc/self/fd /dev/fd
 [ "$KSFT_TESTS" = all ] && KSFT_TESTS=$(cat /ksft/kselftest-list.txt)
+# Forwarding-style programs (net/forwarding/lib.sh without DRIVER_TEST_CONFORMANT) take
+# their ports as arguments (NETIFS p1 p2) and want both cabled back to back in this
+# namespace: the peer port comes home for them and goes back to netns peer after.
+nicemu_forwarding() {
+    f="/ksft/${1%%:*}/${1#*:}"
+    case "$f" in *.sh) ;; *) return 1 ;; esac
+    grep -q 'net/forwarding/lib.sh' "$f" && ! grep -q 'DRIVER_TEST_CONFORMANT:=yes' "$f"
+}
+nicemu_wait_carrier() {
+    n=0
+    while [ $n -lt 100 ]; do
+        [ "$(cat /sys/class/net/$IFACE/carrier 2>/dev/null)" = 1 ] &&
+            [ "$($1 cat /sys/class/net/$PEER_IFACE/carrier 2>/dev/null)" = 1 ] && break
+        sleep 0.1; n=$((n+1))
+    done
+    echo $((n*100))
+}
+nicemu_peer_home() {
+    /usr/bin/ip -n peer link set "$PEER_IFACE" netns 1
+    /usr/bin/ip addr flush dev "$IFACE" scope global
+    /usr/bin/ip neigh flush dev "$IFACE"
+    /usr/bin/ip link set "$PEER_IFACE" up
+    nicemu_kv "carrier_ms:$1" "$(nicemu_wait_carrier)"
+}
+nicemu_peer_back() {
+    /usr/bin/ip addr flush dev "$IFACE" scope global
+    /usr/bin/ip link set "$PEER_IFACE" netns peer
+    /usr/bin/ip link set "$IFACE" up
+    nicemu_peer /usr/bin/ip link set "$PEER_IFACE" up
+    /usr/bin/ip addr add $DUT_IP/24 dev "$IFACE"
+    nicemu_peer /usr/bin/ip addr add $PEER_IP/24 dev "$PEER_IFACE"
+    /usr/bin/ip neigh replace $PEER_IP lladdr $PEER_MAC nud permanent dev "$IFACE"
+    nicemu_peer /usr/bin/ip neigh replace $DUT_IP lladdr $MAC nud permanent dev "$PEER_IFACE"
+    if [ -n "$LOCAL_V6" ]; then
+        nicemu_peer sysctl -qw "net.ipv6.conf.$PEER_IFACE.keep_addr_on_down=1"
+        /usr/bin/ip -6 addr add $LOCAL_V6/64 dev "$IFACE" nodad
+        nicemu_peer /usr/bin/ip -6 addr add $REMOTE_V6/64 dev "$PEER_IFACE" nodad
+        /usr/bin/ip -6 neigh replace $REMOTE_V6 lladdr $PEER_MAC nud permanent dev "$IFACE"
+        nicemu_peer /usr/bin/ip -6 neigh replace $LOCAL_V6 lladdr $MAC nud permanent dev "$PEER_IFACE"
+    fi
+    nicemu_kv "back_carrier_ms:$1" "$(nicemu_wait_carrier nicemu_peer)"
+    # The carrier may still read 1 before the reopened ports renegotiate: the path is
+    # back when the peer answers.
+    n=0
+    while [ $n -lt 20 ] && ! /usr/bin/ping -c 1 -W 1 "$PEER_IP" >/dev/null 2>&1; do
+        n=$((n+1))
+    done
+    nicemu_kv "back_ping_tries:$1" $n
+}
 for t in $KSFT_TESTS; do
     if ! grep -qxF "$t" /ksft/kselftest-list.txt; then nicemu_kv "rc:$t" missing; continue; fi
+    ports=
+    if nicemu_forwarding "$t"; then ports="$IFACE $PEER_IFACE"; nicemu_peer_home "$t"; fi
     nicemu_pin_irqs
     to=$(nicemu_ksft_timeout "$t")
     nicemu_kv "timeout:$t" "$to"
+    dmesg_at=$(dmesg | wc -l)
     nicemu_kv "start:$t" "$(nicemu_uptime)"
     ( cd "/ksft/${t%%:*}" && run=$(nicemu_ksft_command "${t#*:}") &&
       { [ -x "${t#*:}" ] || printf '# Warning: file %s is not executable (run as: %s)\n' "${t#*:}" "$run"; } &&
-      /usr/bin/timeout -k 10 "$to" $run </dev/null 2>&1
+      /usr/bin/timeout -k 10 "$to" $run $ports </dev/null 2>&1
       echo $? > /tmp/ksft.rc ) | sed "s|^|@@NICEMU-OUT $SCEN t:$t |"
     nicemu_kv "rc:$t" "$(cat /tmp/ksft.rc)"
     nicemu_kv "end:$t" "$(nicemu_uptime)"
+    [ -n "$ports" ] && nicemu_peer_back "$t"
+    # The kernel's link messages while the program ran (what its resets did to the link,
+    # when: against start/end above).
+    nicemu_kv "links:$t" "$(dmesg | tail -n +$((dmesg_at + 1)) | grep -E 'Link is (Up|Down)' |
+        head -n 40 | tr '\n' ';')"
 done
 true"#;
 
@@ -163,9 +222,12 @@ impl Scenario for Kselftest {
     fn script(&self, p: &Params) -> String {
         let tests = test_names(&p.get("kselftest.tests"));
         format!(
-            "{NEED_IFACE}{NEED_PEER}KSFT_TESTS='{}'\nKSFT_TIMEOUT={}\n{}",
+            "{NEED_IFACE}{NEED_PEER}KSFT_TESTS='{}'\nKSFT_TIMEOUT={}\n\
+             nicemu_kv igb_autoneg_ms {}\nnicemu_kv igb_cable {}\n{}",
             tests.join(" ").replace('\'', ""),
             p.num("kselftest.timeout").max(1.0) as u64,
+            p.num("kselftest.igb_autoneg_ms").clamp(0.0, 10_000.0) as u64,
+            u8::from(p.num("kselftest.igb_cable") != 0.0),
             SCRIPT.replace("@SLOW@", &slow_arms())
         )
     }
@@ -225,12 +287,36 @@ impl Scenario for Kselftest {
             r.add_failure("no selftest ran");
         }
         judge(&mut r, &cases, target);
+        report_autoneg(&mut r, s, target);
         r.metric("programs", json!(programs));
         r.metric(
             "cases",
             Value::Array(cases.iter().map(Case::to_json).collect()),
         );
         r
+    }
+}
+
+/// On nicemu's igb: the autonegotiation time its ports ran with (`autoneg=MS`, set from
+/// `kselftest.igb_autoneg_ms`; 0 = nicemu's default, 1000) and whether they were cabled to
+/// each other (`kselftest.igb_cable`), as metrics and in the summary.
+fn report_autoneg(r: &mut ScenarioResult, s: &Section, target: &Target) {
+    if target.device != "nicemu-igb" {
+        return;
+    }
+    let ms = match s.get("igb_autoneg_ms").and_then(|v| v.parse::<u64>().ok()) {
+        Some(0) => crate::vm::device::NICEMU_AUTONEG_MS,
+        Some(ms) => ms,
+        None => return,
+    };
+    let cabled = s.get("igb_cable") == Some("1");
+    r.metric("igb_autoneg_ms", json!(ms));
+    r.metric("igb_cable", json!(cabled));
+    if let Some(sum) = &mut r.summary {
+        sum.push_str(&format!(
+            " (igb autonegotiation {ms} ms{})",
+            if cabled { ", ports cabled" } else { "" }
+        ));
     }
 }
 
@@ -411,7 +497,8 @@ mod tests {
     /// predates the image's pppoe module (PPPoE GRO) and cls_flower/act_skbedit (with
     /// them reconfig_tx_stall runs and reports XFAIL instead of skipping), ctr and 8021q
     /// (macsec's software SA and VLAN now work), LOCAL_PREFIX_V6 with cls_bpf (the netkit
-    /// programs now print their own cases) and running xdp_metadata.py by its interpreter.
+    /// programs now print their own cases), running xdp_metadata.py by its interpreter, and the
+    /// forwarding-style programs getting both ports (they failed there, they skip now).
     const IGB_OPEN: &[&str] = &[
         "macsec.test_vlan.software",
         "drivers/net/hw:nk_devmem.py",
@@ -419,6 +506,10 @@ mod tests {
         "drivers/net/hw:nk_qlease.py",
         "drivers/net/hw:userns_devmem.py",
         "drivers/net/hw:xdp_metadata.py",
+        "drivers/net/hw:ethtool_mm.sh",
+        "drivers/net/hw:hw_stats_l3.sh",
+        "drivers/net/hw:hw_stats_l3_gre.sh",
+        "drivers/net/hw:loopback.sh",
         "gro.test.sw_pppoev4_data_same",
         "gro.test.sw_pppoev4_data_lrg_sml",
         "gro.test.sw_pppoev4_data_lrg_1byte",
@@ -491,6 +582,43 @@ mod tests {
         assert_eq!(ping_only, 120);
         p.set("kselftest.tests", "all").unwrap();
         assert_eq!(Kselftest.budget_secs(&p), ALL_COUNT * 120 + 1080);
+    }
+
+    #[test]
+    fn the_igb_link_settings_of_the_run_are_in_the_summary_on_nicemu_igb_only() {
+        let log = "@@NICEMU-BEGIN kselftest\n\
+                   @@NICEMU kselftest igb_autoneg_ms=500\n\
+                   @@NICEMU kselftest igb_cable=1\n\
+                   @@NICEMU kselftest start:drivers/net:ping.py=1.00\n\
+                   @@NICEMU-OUT kselftest t:drivers/net:ping.py TAP version 13\n\
+                   @@NICEMU-OUT kselftest t:drivers/net:ping.py 1..1\n\
+                   @@NICEMU-OUT kselftest t:drivers/net:ping.py ok 1 ping.test_default_v4\n\
+                   @@NICEMU kselftest rc:drivers/net:ping.py=0\n\
+                   @@NICEMU kselftest end:drivers/net:ping.py=2.00\n\
+                   @@NICEMU-DONE kselftest rc=0 uptime=2.10\n";
+        let c = super::super::Console::parse(log);
+        let r = super::super::evaluate(&Kselftest, &c, &target("nicemu-igb"));
+        assert_eq!(r.metrics["igb_autoneg_ms"], 500);
+        assert_eq!(r.metrics["igb_cable"], true);
+        assert!(r
+            .summary
+            .as_deref()
+            .unwrap()
+            .ends_with("(igb autonegotiation 500 ms, ports cabled)"));
+        let default = log.replace("igb_autoneg_ms=500", "igb_autoneg_ms=0");
+        let r = super::super::evaluate(
+            &Kselftest,
+            &super::super::Console::parse(&default),
+            &target("nicemu-igb"),
+        );
+        assert_eq!(r.metrics["igb_autoneg_ms"], 1000, "0 is nicemu's default");
+        let r = super::super::evaluate(
+            &Kselftest,
+            &super::super::Console::parse(log),
+            &target("nicemu-ixgbe"),
+        );
+        assert!(!r.metrics.contains_key("igb_autoneg_ms"));
+        assert!(!r.summary.unwrap().contains("autonegotiation"));
     }
 
     #[test]

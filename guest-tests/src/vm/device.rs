@@ -10,6 +10,9 @@ pub const TEST_MAC: &str = "52:54:00:12:34:56";
 /// MAC given to the peer port.
 pub const PEER_MAC: &str = "52:54:00:12:34:57";
 
+/// nicemu's igb autonegotiation time without `autoneg=` (its `phy::AUTONEG_NS`), in ms.
+pub const NICEMU_AUTONEG_MS: u64 = 1000;
+
 /// Where the peer sits.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
