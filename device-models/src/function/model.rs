@@ -321,6 +321,15 @@ pub trait Control: Model {
     fn mac_enabled(f: &Function<Self>) -> (bool, bool);
 }
 
+/// Statistics registers of received PAUSE frames ([`Receive::PAUSE_RX`]).
+#[derive(Debug, Clone, Copy)]
+pub struct PauseCounters {
+    /// XON frames: a pause time of 0.
+    pub xon: u32,
+    /// XOFF frames: a non-zero pause time.
+    pub xoff: u32,
+}
+
 /// What a part's receiver does its own way.
 pub trait Receive: Model {
     /// A frame from the wire reaches the MAC (else it is dropped and counted
@@ -359,6 +368,10 @@ pub trait Receive: Model {
     }
     /// Counts a frame queue `qi` had no buffer (or no ring) for.
     fn count_rx_miss(f: &Function<Self>, qi: usize);
+    /// Statistics registers counting received IEEE 802.3 PAUSE frames: XON
+    /// (pause time 0) and XOFF (82576: XONRXC / XOFFRXC in its statistics
+    /// registers; 82599: LXONRXCNT / LXOFFRXCNT, datasheet §8.2.3.23).
+    const PAUSE_RX: PauseCounters;
     /// Places a frame that passed the filters into receive queue `qi` its
     /// own way (its receive lock held) and returns true, or returns false
     /// for the shared placement (one frame per descriptor chain). Default:

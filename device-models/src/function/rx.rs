@@ -23,6 +23,24 @@ const ETQF_1588: u32 = 1 << 30;
 /// Shortest frame the receiver looks at: an Ethernet header.
 const ETH_HLEN: usize = 14;
 
+/// MAC control frames (IEEE 802.3 Annex 31B) carry this ethertype.
+const ETH_P_MAC_CONTROL: u16 = 0x8808;
+/// The MAC control opcode of a PAUSE frame.
+const PAUSE_OPCODE: u16 = 0x0001;
+
+/// Whether `frame` is an IEEE 802.3x PAUSE frame, and then whether it is an
+/// XON (pause time 0). The MAC takes such a frame itself and counts it (the
+/// flow-control sections of the 82576 and 82599 datasheets): it is not posted to a receive queue
+/// and not counted as a good packet received. What its pause time does to
+/// the transmitter is not modelled.
+fn pause_frame(frame: &[u8]) -> Option<bool> {
+    let word = |at: usize| Some(u16::from_be_bytes([*frame.get(at)?, *frame.get(at + 1)?]));
+    if word(12)? != ETH_P_MAC_CONTROL || word(14)? != PAUSE_OPCODE {
+        return None;
+    }
+    Some(word(16)? == 0)
+}
+
 /// What a receive batch placed and has not counted or signalled yet: the
 /// frames placed on one queue since the last change of queue, and the
 /// queues whose interrupt is due (one bit per queue; both parts have at most
@@ -94,6 +112,11 @@ impl<M: Part> Function<M> {
         }
         if !M::rx_enabled(self) {
             self.errors.rx_disabled();
+            return true;
+        }
+        if let Some(xon) = pause_frame(frame) {
+            let c = M::PAUSE_RX;
+            self.stat_add(if xon { c.xon } else { c.xoff }, 1);
             return true;
         }
         let (hash, ty) = self.rss_hash(frame);

@@ -10,7 +10,7 @@ use net_util::csum::verify_rx;
 use super::regs::*;
 use super::{ctrl, rctl, Igb, I82576};
 use crate::desc::{RXD_ERR_IPE, RXD_ERR_L4E, RXD_STAT_IPCS, RXD_STAT_TCPCS, RXD_STAT_UDPCS};
-use crate::function::{PtpMatch, Receive, RxStatus};
+use crate::function::{PauseCounters, PtpMatch, Receive, RxStatus};
 use crate::ptp;
 
 /// ETQF: filter enable.
@@ -117,6 +117,12 @@ impl Receive for I82576 {
         }
         RxStatus { csum: st, hash }
     }
+
+    /// XONRXC (0x4048) and XOFFRXC (0x4050).
+    const PAUSE_RX: PauseCounters = PauseCounters {
+        xon: 0x4048,
+        xoff: 0x4050,
+    };
 
     /// MPC, RNBC and the queue's RQDPC.
     fn count_rx_miss(f: &Igb, qi: usize) {

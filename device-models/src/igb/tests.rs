@@ -1071,3 +1071,45 @@ fn cabled_ports_run_at_their_highest_common_mode_and_report_it_in_status() {
     assert_eq!(rd(&a, STATUS) & status::LU, 0);
     assert_eq!(rd(&b, STATUS) & status::LU, 0);
 }
+
+/// An IEEE 802.3x PAUSE frame from the link partner, pause time `quanta`.
+fn pause_frame(quanta: u16) -> Vec<u8> {
+    let mut f = vec![0u8; 60];
+    f[..6].copy_from_slice(&[0x01, 0x80, 0xc2, 0, 0, 1]);
+    f[6..12].copy_from_slice(&[0x52, 0x54, 0, 0, 0, 9]);
+    f[12..14].copy_from_slice(&0x8808u16.to_be_bytes());
+    f[14..16].copy_from_slice(&1u16.to_be_bytes());
+    f[16..18].copy_from_slice(&quanta.to_be_bytes());
+    f
+}
+
+#[test]
+fn pause_frames_are_counted_as_xon_xoff_and_not_posted() {
+    let (mut d, t) = dev();
+    setup_rings(&mut d, 16);
+    let v = rd(&d, CTRL) | ctrl::SLU;
+    wr(&d, CTRL, v);
+    autoneg_done(&d, &t);
+    d.receive(&pause_frame(0xffff));
+    d.receive(&pause_frame(0xffff));
+    d.receive(&pause_frame(0));
+    assert_eq!(rd(&d, 0x4050), 2, "XOFFRXC");
+    assert_eq!(rd(&d, 0x4048), 1, "XONRXC");
+    assert_eq!(
+        rd(&d, stat::GPRC),
+        0,
+        "flow control frames are not good packets"
+    );
+    assert_eq!(rd(&d, 0x2810), 0, "RDH: nothing posted");
+    // A frame of another MAC control opcode is not a PAUSE frame.
+    let mut other = pause_frame(0);
+    other[15] = 2;
+    d.receive(&other);
+    assert_eq!(
+        rd(&d, 0x4048) + rd(&d, 0x4050),
+        0,
+        "another opcode counts as neither"
+    );
+    d.receive(&lbtest_frame());
+    assert_eq!(rd(&d, stat::GPRC), 1, "the receiver takes other frames");
+}

@@ -11,7 +11,7 @@ use net_util::rss::HashType;
 use super::regs::*;
 use super::{fctrl, hlreg0, Ixgbe, I82599};
 use crate::desc::RXD_STAT_IPCS;
-use crate::function::{PtpMatch, Receive, RxSecurity, RxStatus};
+use crate::function::{PauseCounters, PtpMatch, Receive, RxSecurity, RxStatus};
 use crate::ptp;
 
 /// ETQF: filter enable.
@@ -122,6 +122,12 @@ impl Receive for I82599 {
     fn count_rx_queue(f: &Ixgbe, qi: usize, frames: u32, octets: u64) {
         f.count_rx_queue(qi, frames, octets);
     }
+
+    /// LXONRXCNT (0x41a4) and LXOFFRXCNT (0x41a8).
+    const PAUSE_RX: PauseCounters = PauseCounters {
+        xon: 0x41a4,
+        xoff: 0x41a8,
+    };
 
     fn count_rx_miss(f: &Ixgbe, qi: usize) {
         f.count_rx_miss(qi);

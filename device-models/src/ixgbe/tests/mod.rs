@@ -975,3 +975,31 @@ fn no_link_holds_transmits_and_every_frame_not_received_is_counted() {
 mod fdir;
 mod ipsec;
 mod rsc;
+
+#[test]
+fn pause_frames_are_counted_as_lxon_lxoff_and_not_posted() {
+    let (mut d, _t) = dev();
+    setup_rings(&mut d, 16);
+    wr(&d, FCTRL, fctrl::BAM);
+    let pause = |quanta: u16| {
+        let mut f = vec![0u8; 60];
+        f[..6].copy_from_slice(&[0x01, 0x80, 0xc2, 0, 0, 1]);
+        f[12..14].copy_from_slice(&0x8808u16.to_be_bytes());
+        f[14..16].copy_from_slice(&1u16.to_be_bytes());
+        f[16..18].copy_from_slice(&quanta.to_be_bytes());
+        f
+    };
+    d.receive(&pause(0x100));
+    d.receive(&pause(0));
+    d.receive(&pause(0));
+    assert_eq!(rd(&d, 0x41a8), 1, "LXOFFRXCNT");
+    assert_eq!(rd(&d, 0x41a4), 2, "LXONRXCNT");
+    assert_eq!(
+        rd(&d, stat::GPRC),
+        0,
+        "flow control frames are not good packets"
+    );
+    assert_eq!(rd(&d, rxq_base(0) + q::H), 0, "RDH: nothing posted");
+    d.receive(&lbtest_frame());
+    assert_eq!(rd(&d, stat::GPRC), 1, "the receiver takes other frames");
+}
