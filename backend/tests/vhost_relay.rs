@@ -85,7 +85,19 @@ fn frontends_coming_and_going_leave_no_descriptors_behind() {
         &["vn.sock"],
     );
     let visit = || {
-        let mut f = UnixStream::connect(n.path("vn.sock")).unwrap();
+        // Between two frontends the backend takes a moment to listen again
+        // (a refused connect then): retry as QEMU's `reconnect-ms` does.
+        let mut tries = 0;
+        let mut f = loop {
+            match UnixStream::connect(n.path("vn.sock")) {
+                Ok(f) => break f,
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused && tries < 100 => {
+                    tries += 1;
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                Err(e) => panic!("connect after {tries} refusals: {e}"),
+            }
+        };
         f.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         let mut msg = Vec::new();
         for v in [GET_FEATURES, 1, 0] {
