@@ -46,6 +46,15 @@ pub enum EspError {
     AuthFailed,
 }
 
+/// An ESP packet split as GCM takes it: the nonce (salt and IV), the AAD
+/// (SPI and sequence number), the payload between IV and ICV, and the ICV.
+struct EspParts<'a> {
+    nonce: [u8; 12],
+    aad: &'a [u8],
+    payload: &'a mut [u8],
+    icv: &'a mut [u8],
+}
+
 impl EspKey {
     fn cipher(&self) -> Aes128Gcm {
         Aes128Gcm::new(&self.key.into())
@@ -58,11 +67,8 @@ impl EspKey {
         n
     }
 
-    /// Encrypts an ESP packet in place: `esp` runs from the ESP header to
-    /// the end of the ICV, whose 16 bytes (the room the sender left) are
-    /// overwritten with the ICV; everything between the IV and the ICV is
-    /// encrypted.
-    pub fn seal(&self, esp: &mut [u8]) -> Result<(), EspError> {
+    /// An ESP packet (header to ICV) split as GCM takes it.
+    fn parts<'a>(&self, esp: &'a mut [u8]) -> Result<EspParts<'a>, EspError> {
         let len = esp.len();
         if len < ESP_PAYLOAD_OFF + ESP_ICV_LEN {
             return Err(EspError::Truncated(len));
@@ -70,12 +76,27 @@ impl EspKey {
         let nonce = self.nonce(esp);
         let (head, rest) = esp.split_at_mut(ESP_PAYLOAD_OFF);
         let (payload, icv) = rest.split_at_mut(rest.len() - ESP_ICV_LEN);
+        Ok(EspParts {
+            nonce,
+            aad: &head[..ESP_HDR_LEN],
+            payload,
+            icv,
+        })
+    }
+
+    /// Encrypts an ESP packet in place: `esp` runs from the ESP header to
+    /// the end of the ICV, whose 16 bytes (the room the sender left) are
+    /// overwritten with the ICV; everything between the IV and the ICV is
+    /// encrypted.
+    pub fn seal(&self, esp: &mut [u8]) -> Result<(), EspError> {
+        let len = esp.len();
+        let p = self.parts(esp)?;
         let tag = self
             .cipher()
-            .encrypt_in_place_detached(Nonce::from_slice(&nonce), &head[..ESP_HDR_LEN], payload)
+            .encrypt_in_place_detached(Nonce::from_slice(&p.nonce), p.aad, p.payload)
             // Only a payload beyond GCM's 64 GiB limit fails; a frame cannot be one.
             .map_err(|_| EspError::Truncated(len))?;
-        icv.copy_from_slice(&tag);
+        p.icv.copy_from_slice(&tag);
         Ok(())
     }
 
@@ -83,19 +104,13 @@ impl EspKey {
     /// payload in place. On [`EspError::AuthFailed`] the packet is left as
     /// it was.
     pub fn open(&self, esp: &mut [u8]) -> Result<(), EspError> {
-        let len = esp.len();
-        if len < ESP_PAYLOAD_OFF + ESP_ICV_LEN {
-            return Err(EspError::Truncated(len));
-        }
-        let nonce = self.nonce(esp);
-        let (head, rest) = esp.split_at_mut(ESP_PAYLOAD_OFF);
-        let (payload, icv) = rest.split_at_mut(rest.len() - ESP_ICV_LEN);
+        let p = self.parts(esp)?;
         self.cipher()
             .decrypt_in_place_detached(
-                Nonce::from_slice(&nonce),
-                &head[..ESP_HDR_LEN],
-                payload,
-                Tag::from_slice(icv),
+                Nonce::from_slice(&p.nonce),
+                p.aad,
+                p.payload,
+                Tag::from_slice(p.icv),
             )
             .map_err(|_| EspError::AuthFailed)
     }
