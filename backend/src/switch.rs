@@ -491,7 +491,7 @@ impl Switch {
             }
         };
         if runts > 0 {
-            if let Some(p) = ports.get(from) {
+            if let Some(p) = sender {
                 p.counters.runt_drops.fetch_add(runts, Ordering::Relaxed);
             }
         }
