@@ -28,6 +28,13 @@ pub struct Rss;
 /// Share of a single flow's received packets that must land on its one queue.
 pub const ONE_FLOW_SHARE: f64 = 0.9;
 
+/// Packets the netperf control connection (a flow of its own, port 12865: SYN-ACK, ACKs,
+/// the test request's answer, the results, FIN) may put on other queues during the one-flow
+/// test. In a slow (TCG, loaded host) guest the data flow makes few transactions, and these
+/// few packets alone would take the other queues past 10 % (seen: 43 on the flow's queue, 5
+/// on another).
+pub const CONTROL_CONNECTION_PACKETS: u64 = 10;
+
 /// Parses `rx_queue_Q_packets: V` lines into queue → packets.
 pub fn parse_rx_queues(lines: &[&str]) -> BTreeMap<u32, u64> {
     lines
@@ -247,7 +254,8 @@ fn check_spread(
 }
 
 /// One flow stays on one queue: the busiest queue's share of its packets
-/// must reach [`ONE_FLOW_SHARE`]. Returns that queue and its share.
+/// must reach [`ONE_FLOW_SHARE`], unless what the other queues got is no more than the
+/// control connection's [`CONTROL_CONNECTION_PACKETS`]. Returns that queue and its share.
 fn check_one_flow(n: u32, one: &BTreeMap<u32, u64>, r: &mut ScenarioResult) -> (u32, f64) {
     let total: u64 = one.values().sum();
     let (top_q, top) = one
@@ -260,7 +268,8 @@ fn check_one_flow(n: u32, one: &BTreeMap<u32, u64>, r: &mut ScenarioResult) -> (
     } else {
         0.0
     };
-    if total == 0 || share < ONE_FLOW_SHARE {
+    let elsewhere = total - top;
+    if total == 0 || (share < ONE_FLOW_SHARE && elsewhere > CONTROL_CONNECTION_PACKETS) {
         r.add_failure(format!(
             "combined {n}: one flow spread over queues ({one:?}; top queue {top_q} has {:.0}%)",
             share * 100.0
@@ -272,6 +281,7 @@ fn check_one_flow(n: u32, one: &BTreeMap<u32, u64>, r: &mut ScenarioResult) -> (
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scenario::Status;
 
     #[test]
     fn queue_counters_and_deltas() {
@@ -286,5 +296,28 @@ mod tests {
         let d = queue_deltas(&a, &b);
         assert_eq!(d[&0], 2);
         assert_eq!(d[&1], 0);
+    }
+
+    fn one_flow(counts: &[(u32, u64)]) -> ScenarioResult {
+        let mut r = ScenarioResult::pass("rss");
+        check_one_flow(4, &counts.iter().copied().collect(), &mut r);
+        r
+    }
+
+    #[test]
+    fn one_flow_may_share_with_the_control_connection_but_not_split() {
+        // A slow guest's short TCP_RR: 43 packets of the flow, 5 of netperf's control connection.
+        assert_eq!(
+            one_flow(&[(0, 0), (1, 5), (2, 0), (3, 43)]).status,
+            Status::Pass
+        );
+        // A long run where the control connection's share is small.
+        assert_eq!(one_flow(&[(1, 6), (3, 4000)]).status, Status::Pass);
+        // The flow itself over two queues, whatever the length.
+        let r = one_flow(&[(1, 400), (3, 528)]);
+        assert_eq!(r.status, Status::Fail);
+        assert!(r.reason.unwrap().contains("one flow spread"));
+        assert_eq!(one_flow(&[(1, 11), (3, 40)]).status, Status::Fail);
+        assert_eq!(one_flow(&[]).status, Status::Fail);
     }
 }
