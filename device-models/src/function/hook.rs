@@ -143,7 +143,8 @@ impl<M: Part> Function<M> {
             }
             Hook::Ts(r) => {
                 let w = self.regs.write_at(id, val);
-                self.ts().write(r, w.raw, self.env.clock.now_ns());
+                let now = self.env.clock.now_ns();
+                self.ts_change(|ts| ts.write(r, w.raw, now));
             }
             Hook::NvmGrant => self.nvm_grant(id, &self.regs.write_at(id, val)),
             Hook::NvmRead => {

@@ -149,6 +149,9 @@ pub struct Function<M: Model> {
     pub(crate) faults: SharedFaults,
     /// IEEE 1588 clock and time stamp latches (82576 §7.9, 82599 §7.9).
     pub(crate) ts: Mutex<TimeSync>,
+    /// TSYNCRXCTL.EN as `ts` last held it ([`Self::ts_change`]): the receive
+    /// path looks here before it takes `ts`'s lock for a frame.
+    ts_rx_on: AtomicBool,
     /// The part's own state ([`Model::State`]).
     pub(crate) part: M::State,
 }
@@ -193,6 +196,7 @@ impl<M: Part> Function<M> {
             intr: Mutex::new(M::intr_state()),
             faults: SharedFaults::default(),
             ts: Mutex::new(TimeSync::new(l.base_period, now)),
+            ts_rx_on: AtomicBool::new(false),
             part: M::State::default(),
             cfg,
             env,
@@ -209,6 +213,22 @@ impl<M: Part> Function<M> {
     /// The IEEE 1588 unit, locked.
     pub(crate) fn ts(&self) -> MutexGuard<'_, TimeSync> {
         lock(&self.ts)
+    }
+
+    /// Changes the IEEE 1588 unit's settings with `f` (a TSYNCRXCTL write,
+    /// a reset) and notes whether receive time stamping is on
+    /// ([`Self::rx_stamping`]).
+    pub(crate) fn ts_change(&self, f: impl FnOnce(&mut TimeSync)) {
+        let mut ts = self.ts();
+        f(&mut ts);
+        self.ts_rx_on.store(ts.rx_enabled(), Ordering::Release);
+    }
+
+    /// Receive time stamping may be on (TSYNCRXCTL.EN): read without the
+    /// unit's lock, so a frame does not take it while stamping is off.
+    #[inline]
+    pub(crate) fn rx_stamping(&self) -> bool {
+        self.ts_rx_on.load(Ordering::Acquire)
     }
 
     /// The configuration the function was created with.
@@ -274,7 +294,8 @@ impl<M: Part> Function<M> {
         self.sync_link(c);
         c.link_reported = self.link_up();
         lock(&self.intr).reset();
-        self.ts().reset(self.env.clock.now_ns());
+        let now = self.env.clock.now_ns();
+        self.ts_change(|ts| ts.reset(now));
     }
 
     /// Reset with the link already negotiated: at power-up the cable has been

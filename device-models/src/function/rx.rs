@@ -161,12 +161,14 @@ impl<M: Part> Function<M> {
 
     /// RSS hash of a frame when MRQC enables it (§7.1.2.8 of both parts).
     pub(crate) fn rss_hash(&self, frame: &[u8]) -> (u32, HashType) {
-        let l = M::LAYOUT;
-        let mrqc = self.regs.peek(l.mrqc);
+        // The layout's fields one by one: a copy of the whole (`let l =
+        // M::LAYOUT`) costs a memcpy per frame.
+        let mrqc = self.regs.peek(M::LAYOUT.mrqc);
         if frame.len() < ETH_HLEN || !M::rss_enabled(mrqc) {
             return (0, HashType::None);
         }
-        rss::hash_with_regs(|i| self.regs.peek(l.rssrk + 4 * i), mrqc, frame)
+        let rssrk = M::LAYOUT.rssrk;
+        rss::hash_with_regs(|i| self.regs.peek(rssrk + 4 * i), mrqc, frame)
     }
 
     /// Queue for a frame: RETA entry `hash[6:0]` when RSS hashed it, else
@@ -179,11 +181,10 @@ impl<M: Part> Function<M> {
     /// lock held): whether the frame goes on to its queue. A frame that does
     /// not is counted where the part counts it.
     fn rx_passes(&self, qi: usize, frame: &[u8]) -> bool {
-        let l = M::LAYOUT;
         match self.faults.take_rx() {
             Some(RxFault::Corrupt) => {
                 // A frame with a bad FCS: counted, not delivered.
-                self.stat_add(l.crcerrs, 1);
+                self.stat_add(M::LAYOUT.crcerrs, 1);
                 return false;
             }
             Some(RxFault::Drop) => {
@@ -194,11 +195,11 @@ impl<M: Part> Function<M> {
             None => {}
         }
         if frame.len() < ETH_HLEN {
-            self.stat_add(l.ruc, 1);
+            self.stat_add(M::LAYOUT.ruc, 1);
             return false;
         }
         if frame.len() > M::max_frame(self, frame) {
-            self.stat_add(l.roc, 1);
+            self.stat_add(M::LAYOUT.roc, 1);
             return false;
         }
         if !M::rx_accept(self, frame) {
@@ -215,11 +216,14 @@ impl<M: Part> Function<M> {
     /// (a frame then dropped for lack of descriptors leaves the latch locked,
     /// as the drivers' `*_ptp_rx_hang` expect).
     fn rx_timestamp(&self, frame: &[u8], sent: Option<u64>) -> bool {
+        if !self.rx_stamping() {
+            return false;
+        }
         let mut ts = self.ts();
         if !ts.rx_enabled() {
             return false;
         }
-        let l = M::LAYOUT;
+        let (etqf, etqf_enable) = (M::LAYOUT.etqf, M::LAYOUT.etqf_enable);
         let m = M::ptp_match(self);
         let regs = &self.regs;
         let filter = RxFilter {
@@ -229,8 +233,8 @@ impl<M: Part> Function<M> {
             udp_port: m.udp_port,
             l2_1588: |et: u16| {
                 (0..8).any(|i| {
-                    let q = regs.peek(l.etqf + 4 * i);
-                    q & l.etqf_enable != 0 && q & ETQF_1588 != 0 && q as u16 == et
+                    let q = regs.peek(etqf + 4 * i);
+                    q & etqf_enable != 0 && q & ETQF_1588 != 0 && q as u16 == et
                 })
             },
         };
@@ -281,7 +285,6 @@ impl<M: Part> Function<M> {
         sec: RxSecurity,
         done: &mut RxDone,
     ) {
-        let l = M::LAYOUT;
         let base = M::rxq_base(qi);
         if self.regs.peek(base + q::DCTL) & QUEUE_ENABLE == 0 {
             M::count_rx_miss(self, qi);
@@ -297,7 +300,7 @@ impl<M: Part> Function<M> {
             }
         };
         // VLAN strip: the tag goes to the descriptor.
-        let vet = self.regs.peek(l.vet) as u16;
+        let vet = self.regs.peek(M::LAYOUT.vet) as u16;
         let tagged = frame.len() >= 18 && u16::from_be_bytes([frame[12], frame[13]]) == vet;
         let (vlan, status_vp) = if tagged && M::vlan_strip(self, qi) {
             (u16::from_be_bytes([frame[14], frame[15]]), RXD_STAT_VP)
@@ -310,7 +313,7 @@ impl<M: Part> Function<M> {
             [frame, &[]]
         };
         let total = parts[0].len() + parts[1].len();
-        let bufsize = match (self.regs.peek(base + l.srrctl) & l.srrctl_bsize) as usize * 1024 {
+        let bufsize = match (self.regs.peek(base + M::LAYOUT.srrctl) & M::LAYOUT.srrctl_bsize) as usize * 1024 {
             0 => 2048,
             n => n,
         };
