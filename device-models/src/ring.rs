@@ -3,9 +3,9 @@
 //! transmit and receive engines of igb and ixgbe (82576 §7.1.3 / §7.2.2,
 //! 82599 §7.1.9 / §7.2.3: base, length in bytes, head and tail indices).
 
-use vm_memory::{Bytes, GuestAddress};
+use vm_memory::{Bytes, GuestAddress, VolatileMemory};
 
-use crate::dma::{slice_of, DmaView, GuestRam};
+use crate::dma::{slice_of, DmaView, GuestRam, GuestSlice};
 
 /// Size of every advanced (and legacy) descriptor.
 pub const DESC_SIZE: u64 = 16;
@@ -195,11 +195,7 @@ pub fn read_into(mem: &GuestRam, addr: u64, buf: &mut [u8]) -> Result<(), RingEr
 #[inline]
 pub fn write_desc(mem: &GuestRam, addr: u64, d: &[u8; 16]) -> Result<(), RingError> {
     if let Some(s) = slice_of(mem, addr, 16) {
-        s.copy_from(&d[..12]);
-        std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
-        s.write_slice(&d[12..], 12)
-            .map_err(|_| RingError::BadAddress(addr))?;
-        return Ok(());
+        return write_desc_in(&s, d).map_err(|_| RingError::BadAddress(addr));
     }
     mem.write_slice(&d[..12], GuestAddress(addr))
         .map_err(|_| RingError::BadAddress(addr))?;
@@ -209,33 +205,169 @@ pub fn write_desc(mem: &GuestRam, addr: u64, d: &[u8; 16]) -> Result<(), RingErr
         .map_err(|_| RingError::BadAddress(addr))
 }
 
+/// [`write_desc`] into `s`, the descriptor's 16 bytes.
+#[inline]
+fn write_desc_in(s: &GuestSlice<'_>, d: &[u8; 16]) -> Result<(), vm_memory::VolatileMemoryError> {
+    s.copy_from(&d[..12]);
+    std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
+    s.write_slice(&d[12..], 12)
+}
+
+/// A ring's descriptors in one memory (what the device reads them from, or
+/// writes them back to), found once for a pass over them — a transmit
+/// doorbell, a receive batch — instead of once per access: the slice of the
+/// region that holds the whole ring. A ring that is not in one region
+/// (misprogrammed, or across regions) is reached descriptor by descriptor
+/// through the memory, which reports what is outside it.
+#[derive(Clone, Copy)]
+pub struct RingMem<'a> {
+    mem: &'a GuestRam,
+    ring: Ring,
+    slice: Option<GuestSlice<'a>>,
+}
+
+impl<'a> RingMem<'a> {
+    /// The descriptors of `r` (its base and count; head and tail do not
+    /// matter) in `mem`.
+    #[inline]
+    pub fn new(mem: &'a GuestRam, r: &Ring) -> Self {
+        let len = r.count as usize * DESC_SIZE as usize;
+        RingMem {
+            mem,
+            ring: *r,
+            slice: slice_of(mem, r.base, len),
+        }
+    }
+
+    /// Whether these are the descriptors of ring `r` (same base and count).
+    #[inline]
+    pub fn is_for(&self, r: &Ring) -> bool {
+        self.ring.base == r.base && self.ring.count == r.count
+    }
+
+    /// Descriptor `idx` (`idx < count`) as a slice of 16 bytes.
+    #[inline]
+    fn at(&self, idx: u32) -> Option<GuestSlice<'a>> {
+        let at = idx as usize * DESC_SIZE as usize;
+        self.slice?.subslice(at, DESC_SIZE as usize).ok()
+    }
+
+    /// Reads descriptor `idx`.
+    #[inline]
+    pub fn read(&self, idx: u32) -> Result<[u8; 16], RingError> {
+        let Some(s) = self.at(idx) else {
+            return read_desc(self.mem, self.ring.desc_addr(idx));
+        };
+        let word = |at| s.get_ref::<u64>(at).map(|r| r.load());
+        let lo = word(0).map_err(|_| self.bad(idx))?;
+        let hi = word(8).map_err(|_| self.bad(idx))?;
+        let mut d = [0u8; 16];
+        // Native order both ways: the bytes are the guest's, unchanged.
+        d[..8].copy_from_slice(&lo.to_ne_bytes());
+        d[8..].copy_from_slice(&hi.to_ne_bytes());
+        Ok(d)
+    }
+
+    /// Writes back descriptor `idx` as [`write_desc`] does (its last dword
+    /// visible last).
+    #[inline]
+    pub fn write_back(&self, idx: u32, d: &[u8; 16]) -> Result<(), RingError> {
+        let Some(s) = self.at(idx) else {
+            return write_desc(self.mem, self.ring.desc_addr(idx), d);
+        };
+        // Native order: the stores put `d`'s bytes as they are.
+        let word = |at: usize| u32::from_ne_bytes([d[at], d[at + 1], d[at + 2], d[at + 3]]);
+        let lo = u64::from_ne_bytes([d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7]]);
+        let bad = |_| self.bad(idx);
+        s.get_ref::<u64>(0).map_err(bad)?.store(lo);
+        s.get_ref::<u32>(8).map_err(bad)?.store(word(8));
+        std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
+        s.get_ref::<u32>(12).map_err(bad)?.store(word(12));
+        Ok(())
+    }
+
+    /// Writes the dword at byte `off` (`off <= 12`) of descriptor `idx` (a
+    /// transmit descriptor's status).
+    #[inline]
+    pub fn write_u32(&self, idx: u32, off: usize, v: u32) -> Result<(), RingError> {
+        match self.at(idx) {
+            Some(s) => {
+                let v = u32::from_ne_bytes(v.to_le_bytes());
+                s.get_ref::<u32>(off).map_err(|_| self.bad(idx))?.store(v);
+                Ok(())
+            }
+            None => write_u32(
+                self.mem,
+                self.ring.desc_addr(idx).wrapping_add(off as u64),
+                v,
+            ),
+        }
+    }
+
+    /// The error of an access to descriptor `idx`.
+    fn bad(&self, idx: u32) -> RingError {
+        RingError::BadAddress(self.ring.desc_addr(idx))
+    }
+}
+
 /// Places a received frame (`parts` concatenated, `total` bytes) into the
 /// ring's buffers from its head on, `bufsize` bytes per buffer (one-buffer
 /// advanced receive descriptors: 82576 §7.1.5, 82599 §7.1.6), writing back
 /// each descriptor with `writeback(last, len)` and advancing `r.head` past
 /// every buffer used. The caller checked that enough descriptors are free.
 /// Stops at the first descriptor or buffer outside guest memory (descriptors
-/// are read from `mem.read`, buffers and write-backs go to `mem.write`).
+/// are read from `mem.read`, buffers and write-backs go to `mem.write`;
+/// `descs` are the ring's descriptors in those two, [`RxRingMem::new`]).
 pub fn place_frame(
     mem: &DmaView,
+    descs: &RxRingMem<'_>,
     r: &mut Ring,
-    parts: &[&[u8]; 2],
-    total: usize,
+    frame: (&[&[u8]; 2], usize),
     bufsize: usize,
     mut writeback: impl FnMut(bool, u16) -> [u8; 16],
 ) -> Result<(), RingError> {
+    let (parts, total) = frame;
     let mut off = 0usize;
     while off < total {
         let chunk = (total - off).min(bufsize.max(1));
-        let daddr = r.desc_addr(r.head);
-        let d = read_desc(&mem.read, daddr)?;
+        let d = descs.read.read(r.head)?;
         let pkt = u64::from_le_bytes([d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7]]);
         write_parts(&mem.write, pkt, parts, off, chunk)?;
         off += chunk;
-        write_desc(&mem.write, daddr, &writeback(off >= total, chunk as u16))?;
+        descs
+            .write
+            .write_back(r.head, &writeback(off >= total, chunk as u16))?;
         r.advance();
     }
     Ok(())
+}
+
+/// A receive ring's descriptors where the device reads them and where it
+/// writes them back ([`RingMem`] of a [`DmaView`]'s two memories).
+#[derive(Clone, Copy)]
+pub struct RxRingMem<'a> {
+    /// Where descriptors are read.
+    pub read: RingMem<'a>,
+    /// Where they are written back.
+    pub write: RingMem<'a>,
+}
+
+impl<'a> RxRingMem<'a> {
+    /// The descriptors of `r` in `mem`.
+    #[inline]
+    pub fn new(mem: &'a DmaView, r: &Ring) -> Self {
+        RxRingMem {
+            read: RingMem::new(&mem.read, r),
+            write: RingMem::new(&mem.write, r),
+        }
+    }
+
+    /// Whether these are ring `r`'s descriptors (in the view they were
+    /// found in).
+    #[inline]
+    pub fn is_for(&self, r: &Ring) -> bool {
+        self.read.is_for(r)
+    }
 }
 
 /// Writes one little-endian dword.
@@ -273,6 +405,10 @@ pub fn write_parts(
     off: usize,
     len: usize,
 ) -> Result<(), RingError> {
+    if parts[1].is_empty() {
+        let end = (off + len).min(parts[0].len());
+        return write_buf(mem, addr, &parts[0][off.min(end)..end]);
+    }
     let mut done = 0;
     let mut pos = 0;
     for p in parts {
@@ -325,11 +461,12 @@ mod tests {
         let frame: Vec<u8> = (0..250u8).collect();
         let mut wbs = Vec::new();
         let view = DmaView::read_write(m.clone());
+        let descs = RxRingMem::new(&view, &r);
         place_frame(
             &view,
+            &descs,
             &mut r,
-            &[&frame[..14], &frame[14..]],
-            250,
+            (&[&frame[..14], &frame[14..]], 250),
             100,
             |last, len| {
                 wbs.push((last, len));
@@ -349,7 +486,11 @@ mod tests {
         // A buffer outside guest memory stops the placement with an error.
         m.write_obj(0xffff_0000u64, GuestAddress(0x1030)).unwrap();
         let mut r = Ring::new(0x1000, 0, 4 * 16, 3, 2).unwrap();
-        assert!(place_frame(&view, &mut r, &[&frame, &[]], 10, 100, |_, _| [0; 16]).is_err());
+        let descs = RxRingMem::new(&view, &r);
+        let placed = place_frame(&view, &descs, &mut r, (&[&frame, &[]], 10), 100, |_, _| {
+            [0; 16]
+        });
+        assert!(placed.is_err());
         assert_eq!(r.head, 3, "nothing consumed");
     }
 
@@ -363,12 +504,44 @@ mod tests {
             write: GuestRam::new(),
         };
         let mut r = Ring::new(0x1000, 0, 4 * 16, 0, 3).unwrap();
-        let placed = place_frame(&view, &mut r, &[&[9u8; 60], &[]], 60, 2048, |_, _| [1; 16]);
+        let descs = RxRingMem::new(&view, &r);
+        let frame: (&[&[u8]; 2], usize) = (&[&[9u8; 60], &[]], 60);
+        let placed = place_frame(&view, &descs, &mut r, frame, 2048, |_, _| [1; 16]);
         assert_eq!(placed, Err(RingError::BadAddress(0x4000)));
         let mut b = [0u8; 60];
         m.read_slice(&mut b, GuestAddress(0x4000)).unwrap();
         assert_eq!(b, [0; 60], "buffer untouched");
         assert_eq!(read_desc(&m, 0x1000).unwrap()[8..], [0; 8], "no write-back");
+    }
+
+    /// A ring's descriptors reached through one slice read and write what
+    /// access by address does; a ring running off the end of guest memory
+    /// still reaches the descriptors inside it, and the others are errors.
+    #[test]
+    fn ring_memory_accesses_the_descriptors_of_its_ring() {
+        let m = ram();
+        for (base, count) in [(0x1000u32, 8u32), (0xffd0, 8)] {
+            let r = Ring::new(base, 0, count * 16, 0, 1).unwrap();
+            let rm = RingMem::new(&m, &r);
+            assert!(rm.is_for(&r));
+            let d: [u8; 16] = std::array::from_fn(|i| i as u8 + 1);
+            rm.write_back(1, &d).unwrap();
+            assert_eq!(read_desc(&m, r.desc_addr(1)).unwrap(), d);
+            assert_eq!(rm.read(1).unwrap(), d);
+            rm.write_u32(1, 12, 0xa1b2_c3d4).unwrap();
+            let dd: u32 = m.read_obj(GuestAddress(r.desc_addr(1) + 12)).unwrap();
+            assert_eq!(dd, 0xa1b2_c3d4, "little-endian in guest memory");
+            assert_eq!(rm.read(1).unwrap()[..12], d[..12]);
+        }
+        let r = Ring::new(0xffd0, 0, 8 * 16, 0, 1).unwrap();
+        let rm = RingMem::new(&m, &r);
+        assert_eq!(rm.read(3), Err(RingError::BadAddress(0x10000)));
+        assert_eq!(
+            rm.write_back(4, &[0; 16]),
+            Err(RingError::BadAddress(0x10010))
+        );
+        assert!(rm.write_u32(5, 12, 1).is_err());
+        assert!(!rm.is_for(&Ring::new(0x1000, 0, 8 * 16, 0, 1).unwrap()));
     }
 
     #[test]

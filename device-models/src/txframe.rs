@@ -8,7 +8,7 @@
 use crate::desc::{
     parse_tx, TxContext, TxDesc, TXD_CMD_EOP, TXD_CMD_RS, TXD_CMD_TSE, TXD_CMD_VLE, TXD_STAT_DD,
 };
-use crate::ring::{self, DescCache, Ring};
+use crate::ring::{self, DescCache, Ring, RingMem};
 use net_util::csum::{csum_add, csum_fold, ipv4_header_csum, l4_csum};
 use net_util::tso::segment;
 use net_util::OffloadError;
@@ -358,6 +358,7 @@ pub fn run_ring(
     let mut budget = r.count;
     let mut descs = DescCache::default();
     let ring = *r;
+    let status = RingMem::new(&p.mem.write, &ring);
     q.pass_emitted = 0;
     while r.head != r.tail && budget > 0 && q.pass_emitted < TX_PASS_SEGMENTS {
         budget -= 1;
@@ -380,7 +381,7 @@ pub fn run_ring(
             }
         }
         if cmd & TXD_CMD_RS != 0 && p.head_wb.is_none() {
-            if ring::write_u32(&p.mem.write, r.desc_addr(idx) + 12, TXD_STAT_DD).is_err() {
+            if status.write_u32(idx, 12, TXD_STAT_DD).is_err() {
                 p.errors.dma();
             }
             done = true;

@@ -12,9 +12,10 @@ use super::stats::Tally;
 use super::{q, Dir, Function, Part, RxSecurity, QUEUE_ENABLE};
 use crate::batch::Frames;
 use crate::desc::{rx_status, rx_writeback, RXD_STAT_VP};
+use crate::dma::DmaView;
 use crate::fault::RxFault;
 use crate::ptp::{self, RxFilter};
-use crate::ring::{self, Ring};
+use crate::ring::{self, Ring, RxRingMem};
 use crate::rss;
 use crate::sync::lock_or_try;
 
@@ -45,11 +46,40 @@ fn pause_frame(frame: &[u8]) -> Option<bool> {
 /// frames placed on one queue since the last change of queue, and the
 /// queues whose interrupt is due (one bit per queue; both parts have at most
 /// 128). Counted, then signalled, once per batch ([`Function::rx_done`]).
-#[derive(Debug, Default)]
-pub(crate) struct RxDone {
+/// With them, what the batch places frames through: the DMA view, taken
+/// once for the batch as a transmit doorbell takes it once for its pass, and
+/// the descriptors of the ring it last placed a frame into.
+pub(crate) struct RxDone<'v> {
     qi: usize,
     tally: Tally,
     signal: u128,
+    /// `None` while bus mastering is off.
+    dma: Option<&'v DmaView>,
+    descs: Option<RxRingMem<'v>>,
+}
+
+impl<'v> RxDone<'v> {
+    /// A batch placing frames through `dma` ([`crate::dma::DmaMemory::get`]).
+    pub(crate) fn new(dma: Option<&'v DmaView>) -> Self {
+        RxDone {
+            qi: 0,
+            tally: Tally::default(),
+            signal: 0,
+            dma,
+            descs: None,
+        }
+    }
+
+    /// The batch's DMA view and ring `r`'s descriptors in it, or `None`
+    /// while bus mastering is off.
+    #[inline]
+    fn ring_mem(&mut self, r: &Ring) -> Option<(&'v DmaView, &RxRingMem<'v>)> {
+        let dma = self.dma?;
+        if !self.descs.as_ref().is_some_and(|d| d.is_for(r)) {
+            self.descs = Some(RxRingMem::new(dma, r));
+        }
+        Some((dma, self.descs.as_ref()?))
+    }
 }
 
 impl<M: Part> Function<M> {
@@ -70,7 +100,8 @@ impl<M: Part> Function<M> {
         sent: Option<u64>,
         wait: bool,
     ) -> usize {
-        let mut done = RxDone::default();
+        let view = self.mem.get();
+        let mut done = RxDone::new(view.as_deref());
         let mut taken = 0;
         for f in frames.iter() {
             let consumed = if M::wire_rx(self) {
@@ -98,7 +129,8 @@ impl<M: Part> Function<M> {
     /// otherwise the frame is consumed (placed, or dropped and counted) and
     /// this returns true.
     pub(crate) fn rx_frame(&self, frame: &[u8], sent: Option<u64>, wait: bool) -> bool {
-        let mut done = RxDone::default();
+        let view = self.mem.get();
+        let mut done = RxDone::new(view.as_deref());
         let consumed = self.rx_one(frame, sent, wait, &mut done);
         self.rx_done(&mut done);
         consumed
@@ -313,7 +345,10 @@ impl<M: Part> Function<M> {
             [frame, &[]]
         };
         let total = parts[0].len() + parts[1].len();
-        let bufsize = match (self.regs.peek(base + M::LAYOUT.srrctl) & M::LAYOUT.srrctl_bsize) as usize * 1024 {
+        let bufsize = match (self.regs.peek(base + M::LAYOUT.srrctl) & M::LAYOUT.srrctl_bsize)
+            as usize
+            * 1024
+        {
             0 => 2048,
             n => n,
         };
@@ -321,7 +356,7 @@ impl<M: Part> Function<M> {
             M::count_rx_miss(self, qi);
             return;
         }
-        let Some(mem) = self.mem.get() else {
+        let Some((mem, descs)) = done.ring_mem(&r) else {
             // Bus mastering off (PCI COMMAND.BME): the frame cannot be placed.
             self.errors.dma_blocked();
             return;
@@ -330,7 +365,8 @@ impl<M: Part> Function<M> {
         let st = M::rx_status(self, frame, ptype, hash);
         let pkt_info = ptype | sec.ptype | rss::descriptor_type(ty);
         let eop_bits = st.csum | sec.status | if ts { ptp::RXD_STAT_TS } else { 0 };
-        let placed = ring::place_frame(&mem, &mut r, &parts, total, bufsize, |last, len| {
+        let frame_parts = (&parts, total);
+        let placed = ring::place_frame(mem, descs, &mut r, frame_parts, bufsize, |last, len| {
             rx_writeback(
                 pkt_info,
                 st.hash,

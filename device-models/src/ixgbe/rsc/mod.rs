@@ -307,7 +307,8 @@ impl Ixgbe {
     /// A frame that is not coalesced: placed as without RSC, counted and
     /// its queue signalled at once (a batch of its own).
     fn rsc_place_alone(&self, qi: usize, frame: &[u8], hash: u32, ty: HashType, ts: bool) {
-        let mut done = RxDone::default();
+        let view = self.mem.get();
+        let mut done = RxDone::new(view.as_deref());
         self.rx_to_queue(qi, frame, (hash, ty), ts, RxSecurity::default(), &mut done);
         self.rx_done(&mut done);
     }
