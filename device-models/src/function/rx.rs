@@ -6,6 +6,8 @@
 //! format (VLAN stripping, packet type, RSS hash, checksum status), counting
 //! it and signalling the queue.
 
+use std::sync::{Mutex, MutexGuard};
+
 use net_util::rss::HashType;
 
 use super::stats::Tally;
@@ -47,8 +49,11 @@ fn pause_frame(frame: &[u8]) -> Option<bool> {
 /// queues whose interrupt is due (one bit per queue; both parts have at most
 /// 128). Counted, then signalled, once per batch ([`Function::rx_done`]).
 /// With them, what the batch places frames through: the DMA view, taken
-/// once for the batch as a transmit doorbell takes it once for its pass, and
-/// the descriptors of the ring it last placed a frame into.
+/// once for the batch as a transmit doorbell takes it once for its pass, the
+/// descriptors of the ring it last placed a frame into, and the lock of the
+/// queue it places frames into, held from frame to frame while they go to
+/// that queue (released when the batch moves to another queue, and before
+/// its interrupts are signalled).
 pub(crate) struct RxDone<'v> {
     qi: usize,
     tally: Tally,
@@ -56,6 +61,7 @@ pub(crate) struct RxDone<'v> {
     /// `None` while bus mastering is off.
     dma: Option<&'v DmaView>,
     descs: Option<RxRingMem<'v>>,
+    held: Option<(usize, MutexGuard<'v, ()>)>,
 }
 
 impl<'v> RxDone<'v> {
@@ -67,7 +73,21 @@ impl<'v> RxDone<'v> {
             signal: 0,
             dma,
             descs: None,
+            held: None,
         }
+    }
+
+    /// Holds the lock of queue `qi` of `queues` for the batch (the lock of
+    /// another queue it held is released first). Without `wait`, false when
+    /// the queue is busy.
+    #[inline]
+    fn hold(&mut self, queues: &'v [Mutex<()>], qi: usize, wait: bool) -> bool {
+        if self.held.as_ref().is_some_and(|(q, _)| *q == qi) {
+            return true;
+        }
+        self.held = None;
+        self.held = lock_or_try(&queues[qi], wait).map(|g| (qi, g));
+        self.held.is_some()
     }
 
     /// The batch's DMA view and ring `r`'s descriptors in it, or `None`
@@ -137,7 +157,13 @@ impl<M: Part> Function<M> {
     }
 
     /// [`Self::rx_frame`] of a batch: what was placed is left in `done`.
-    fn rx_one(&self, frame: &[u8], sent: Option<u64>, wait: bool, done: &mut RxDone) -> bool {
+    fn rx_one<'v>(
+        &'v self,
+        frame: &[u8],
+        sent: Option<u64>,
+        wait: bool,
+        done: &mut RxDone<'v>,
+    ) -> bool {
         if !M::rx_link(self) {
             self.errors.rx_no_link();
             return true;
@@ -154,9 +180,9 @@ impl<M: Part> Function<M> {
         let (hash, ty) = self.rss_hash(frame);
         let qi =
             M::steer(self, frame).unwrap_or_else(|| self.rx_queue_for(hash, ty)) % self.rxq.len();
-        let Some(_queue) = lock_or_try(&self.rxq[qi], wait) else {
+        if !done.hold(&self.rxq, qi, wait) {
             return false;
-        };
+        }
         if self.rx_passes(qi, frame) {
             let ts = self.rx_timestamp(frame, sent);
             if let Some((sec, clear)) = M::rx_security(self, frame) {
@@ -180,9 +206,10 @@ impl<M: Part> Function<M> {
         done.tally.add(frame);
     }
 
-    /// Ends a receive batch: its frames are counted, then every queue it
-    /// placed frames into is signalled once.
+    /// Ends a receive batch: the queue lock it held is released, its frames
+    /// are counted, then every queue it placed frames into is signalled once.
     pub(crate) fn rx_done(&self, done: &mut RxDone) {
+        done.held = None;
         self.count_tally(Dir::Rx, done.qi, &mut done.tally);
         while done.signal != 0 {
             let qi = done.signal.trailing_zeros() as usize;
