@@ -143,6 +143,12 @@ impl DescCache {
         if at < self.len {
             return Ok(self.d[at as usize]);
         }
+        self.fetch(mem, r, idx)
+    }
+
+    /// [`Self::get`] of a descriptor not read yet: reads its burst.
+    #[inline(never)]
+    fn fetch(&mut self, mem: &GuestRam, r: &Ring, idx: u32) -> Result<[u8; 16], RingError> {
         let owned = ((r.tail + r.count - idx) % r.count).max(1);
         let n = owned
             .min(r.count - idx.min(r.count - 1))
@@ -256,7 +262,7 @@ impl<'a> RingMem<'a> {
     #[inline]
     pub fn read(&self, idx: u32) -> Result<[u8; 16], RingError> {
         let Some(s) = self.at(idx) else {
-            return read_desc(self.mem, self.ring.desc_addr(idx));
+            return self.read_apart(idx);
         };
         let word = |at| s.get_ref::<u64>(at).map(|r| r.load());
         let lo = word(0).map_err(|_| self.bad(idx))?;
@@ -273,7 +279,7 @@ impl<'a> RingMem<'a> {
     #[inline]
     pub fn write_back(&self, idx: u32, d: &[u8; 16]) -> Result<(), RingError> {
         let Some(s) = self.at(idx) else {
-            return write_desc(self.mem, self.ring.desc_addr(idx), d);
+            return self.write_back_apart(idx, d);
         };
         // Native order: the stores put `d`'s bytes as they are.
         let word = |at: usize| u32::from_ne_bytes([d[at], d[at + 1], d[at + 2], d[at + 3]]);
@@ -304,7 +310,20 @@ impl<'a> RingMem<'a> {
         }
     }
 
+    /// [`Self::read`] of a ring that is not in one region.
+    #[cold]
+    fn read_apart(&self, idx: u32) -> Result<[u8; 16], RingError> {
+        read_desc(self.mem, self.ring.desc_addr(idx))
+    }
+
+    /// [`Self::write_back`] of a ring that is not in one region.
+    #[cold]
+    fn write_back_apart(&self, idx: u32, d: &[u8; 16]) -> Result<(), RingError> {
+        write_desc(self.mem, self.ring.desc_addr(idx), d)
+    }
+
     /// The error of an access to descriptor `idx`.
+    #[cold]
     fn bad(&self, idx: u32) -> RingError {
         RingError::BadAddress(self.ring.desc_addr(idx))
     }
