@@ -3,7 +3,7 @@
 //! transmit and receive engines of igb and ixgbe (82576 §7.1.3 / §7.2.2,
 //! 82599 §7.1.9 / §7.2.3: base, length in bytes, head and tail indices).
 
-use vm_memory::{Bytes, GuestAddress, VolatileMemory};
+use vm_memory::{Bytes, GuestAddress, VolatileMemory, WriteVolatile};
 
 use crate::dma::{slice_of, DmaView, GuestRam, GuestSlice};
 
@@ -395,10 +395,20 @@ pub fn write_u32(mem: &GuestRam, addr: u64, v: u32) -> Result<(), RingError> {
     write_buf(mem, addr, &v.to_le_bytes())
 }
 
-/// Copies `len` bytes of guest memory at `addr` onto the end of `out`.
+/// Copies `len` bytes of guest memory at `addr` onto the end of `out`
+/// (appended as they are copied, where they lie in one region: the bytes
+/// are not zeroed first).
 #[inline]
 pub fn read_buf(mem: &GuestRam, addr: u64, len: usize, out: &mut Vec<u8>) -> Result<(), RingError> {
     let start = out.len();
+    if let Some(s) = slice_of(mem, addr, len) {
+        // A Vec takes a whole slice in one write.
+        if matches!(out.write_volatile(&s), Ok(n) if n == len) {
+            return Ok(());
+        }
+        out.truncate(start);
+        return Err(RingError::BadAddress(addr));
+    }
     out.resize(start + len, 0);
     read_into(mem, addr, &mut out[start..]).inspect_err(|_| out.truncate(start))
 }
