@@ -141,7 +141,8 @@ pub struct Function<M: Model> {
     pub(crate) txq: Box<[Mutex<TxQueue>]>,
     /// Emptied frame batches of finished transmit passes, for reuse.
     tx_batches: Mutex<Vec<FrameBatch>>,
-    /// Per receive queue: held while a frame is placed into the ring.
+    /// Per receive queue: held while frames are placed into the ring (a
+    /// receive batch holds it from one frame for the queue to the next).
     pub(crate) rxq: Box<[Mutex<()>]>,
     /// Interrupt state beyond the registers (EITR moderation, vector causes).
     pub(crate) intr: Mutex<M::Intr>,
