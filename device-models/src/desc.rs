@@ -150,6 +150,7 @@ impl TxContext {
                 l4_len: self.l4len,
                 mss: self.mss,
                 proto,
+                seeded: true,
             }),
         }
     }

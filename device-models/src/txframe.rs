@@ -9,7 +9,7 @@ use crate::desc::{
     parse_tx, TxContext, TxDesc, TXD_CMD_EOP, TXD_CMD_RS, TXD_CMD_TSE, TXD_CMD_VLE, TXD_STAT_DD,
 };
 use crate::ring::{self, DescCache, Ring, RingMem};
-use net_util::csum::{csum_add, csum_fold, ipv4_header_csum, l4_csum};
+use net_util::csum::{csum_add, csum_fold, ipv4_header_csum, l4_csum_seeded};
 use net_util::tso::segment;
 use net_util::OffloadError;
 
@@ -245,7 +245,12 @@ impl TxQueue {
 
 /// Applies the checksum offloads a data descriptor's POPTS asks for (IXSM:
 /// the IPv4 header, TXSM: the L4 checksum; 82576 §7.2.5, 82599 §7.2.5) to a
-/// whole frame, with the header lengths and L4 type of its context.
+/// whole frame, with the header lengths and L4 type of its context. The L4
+/// checksum completes the pseudo-header sum the driver left in the field
+/// (the stack's `CHECKSUM_PARTIAL` seed; "for non-TSO, software still needs
+/// to calculate a full checksum for the TCP/UDP pseudo-header", 82598/82599
+/// §7.2.5), so a tunnel's inner TCP or UDP (`ixgbe_tx_csum` with IPLEN up to
+/// `skb_checksum_start`) gets its own pseudo header, not the outer one.
 pub fn apply_checksums(
     f: &mut [u8],
     ctx: &TxContext,
@@ -264,7 +269,7 @@ pub fn apply_checksums(
         ipv4_header_csum(f, ip)?;
     }
     if txsm {
-        l4_csum(f, ip, l4, ipv4, ctx.l4_proto())?;
+        l4_csum_seeded(f, l4, ctx.l4_proto(), None)?;
     }
     Ok(())
 }
@@ -472,20 +477,56 @@ mod tests {
         }
     }
 
+    /// `tcp4` with the pseudo-header seed the stack leaves for a checksum
+    /// offload (`CHECKSUM_PARTIAL`).
+    fn tcp4_seeded(payload: &[u8]) -> Vec<u8> {
+        let mut f = tcp4(payload);
+        let len = Some(f.len() - 34);
+        let seed = net_util::csum::pseudo_seed(&f, 14, true, net_util::IPPROTO_TCP, len);
+        f[50..52].copy_from_slice(&seed.to_be_bytes());
+        f
+    }
+
     #[test]
     fn context_checksums_verify_with_or_without_tucmd_ipv4() {
-        let mut f = tcp4(b"hello, world!");
+        let mut f = tcp4_seeded(b"hello, world!");
         apply_checksums(&mut f, &ctx_tcp4(), true, true).unwrap();
         let r = net_util::csum::verify_rx(&f);
         assert!(r.ip_ok && r.l4_checked && r.l4_ok);
         // igb_tx_csum does not set TUCMD.IPV4 for plain checksum offload.
-        let mut g = tcp4(b"hello, world!");
+        let mut g = tcp4_seeded(b"hello, world!");
         let c = TxContext {
             tucmd: 0x4,
             ..ctx_tcp4()
         };
         apply_checksums(&mut g, &c, true, true).unwrap();
         assert_eq!(f, g);
+    }
+
+    /// `ixgbe_tx_csum` for a tunnel's TCP segment (VXLAN, `CHECKSUM_PARTIAL`
+    /// on the inner TCP): IPLEN runs from the outer IP header to the inner
+    /// TCP header, whose seed is the inner pseudo header. The checksum is
+    /// completed from that seed, not from the outer addresses.
+    #[test]
+    fn a_tunnel_checksum_offload_completes_the_inner_seed() {
+        let inner = tcp4_seeded(b"syn-ack through vxlan");
+        let mut outer = tcp4(&[]);
+        outer.truncate(34);
+        outer[23] = net_util::IPPROTO_UDP;
+        outer[26..34].copy_from_slice(&[192, 168, 100, 1, 192, 168, 100, 2]);
+        let udp = [0xc3, 0x50, 0x12, 0xb5, 0, 0, 0, 0];
+        let vxlan = [8u8, 0, 0, 0, 0, 0, 100, 0];
+        let mut f = [outer, udp.to_vec(), vxlan.to_vec(), inner.clone()].concat();
+        let tcp = 34 + 16 + 34;
+        let c = TxContext {
+            iplen: (tcp - 14) as u16,
+            ..ctx_tcp4()
+        };
+        apply_checksums(&mut f, &c, false, true).unwrap();
+        let mut want = inner;
+        apply_checksums(&mut want, &ctx_tcp4(), false, true).unwrap();
+        assert!(net_util::csum::verify_rx(&want).l4_ok);
+        assert_eq!(&f[tcp..], &want[34..], "the inner frame's own checksum");
     }
 
     #[test]

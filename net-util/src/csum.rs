@@ -56,6 +56,15 @@ fn pseudo_sum(f: &[u8], ip: usize, ipv4: bool, proto: u8, l4len: usize) -> u32 {
         .wrapping_add((l4len as u32) >> 16)
 }
 
+/// The partial pseudo-header checksum a sender leaves in the TCP or UDP
+/// checksum field for an offload to complete (the folded, uncomplemented
+/// sum; Linux's `CHECKSUM_PARTIAL` seed, `tcp_v4_send_check`): of the IPv4
+/// or IPv6 header at `ip` with `proto`, and `l4len` unless `None` (the TSO
+/// seed the Intel parts expect, without the length).
+pub fn pseudo_seed(f: &[u8], ip: usize, ipv4: bool, proto: u8, l4len: Option<usize>) -> u16 {
+    !csum_fold(pseudo_sum(f, ip, ipv4, proto, l4len.unwrap_or(0)))
+}
+
 /// Computes and stores the TCP or UDP checksum of the L4 segment at `l4`
 /// (extending to the end of the frame), with the pseudo header of the IPv4 or
 /// IPv6 header at `ip`. Other protocols are left alone.
@@ -78,6 +87,40 @@ pub fn l4_csum(
     let sum = pseudo_sum(f, ip, ipv4, proto, f.len() - l4);
     put16(f, csum_off, 0);
     let mut c = csum_fold(csum_add(sum, &f[l4..]));
+    if proto == IPPROTO_UDP && c == 0 {
+        c = 0xffff;
+    }
+    put16(f, csum_off, c);
+    Ok(())
+}
+
+/// Completes the TCP or UDP checksum of the L4 segment at `l4` (to the end
+/// of the frame) from the partial pseudo-header sum the sender left in its
+/// checksum field, as the Intel parts do: they never read the IP header for
+/// it (82598/82599 §7.2.4 "TCP Checksum should be set to the partial
+/// pseudo-header checksum", without the length under TSO: `igb_tso` /
+/// `ixgbe_tso` take it out with `csum_replace_by_diff`; for a plain checksum
+/// offload the stack's `CHECKSUM_PARTIAL` seed includes it). `l4len` adds a
+/// segment's L4 length (TSO); `None` adds nothing. So the L4 header may sit
+/// behind any headers — a tunnel's inner TCP under `SKB_GSO_PARTIAL`, or an
+/// ESP header — and still gets its own pseudo header. Other protocols are
+/// left alone; a UDP result of 0 is sent as 0xffff.
+pub fn l4_csum_seeded(
+    f: &mut [u8],
+    l4: usize,
+    proto: u8,
+    l4len: Option<usize>,
+) -> Result<(), OffloadError> {
+    let csum_off = match proto {
+        IPPROTO_TCP => l4 + 16,
+        IPPROTO_UDP => l4 + 6,
+        _ => return Ok(()),
+    };
+    if f.len() < csum_off + 2 {
+        return Err(OffloadError::Truncated(csum_off + 2));
+    }
+    let len = l4len.map_or(0, |n| (n as u32 & 0xffff) + (n as u32 >> 16));
+    let mut c = csum_fold(csum_add(len, &f[l4..]));
     if proto == IPPROTO_UDP && c == 0 {
         c = 0xffff;
     }

@@ -3,7 +3,7 @@
 //! `VIRTIO_NET_HDR_GSO_TCPV4/6`): one large frame becomes MSS-sized
 //! segments with replicated headers and their checksums.
 
-use crate::csum::{ipv4_header_csum, l4_csum};
+use crate::csum::{ipv4_header_csum, l4_csum, l4_csum_seeded};
 use crate::frame::{parse, put16, IPPROTO_TCP, IPPROTO_UDP};
 use crate::OffloadError;
 
@@ -30,6 +30,15 @@ pub struct Tso {
     pub mss: u16,
     /// [`IPPROTO_TCP`] or [`IPPROTO_UDP`].
     pub proto: u8,
+    /// The L4 checksum field holds the partial pseudo-header sum without
+    /// the length, which each segment's checksum completes with its own L4
+    /// length ([`l4_csum_seeded`]): what the Intel parts do (82576 and 82599
+    /// §7.2.4; `igb_tso` / `ixgbe_tso` seed it). So the L4 header may lie
+    /// behind tunnel headers (`SKB_GSO_PARTIAL`: MACLEN and IPLEN span the
+    /// outer headers up to the inner L4 header). Without it (virtio-net GSO,
+    /// whose seed counts the whole frame) the pseudo header is computed from
+    /// the IP header at `mac_len`.
+    pub seeded: bool,
 }
 
 impl Tso {
@@ -63,6 +72,7 @@ impl Tso {
             l4_len: doff as u8,
             mss,
             proto: IPPROTO_TCP,
+            seeded: false,
         };
         Ok((tso, p.ipv4))
     }
@@ -125,7 +135,12 @@ pub fn segment(
             let udp_len = (seg.len() - l4) as u16;
             put16(seg, l4 + 4, udp_len);
         }
-        l4_csum(seg, g.ip, l4, g.ipv4, tso.proto)?;
+        if tso.seeded {
+            let l4len = seg.len() - l4;
+            l4_csum_seeded(seg, l4, tso.proto, Some(l4len))?;
+        } else {
+            l4_csum(seg, g.ip, l4, g.ipv4, tso.proto)?;
+        }
         out(seg);
     }
     Ok(nseg)
@@ -212,6 +227,7 @@ mod tests {
             l4_len: 20,
             mss,
             proto: IPPROTO_TCP,
+            seeded: false,
         }
     }
 
@@ -236,6 +252,46 @@ mod tests {
         assert_eq!(joined, payload);
         assert_eq!(got[0].len(), 54 + 1448);
         assert_eq!(got[2].len(), 54 + 3000 - 2 * 1448);
+    }
+
+    /// The Intel parts complete the seed the driver left (`ixgbe_tso`: the
+    /// pseudo header without length) and never read the IP header for it:
+    /// right for a plain frame, and for one whose TCP header lies behind
+    /// headers the IP header at `mac_len` does not describe (a tunnel's
+    /// inner TCP under GSO_PARTIAL).
+    #[test]
+    fn seeded_segments_complete_the_drivers_pseudo_header_sum() {
+        let payload: Vec<u8> = (0..3000u32).map(|i| (i * 3) as u8).collect();
+        let mut f = tcp4(&payload);
+        let seed = crate::csum::pseudo_seed(&f, 14, true, IPPROTO_TCP, None);
+        f[50..52].copy_from_slice(&seed.to_be_bytes());
+        let t = Tso {
+            seeded: true,
+            ..tcp4_tso(1448)
+        };
+        let mut seg = Vec::new();
+        let mut n = 0;
+        segment(&f, &t, &mut seg, |s| {
+            let r = verify_rx(s);
+            assert!(r.ip_ok && r.l4_checked && r.l4_ok, "segment {n}");
+            n += 1;
+        })
+        .unwrap();
+        assert_eq!(n, 3);
+        // The seed of other addresses (an inner header's) is what counts,
+        // not the IP header in front.
+        let mut other = [0u8; 20];
+        other[0] = 0x45;
+        other[12..20].copy_from_slice(&[198, 51, 100, 1, 198, 51, 100, 2]);
+        let inner = crate::csum::pseudo_seed(&other, 0, true, IPPROTO_TCP, None);
+        f[50..52].copy_from_slice(&inner.to_be_bytes());
+        segment(&f, &t, &mut seg, |s| {
+            assert!(!verify_rx(s).l4_ok, "checksummed for the seed's addresses");
+            let len = s.len() - 34;
+            let ph = crate::csum::pseudo_seed(&other, 0, true, IPPROTO_TCP, Some(len));
+            assert_eq!(csum_fold(csum_add(u32::from(ph), &s[34..])), 0);
+        })
+        .unwrap();
     }
 
     #[test]

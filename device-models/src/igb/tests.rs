@@ -478,13 +478,8 @@ fn tcp_frame(sport: u16) -> Vec<u8> {
     f[34..36].copy_from_slice(&sport.to_be_bytes());
     f[36..38].copy_from_slice(&5001u16.to_be_bytes());
     f[46] = 5 << 4;
-    let ctx = crate::desc::TxContext {
-        iplen: 20,
-        maclen: 14,
-        tucmd: 0x6,
-        ..Default::default()
-    };
-    crate::txframe::apply_checksums(&mut f, &ctx, true, true).unwrap();
+    net_util::csum::ipv4_header_csum(&mut f, 14).unwrap();
+    net_util::csum::l4_csum(&mut f, 14, 34, true, 6).unwrap();
     f
 }
 
