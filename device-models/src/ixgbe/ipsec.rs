@@ -99,6 +99,9 @@ pub const RXD_ERR_IPSEC_AUTH_FAILED: u32 = 0x1800_0000;
 /// Packet type: IPsec ESP (`IXGBE_RXDADV_PKTTYPE_IPSEC_ESP`).
 pub const PTYPE_IPSEC_ESP: u16 = 0x1000;
 const IPPROTO_ESP: u8 = 50;
+const IPPROTO_UDP: u8 = 17;
+const IPPROTO_IPIP: u8 = 4;
+const IPPROTO_IPV6: u8 = 41;
 
 /// A receive SA: the SPI and IP table entry it matches, its key, its mode.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -253,7 +256,7 @@ fn ipsec_seal(
 /// (`esp_xmit` with GSO) and reserves one sequence number per segment, so
 /// the engine gives segment `seg` sequence number and IV those of the
 /// frame plus `seg`, appends padding to four bytes, pad length, next header
-/// (the context's L4 type) and ICV room, and grows the IP length to match.
+/// ([`esp_next_header`]) and ICV room, and grows the IP length to match.
 /// The IV increment is nicemu's choice (GCM needs a nonce per packet); the
 /// datasheet text on it was not at hand.
 fn esp_segment(
@@ -281,7 +284,8 @@ fn esp_segment(
     let payload = at.end - at.start - ESP_PAYLOAD_OFF;
     let pad = (4 - (payload + 2) % 4) % 4;
     frame.extend((1..=pad).map(|p| p as u8));
-    frame.extend_from_slice(&[pad as u8, ctx.l4_proto()]);
+    let next = esp_next_header(frame, at.start + ESP_PAYLOAD_OFF, ctx);
+    frame.extend_from_slice(&[pad as u8, next]);
     frame.resize(frame.len() + ESP_ICV_LEN, 0);
     let ip = 14;
     let grown = frame.len() - at.end;
@@ -296,6 +300,36 @@ fn esp_segment(
         end: at.end + grown,
         ..at
     })
+}
+
+/// The ESP trailer's next header for a TSO segment whose ESP payload
+/// starts at `payload` (and runs to the end of `seg`, no trailer yet).
+///
+/// Where the context's L4 header is the ESP payload (MACLEN + IPLEN ends at
+/// the IV: plain TCP in ESP, `ixgbe_tso` with IPLEN over the IP header, ESP
+/// header and IV) it is the context's L4 type. Under `SKB_GSO_PARTIAL` the
+/// driver's IPLEN runs on through a tunnel to the inner L4 header, and the
+/// L4 type (TCP; `ixgbe_ipsec_tx` sets L4T_TCP for every ESP frame) is not
+/// what the ESP payload starts with: nothing the driver gives tells the
+/// engine (it never reads `xo->proto`), and the datasheet text on the TSO
+/// trailer was not at hand, so this is nicemu's reading: the header the
+/// payload starts with, recognised by its length field covering exactly the
+/// rest of the segment — UDP (VXLAN, GENEVE: `SKB_GSO_UDP_TUNNEL`), IPv4 or
+/// IPv6 (`SKB_GSO_IPXIP4/6`). Anything else keeps the L4 type.
+fn esp_next_header(seg: &[u8], payload: usize, ctx: &TxContext) -> u8 {
+    let l4 = usize::from(ctx.maclen) + usize::from(ctx.iplen);
+    let Some(p) = seg.get(payload..).filter(|p| l4 > payload && p.len() >= 20) else {
+        return ctx.l4_proto();
+    };
+    let be16 = |at: usize| usize::from(u16::from_be_bytes([p[at], p[at + 1]]));
+    if be16(4) == p.len() {
+        return IPPROTO_UDP;
+    }
+    match p[0] >> 4 {
+        4 if be16(2) == p.len() => IPPROTO_IPIP,
+        6 if p.len() >= 40 && be16(4) + 40 == p.len() => IPPROTO_IPV6,
+        _ => ctx.l4_proto(),
+    }
 }
 
 impl Ixgbe {

@@ -359,3 +359,211 @@ fn a_tso_frame_with_esp_leaves_as_esp_segments_software_esp_accepts() {
     }
     assert_eq!(got, payload);
 }
+
+/// The outer and inner IP versions of `ipsec_vxlan.py`'s four cases.
+#[derive(Clone, Copy, Debug)]
+struct Vxlan {
+    outer_v4: bool,
+    inner_v4: bool,
+}
+
+const VXLAN_MSS: usize = 1000;
+const VXLAN_SEGS: usize = 3;
+
+/// An IPv4 or IPv6 header of `next` carrying `len` bytes of payload, from
+/// `src` to `dst` (the last byte of each address).
+fn ip_header(v4: bool, next: u8, len: usize, src: u8, dst: u8) -> Vec<u8> {
+    if v4 {
+        let mut h = vec![0u8; 20];
+        h[0] = 0x45;
+        h[2..4].copy_from_slice(&((20 + len) as u16).to_be_bytes());
+        h[4..6].copy_from_slice(&0x1234u16.to_be_bytes());
+        h[6] = 0x40; // DF
+        h[8] = 64;
+        h[9] = next;
+        h[12..16].copy_from_slice(&[192, 168, 100, src]);
+        h[16..20].copy_from_slice(&[192, 168, 100, dst]);
+        let c = net_util::csum::csum_fold(net_util::csum::csum_add(0, &h));
+        h[10..12].copy_from_slice(&c.to_be_bytes());
+        h
+    } else {
+        let mut h = vec![0u8; 40];
+        h[0] = 0x60;
+        h[4..6].copy_from_slice(&(len as u16).to_be_bytes());
+        h[6] = next;
+        h[7] = 64;
+        h[8..10].copy_from_slice(&[0xfd, 0]);
+        h[23] = src;
+        h[24..26].copy_from_slice(&[0xfd, 0]);
+        h[39] = dst;
+        h
+    }
+}
+
+/// The frame `ixgbe_tso` hands over for a `SKB_GSO_PARTIAL` TCP send
+/// through VXLAN (UDP port 4789, no UDP checksum: `noudpcsum` /
+/// `udp6zerocsumtx`) inside transport-mode ESP (`esp_xmit` with GSO: ESP
+/// header and IV, no trailer), as the stack and the driver leave it: the
+/// outer and inner headers sized for one MSS segment (`skb_segment` with
+/// GSO_PARTIAL, `__skb_udp_tunnel_segment`, `inet_gso_segment`), the outer
+/// IPv4 total length zero and its checksum the complement of the sum from
+/// its end to the inner TCP header, or the outer IPv6 payload length zero;
+/// the inner TCP checksum the inner pseudo-header sum without length
+/// (`csum_replace_by_diff`). Returns it with its payload and IPLEN.
+fn vxlan_esp_tso_frame(v: Vxlan) -> (Vec<u8>, Vec<u8>, usize) {
+    use net_util::csum::{csum_add, csum_fold, pseudo_seed};
+    let payload: Vec<u8> = (0..VXLAN_SEGS * VXLAN_MSS)
+        .map(|i| (i * 13 + 1) as u8)
+        .collect();
+    let mut tcp = vec![0u8; 20];
+    tcp[0..2].copy_from_slice(&5201u16.to_be_bytes());
+    tcp[2..4].copy_from_slice(&40000u16.to_be_bytes());
+    tcp[4..8].copy_from_slice(&7000u32.to_be_bytes());
+    tcp[12] = 5 << 4;
+    tcp[13] = 0x18; // ACK | PSH
+    tcp[14..16].copy_from_slice(&512u16.to_be_bytes());
+    let seg_tcp = 20 + VXLAN_MSS;
+    let inner_ip = ip_header(v.inner_v4, 6, seg_tcp, 1, 2);
+    let mut inner_eth = vec![0u8; 14];
+    inner_eth[..6].copy_from_slice(&[0x02, 0, 0, 0, 0, 2]);
+    inner_eth[6..12].copy_from_slice(&[0x02, 0, 0, 0, 0, 1]);
+    inner_eth[12..14].copy_from_slice(&if v.inner_v4 { [8, 0] } else { [0x86, 0xdd] });
+    let vxlan = [8u8, 0, 0, 0, 0, 0, 100, 0];
+    let udp_len = 8 + 8 + 14 + inner_ip.len() + seg_tcp;
+    let mut udp = vec![0u8; 8];
+    udp[0..2].copy_from_slice(&50000u16.to_be_bytes());
+    udp[2..4].copy_from_slice(&4789u16.to_be_bytes());
+    udp[4..6].copy_from_slice(&(udp_len as u16).to_be_bytes());
+    let esp = hex(ESP_HEAD);
+    let tunnel = [esp, udp, vxlan.to_vec(), inner_eth, inner_ip.clone()].concat();
+    // The inner TCP checksum: the inner pseudo header, no length.
+    let seed = pseudo_seed(&inner_ip, 0, v.inner_v4, 6, None);
+    tcp[16..18].copy_from_slice(&seed.to_be_bytes());
+    let mut outer = ip_header(v.outer_v4, 50, 0, 1, 2);
+    if v.outer_v4 {
+        outer[2..4].fill(0);
+        let c = csum_fold(csum_add(0, &tunnel));
+        outer[10..12].copy_from_slice(&c.to_be_bytes());
+    }
+    let iplen = outer.len() + tunnel.len();
+    let mut f = vec![0u8; 14];
+    f[..6].copy_from_slice(&MAC);
+    f[6..12].copy_from_slice(&[0x52, 0x54, 0, 0, 0, 9]);
+    f[12..14].copy_from_slice(&if v.outer_v4 { [8, 0] } else { [0x86, 0xdd] });
+    let f = [f, outer, tunnel, tcp, payload.clone()].concat();
+    (f, payload, iplen)
+}
+
+/// `ixgbe_tso` + `ixgbe_ipsec_tx` for `vxlan_esp_tso_frame`: context with
+/// MACLEN 14, IPLEN up to the inner TCP header, L4LEN 20, TUCMD ESP |
+/// ENCRYPT | L4T TCP (| IPV4 for an IPv4 outer header), SA 3; one data
+/// descriptor with TSE and POPTS IXSM | TXSM | IPSEC.
+fn send_vxlan_esp_tso(d: &Ixgbe, v: Vxlan, frame: &[u8], iplen: usize) {
+    let mem = d.mem();
+    let ctx = TX_RING;
+    mem.write_obj((14u32 << 9) | iplen as u32, GuestAddress(ctx))
+        .unwrap();
+    mem.write_obj(3u32, GuestAddress(ctx + 4)).unwrap();
+    let tucmd = if v.outer_v4 {
+        TUCMD_ESP
+    } else {
+        TUCMD_ESP & !0x2
+    };
+    let w2 = (1u32 << 29) | (2 << 20) | (tucmd << 9);
+    mem.write_obj(w2, GuestAddress(ctx + 8)).unwrap();
+    let w3 = ((VXLAN_MSS as u32) << 16) | (20 << 8);
+    mem.write_obj(w3, GuestAddress(ctx + 12)).unwrap();
+    mem.write_slice(frame, GuestAddress(TX_BUFS)).unwrap();
+    let desc = ctx + 16;
+    mem.write_obj(TX_BUFS, GuestAddress(desc)).unwrap();
+    let cmd = 0x2b30_0000u32 | (1 << 31) | frame.len() as u32;
+    mem.write_obj(cmd, GuestAddress(desc + 8)).unwrap();
+    let paylen = (frame.len() - 14 - iplen - 20) as u32;
+    mem.write_obj(paylen << 14 | 0x700, GuestAddress(desc + 12))
+        .unwrap();
+    wr(d, txq_base(0) + q::T, 2);
+}
+
+/// Checks one segment as the peer's software ESP and stack take it: outer
+/// IP length and header checksum, ESP ICV and trailer (next header UDP),
+/// the VXLAN UDP length, the inner IP length and the inner TCP checksum
+/// with the inner pseudo header. Returns the TCP sequence number and payload.
+fn open_vxlan_segment(v: Vxlan, sa: &net_util::esp::EspKey, f: &[u8]) -> (u32, Vec<u8>) {
+    use net_util::csum::{csum_add, csum_fold, pseudo_seed};
+    let mut f = f.to_vec();
+    let n = f.len();
+    let esp = if v.outer_v4 {
+        let r = net_util::csum::verify_rx(&f);
+        assert!(r.ip_checked && r.ip_ok, "outer IPv4 header checksum");
+        let len = usize::from(u16::from_be_bytes([f[16], f[17]]));
+        assert_eq!(len, n - 14, "outer IPv4 total length");
+        34
+    } else {
+        let len = usize::from(u16::from_be_bytes([f[18], f[19]]));
+        assert_eq!(len, n - 54, "outer IPv6 payload length");
+        54
+    };
+    sa.open(&mut f[esp..])
+        .expect("the peer's software ESP accepts the segment");
+    let (pad, next) = (usize::from(f[n - 18]), f[n - 17]);
+    assert_eq!(next, 17, "ESP next header: UDP (VXLAN), not the L4 type");
+    let end = n - 18 - pad;
+    assert!((1..=pad).all(|p| f[end + p - 1] == p as u8), "padding");
+    let udp = esp + 16;
+    assert_eq!(
+        usize::from(u16::from_be_bytes([f[udp + 4], f[udp + 5]])),
+        end - udp,
+        "UDP length"
+    );
+    let inner = udp + 8 + 8 + 14;
+    let ihl = if v.inner_v4 { 20 } else { 40 };
+    let tcp = inner + ihl;
+    if v.inner_v4 {
+        assert_eq!(csum_fold(csum_add(0, &f[inner..tcp])), 0, "inner IPv4 csum");
+        assert_eq!(
+            usize::from(u16::from_be_bytes([f[inner + 2], f[inner + 3]])),
+            end - inner
+        );
+    } else {
+        assert_eq!(
+            usize::from(u16::from_be_bytes([f[inner + 4], f[inner + 5]])),
+            end - tcp
+        );
+    }
+    let ph = pseudo_seed(&f, inner, v.inner_v4, 6, Some(end - tcp));
+    let sum = csum_add(u32::from(ph), &f[tcp..end]);
+    assert_eq!(csum_fold(sum), 0, "inner TCP checksum, inner pseudo header");
+    let seq = u32::from_be_bytes([f[tcp + 4], f[tcp + 5], f[tcp + 6], f[tcp + 7]]);
+    (seq, f[tcp + 20..end].to_vec())
+}
+
+/// `ipsec_vxlan.py`: a TCP bulk send through VXLAN in offloaded ESP leaves
+/// as ESP segments the peer's software ESP decrypts and whose inner TCP it
+/// accepts, for all four outer/inner IP version pairs.
+#[test]
+fn a_vxlan_tso_frame_in_esp_leaves_as_segments_the_peer_accepts() {
+    let sa = net_util::esp::EspKey {
+        key: alg_key()[..16].try_into().unwrap(),
+        salt: alg_key()[16..].try_into().unwrap(),
+    };
+    for (outer_v4, inner_v4) in [(true, true), (true, false), (false, true), (false, false)] {
+        let v = Vxlan { outer_v4, inner_v4 };
+        let (mut d, t) = dev();
+        setup_rings(&mut d, 16);
+        let (key, salt) = driver_words(&alg_key());
+        set_tx_sa(&d, 3, key, salt);
+        start_engine(&d);
+        let (frame, payload, iplen) = vxlan_esp_tso_frame(v);
+        send_vxlan_esp_tso(&d, v, &frame, iplen);
+        let out = t.wire.take();
+        assert_eq!(out.len(), VXLAN_SEGS, "{v:?}");
+        let mut got = Vec::new();
+        for (i, f) in out.iter().enumerate() {
+            let (seq, data) = open_vxlan_segment(v, &sa, f);
+            assert_eq!(seq, 7000 + (i * VXLAN_MSS) as u32, "{v:?}");
+            got.extend_from_slice(&data);
+        }
+        assert_eq!(got, payload, "{v:?}");
+        assert_eq!(nicemu_counter(&d, "tx_malformed"), 0, "{v:?}");
+    }
+}
