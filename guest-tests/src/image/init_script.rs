@@ -46,6 +46,12 @@ mount -t devtmpfs devtmpfs /dev 2>/dev/null
 mount -t tmpfs tmpfs /run
 mount -t tmpfs tmpfs /tmp
 mkdir -p /dev/shm && mount -t tmpfs tmpfs /dev/shm
+# What udev/systemd would link: bash's process substitution (`comm <(…) <(…)` in
+# ethtool_lib.sh, `< <(…)` in ethtool_rmon.sh) opens /dev/fd/N; scripts write to /dev/stderr.
+[ -e /dev/fd ] || ln -s /proc/self/fd /dev/fd
+[ -e /dev/stdin ] || ln -s /proc/self/fd/0 /dev/stdin
+[ -e /dev/stdout ] || ln -s /proc/self/fd/1 /dev/stdout
+[ -e /dev/stderr ] || ln -s /proc/self/fd/2 /dev/stderr
 echo 1 > /proc/sys/kernel/printk
 nicemu_uptime() { cut -d' ' -f1 /proc/uptime; }
 echo "@@NICEMU-BOOT uptime=$(nicemu_uptime)"
@@ -127,5 +133,27 @@ mod tests {
         assert!(s.starts_with("#!/bin/busybox sh\n"));
         assert!(dca < igb && igb < body);
         assert!(s.trim_end().ends_with("poweroff -f"));
+    }
+
+    /// Process substitution (`<(…)`) needs /dev/fd; the links come after
+    /// /dev is mounted (devtmpfs has none of them) and before any scenario.
+    #[test]
+    fn init_links_dev_fd_and_the_standard_streams_after_mounting_dev() {
+        let s = render(
+            &[],
+            "echo body
+",
+        );
+        let dev = s.find("mount -t devtmpfs devtmpfs /dev").unwrap();
+        let body = s.find("echo body").unwrap();
+        for link in [
+            "ln -s /proc/self/fd /dev/fd",
+            "ln -s /proc/self/fd/0 /dev/stdin",
+            "ln -s /proc/self/fd/1 /dev/stdout",
+            "ln -s /proc/self/fd/2 /dev/stderr",
+        ] {
+            let at = s.find(link).unwrap_or_else(|| panic!("{link}"));
+            assert!(dev < at && at < body, "{link}");
+        }
     }
 }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //! The second initramfs archive of `kselftest` guests: the installed selftests tree at
 //! `/ksft`, python3 with its standard library and PyYAML, the tools the tests call (bash,
-//! socat, iperf3, bpftool, devlink, coreutils' `timeout` and `env`; bash as `/bin/sh` and `/bin/bash`;
+//! socat, iperf3, bpftool, devlink, lldptool, coreutils' `timeout` and `env`; bash as `/bin/sh` and `/bin/bash`;
 //! bpftrace when a selected program needs it), `/etc/protocols` and `/etc/services`, and
 //! every shared library the ELF files among them need (listed by the sid root's own `ldd`).
 
@@ -35,6 +35,9 @@ pub const TOOLS: &[&str] = &[
     // ethtool_lib.sh (ethtool.sh, ethtool_extended_state.sh) intersects link mode lists
     // with `comm`, which busybox here lacks.
     "/usr/bin/comm",
+    // ethtool_mm.sh requires it (`require_command lldptool`) before its first case; its
+    // lldp case would also need the lldpad daemon, which it starts with systemctl.
+    "/usr/sbin/lldptool",
 ];
 
 /// A tool carried only when a program that needs it is selected: it is large.

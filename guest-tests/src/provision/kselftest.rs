@@ -53,7 +53,8 @@ pub const BUILD_PACKAGES: &[&str] = &[
 
 /// Packages whose tools the tests call in the guest (drivers/net/README.rst: python3 +
 /// PyYAML, socat, iperf3; `bash` for the remote channel, `bpftool` for XDP cases; `jq` and
-/// `netsniff-ng`'s mausezahn, which net/forwarding/lib.sh requires).
+/// `netsniff-ng`'s mausezahn, which net/forwarding/lib.sh requires; `lldpad`'s lldptool,
+/// which ethtool_mm.sh requires before anything else).
 pub const GUEST_PACKAGES: &[&str] = &[
     "bash",
     "python3",
@@ -66,6 +67,7 @@ pub const GUEST_PACKAGES: &[&str] = &[
     "netperf",
     "jq",
     "netsniff-ng",
+    "lldpad",
 ];
 
 /// Where builds live inside the sid root.

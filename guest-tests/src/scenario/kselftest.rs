@@ -117,8 +117,6 @@ export PYTHONUNBUFFERED=1
 mount -t configfs configfs /sys/kernel/config 2>/dev/null
 # bpftrace (netpoll_basic.py) checks its kprobes against tracefs' available_filter_functions.
 mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
-# bash's process substitution (ethtool_rmon.sh's `< <(…)`) reads /dev/fd/N.
-[ -e /dev/fd ] || ln -s /proc/self/fd /dev/fd
 [ "$KSFT_TESTS" = all ] && KSFT_TESTS=$(cat /ksft/kselftest-list.txt)
 # Forwarding-style programs (net/forwarding/lib.sh without DRIVER_TEST_CONFORMANT) take
 # their ports as arguments (NETIFS p1 p2) and want both cabled back to back in this
