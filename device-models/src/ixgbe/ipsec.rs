@@ -549,3 +549,54 @@ impl Ixgbe {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A context as `ixgbe_tso` leaves it for ESP (L4T TCP) with IPLEN
+    /// `iplen` after a 14-byte MAC header.
+    fn esp_ctx(iplen: u16) -> TxContext {
+        TxContext {
+            maclen: 14,
+            iplen,
+            tucmd: TUCMD_IPSEC_ESP | TUCMD_IPSEC_ENCRYPT | 0x4,
+            ..Default::default()
+        }
+    }
+
+    /// A segment: MAC, IPv4 (20), ESP header and IV (16), then `payload`.
+    fn seg(payload: &[u8]) -> (Vec<u8>, usize) {
+        let mut f = vec![0u8; 14 + 20 + ESP_PAYLOAD_OFF];
+        f.extend_from_slice(payload);
+        (f, 14 + 20 + ESP_PAYLOAD_OFF)
+    }
+
+    #[test]
+    fn next_header_is_the_l4_type_unless_a_tunnel_starts_the_payload() {
+        // Plain TCP in ESP: IPLEN ends at the IV, the payload is the TCP header.
+        let mut tcp = vec![0u8; 60];
+        tcp[4..6].copy_from_slice(&60u16.to_be_bytes()); // looks like a UDP length
+        let (f, at) = seg(&tcp);
+        assert_eq!(esp_next_header(&f, at, &esp_ctx(36)), 6, "L4 type");
+        // VXLAN: IPLEN runs on; a UDP header whose length covers the rest.
+        let ctx = esp_ctx(36 + 8 + 8 + 14 + 20);
+        assert_eq!(esp_next_header(&f, at, &ctx), 17);
+        // IPIP / IPv6-in-IP: an IP header whose length covers the rest.
+        let mut v4 = vec![0u8; 60];
+        v4[0] = 0x45;
+        v4[2..4].copy_from_slice(&60u16.to_be_bytes());
+        let (f, at) = seg(&v4);
+        assert_eq!(esp_next_header(&f, at, &esp_ctx(36 + 20)), 4);
+        let mut v6 = vec![0u8; 80];
+        v6[0] = 0x60;
+        v6[4..6].copy_from_slice(&40u16.to_be_bytes());
+        let (f, at) = seg(&v6);
+        assert_eq!(esp_next_header(&f, at, &esp_ctx(36 + 40)), 41);
+        // Nothing recognisable (GRE, a short or lying header): the L4 type.
+        let (f, at) = seg(&[0u8; 60]);
+        assert_eq!(esp_next_header(&f, at, &esp_ctx(36 + 4 + 20)), 6);
+        let (f, at) = seg(&[0x45u8; 10]);
+        assert_eq!(esp_next_header(&f, at, &esp_ctx(36 + 20)), 6);
+    }
+}
