@@ -48,6 +48,7 @@ mount -t tmpfs tmpfs /tmp
 mkdir -p /dev/shm && mount -t tmpfs tmpfs /dev/shm
 # What udev/systemd would link: bash's process substitution (`comm <(…) <(…)` in
 # ethtool_lib.sh, `< <(…)` in ethtool_rmon.sh) opens /dev/fd/N; scripts write to /dev/stderr.
+# bpftrace (netpoll_basic.py) has its clang write the BPF object to /dev/fd/N ('failed to build' without).
 [ -e /dev/fd ] || ln -s /proc/self/fd /dev/fd
 [ -e /dev/stdin ] || ln -s /proc/self/fd/0 /dev/stdin
 [ -e /dev/stdout ] || ln -s /proc/self/fd/1 /dev/stdout
