@@ -13,6 +13,7 @@
 #![cfg_attr(test, allow(clippy::too_many_lines))]
 #![forbid(unsafe_code)]
 
+pub mod coalesce;
 pub mod csum;
 pub mod esp;
 pub mod frame;

@@ -9,7 +9,7 @@
 //! `ixgbe_configure_rx` setup). A segment is a candidate when it is TCP
 //! straight over IPv4 (no options, not a fragment) or IPv6 (no extension
 //! header), carries data, has no TCP flag but ACK and PSH, good IP and TCP
-//! checksums, and no VLAN tag the queue strips (`segment`). A candidate
+//! checksums, and no VLAN tag the queue strips (`net_util::coalesce`). A candidate
 //! of a connection with an open context whose next sequence number it
 //! carries and whose kept header it repeats (every field but the lengths,
 //! IP ID and checksums, the TCP sequence and acknowledgement numbers, PSH,
@@ -46,8 +46,6 @@
 //! not checked, a segment of any size appended, and the interval taken in
 //! full from the context's opening.
 
-mod segment;
-
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -65,7 +63,7 @@ use crate::function::{Dir, Interrupts, Receive, RxSecurity};
 use crate::ring::{read_desc, write_buf, write_desc, Ring, RingError};
 use crate::rss;
 use crate::sync::lock;
-use segment::{classify, shape, FlowKey, Segment, MAX_HDR, PSH};
+use net_util::coalesce::{classify, shape, FlowKey, Segment, MAX_HDR, PSH};
 
 /// RSCCTL: coalescing enabled on the queue.
 pub const RSCCTL_RSCEN: u32 = 1 << 0;
