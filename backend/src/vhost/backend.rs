@@ -10,11 +10,15 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, RwLock, Weak};
 use std::time::{Duration, Instant};
 
 pub use device_models::Delivery;
-use device_models::FrameSink;
+use device_models::{Clock, FrameBatch, FrameSink, Frames, MonotonicClock};
+use net_util::coalesce::{self, GroRun};
 use net_util::tso::segment;
 use net_util::OffloadError;
 use vhost::vhost_user::message::VhostUserProtocolFeatures;
 use vhost_user_backend::{VhostUserBackend, VringRwLock, VringState, VringT};
+use virtio_bindings::bindings::virtio_net::{
+    VIRTIO_NET_HDR_F_NEEDS_CSUM, VIRTIO_NET_HDR_GSO_TCPV4, VIRTIO_NET_HDR_GSO_TCPV6,
+};
 use virtio_queue::QueueT;
 use vm_memory::{GuestAddressSpace, GuestMemoryAtomic, GuestMemoryMmap};
 use vmm_sys_util::epoll::EventSet;
@@ -138,12 +142,18 @@ struct TxSide {
     buf: Vec<u8>,
     seg: Vec<u8>,
     last_src: [u8; 6],
+    /// The frames of the current transmit pass, handed to the switch
+    /// together (so a receiving port sees what left together:
+    /// [`NetBackend::deliver_batch`]).
+    batch: FrameBatch,
 }
 
 struct RxSide {
     vring: Option<Vring>,
     used: Vec<(u16, u32)>,
     seg: Vec<u8>,
+    /// The frame receive coalescing builds ([`NetBackend::deliver_batch`]).
+    merged: Vec<u8>,
 }
 
 /// A receive queue taken for one frame: its ring, the guest memory, the
@@ -224,6 +234,25 @@ impl<'a> RxRing<'a> {
         RxOutcome::Delivered { buffers: 0 }
     }
 
+    /// A frame receive coalescing merged ([`coalesce::merge_run`]): the
+    /// header asks for GSO at the run's segment size, its TCP checksum
+    /// partial (the pseudo-header sum in the field, as Linux's GRO leaves
+    /// it). Out of buffers, retried once like [`Self::write_plain`].
+    fn write_merged(&mut self, c: &QueueCounters, run: &GroRun, frame: &[u8]) -> RxOutcome {
+        merged_hdr(run).write(&mut self.hdr[..self.hdr_len], 0);
+        let mut o = self.write(frame);
+        if o == RxOutcome::NoBuffers && self.vr.enable_notification().unwrap_or(false) {
+            o = self.write(frame);
+        }
+        if matches!(o, RxOutcome::Delivered { .. }) {
+            inc(&c.rx_coalesced);
+            add(&c.rx_coalesced_segs, run.count as u64);
+            inc(&c.rx_frames);
+            add(&c.rx_bytes, frame.len() as u64);
+        }
+        o
+    }
+
     /// A frame without GSO request. Out of buffers, the kick is re-armed and
     /// the write retried once if the driver added some meanwhile.
     fn write_plain(&mut self, frame: &[u8]) -> RxOutcome {
@@ -233,6 +262,28 @@ impl<'a> RxRing<'a> {
             outcome = self.write(frame);
         }
         outcome
+    }
+}
+
+/// Capacity the coalescing buffer keeps between frames (a 64 KiB frame
+/// fits).
+const MERGED_KEEP: usize = 66 * 1024;
+
+/// The virtio-net header of a merged frame: `NEEDS_CSUM` from the TCP
+/// header, GSO TCPv4/TCPv6 at the run's segment size.
+fn merged_hdr(run: &GroRun) -> NetHdr {
+    let kind = if run.ipv6 {
+        VIRTIO_NET_HDR_GSO_TCPV6
+    } else {
+        VIRTIO_NET_HDR_GSO_TCPV4
+    };
+    NetHdr {
+        flags: VIRTIO_NET_HDR_F_NEEDS_CSUM as u8,
+        gso_type: kind as u8,
+        hdr_len: run.hdr_len as u16,
+        gso_size: run.mss,
+        csum_start: run.l4 as u16,
+        csum_offset: 16,
     }
 }
 
@@ -373,11 +424,13 @@ impl NetBackend {
                     buf: Vec::with_capacity(MAX_TX_BYTES + voff::TRAILER_LEN),
                     seg: Vec::with_capacity(MAX_TX_BYTES),
                     last_src: [0; 6],
+                    batch: FrameBatch::default(),
                 }),
                 rx: Mutex::new(RxSide {
                     vring: None,
                     used: Vec::with_capacity(MAX_QUEUE_SIZE),
                     seg: Vec::with_capacity(MAX_TX_BYTES),
+                    merged: Vec::new(),
                 }),
             })
             .collect();
@@ -514,6 +567,98 @@ impl NetBackend {
     /// has no receive buffers (try again after a kick), and with `try_only`
     /// instead of waiting for a receive queue lock.
     pub fn deliver(&self, frame: &[u8], try_only: bool) -> Delivery {
+        let (frame, meta) = voff::split_trailer(frame, self.token);
+        let accept = self.accept.load(Ordering::Acquire);
+        self.with_rx_ring(flow_hash(frame), try_only, |ring, c| match meta {
+            Some(h) if voff::accept_bit(h.gso_kind()) & accept != 0 => ring.write_gso(c, &h, frame),
+            Some(h) => ring.write_segmented(c, &h, frame, |c, o, len| self.count_rx(c, o, len)),
+            None => {
+                let o = ring.write_plain(frame);
+                if o != RxOutcome::NoBuffers {
+                    self.count_rx(c, o, frame.len());
+                }
+                o
+            }
+        })
+    }
+
+    /// Offers frames from the switch in order and returns how many were
+    /// taken (the rest, from the first the guest had no buffers for, are
+    /// left to the caller). Consecutive TCP segments of one connection that
+    /// merge by GRO's rules ([`net_util::coalesce::gro_run`]) go to the
+    /// guest as one GSO frame when its driver takes them (receive
+    /// coalescing: `VIRTIO_NET_F_GUEST_TSO4/6` with mergeable buffers,
+    /// virtio 1.2 §5.1.6.4); only frames given together merge, none waits
+    /// for more.
+    pub fn deliver_batch(&self, frames: Frames<'_>, try_only: bool) -> usize {
+        let mut i = 0;
+        while i < frames.len() {
+            let rest = frames.from(i);
+            let (d, n) = match self.coalescible(rest) {
+                Some(run) => (self.deliver_run(rest, &run, try_only), run.count),
+                None => (self.deliver(rest.get(0), try_only), 1),
+            };
+            if d == Delivery::Busy {
+                return i;
+            }
+            i += n;
+        }
+        frames.len()
+    }
+
+    /// The run the first of `frames` opens, when the driver takes the
+    /// merged frame: GSO of its kind and mergeable receive buffers (a
+    /// merged frame is up to 64 KiB). Frames that crossed the switch with
+    /// a GSO trailer never join a run.
+    fn coalescible(&self, frames: Frames<'_>) -> Option<GroRun> {
+        if frames.len() < 2 {
+            return None;
+        }
+        let neg = self.conn().neg;
+        if !neg.mrg_rxbuf || !(neg.guest_tso4 || neg.guest_tso6) {
+            return None;
+        }
+        let token = self.token;
+        let plain = frames
+            .iter()
+            .take_while(|f| voff::split_trailer(f, token).1.is_none());
+        let run = coalesce::gro_run(plain)?;
+        let takes = if run.ipv6 {
+            neg.guest_tso6
+        } else {
+            neg.guest_tso4
+        };
+        takes.then_some(run)
+    }
+
+    /// Delivers the frames of `run` as one GSO frame.
+    fn deliver_run(&self, frames: Frames<'_>, run: &GroRun, try_only: bool) -> Delivery {
+        let hash = flow_hash(frames.get(0));
+        self.with_rx_ring(hash, try_only, |ring, c| {
+            let mut buf = std::mem::take(&mut ring.side.merged);
+            coalesce::merge_run(frames.iter(), run, &mut buf);
+            let o = ring.write_merged(c, run, &buf);
+            if !matches!(o, RxOutcome::Delivered { .. } | RxOutcome::NoBuffers) {
+                self.count_rx(c, o, buf.len());
+            }
+            if buf.capacity() > MERGED_KEEP {
+                buf = Vec::new();
+            }
+            ring.side.merged = buf;
+            o
+        })
+    }
+
+    /// Runs `write` on the receive queue of flow `hash` (locked, enabled),
+    /// then signals the used ring if the driver wants it. `Busy` when the
+    /// guest had no buffers (notifications re-armed) or, with `try_only`,
+    /// the queue was taken.
+    fn with_rx_ring(
+        &self,
+        hash: u32,
+        try_only: bool,
+        write: impl FnOnce(&mut RxRing<'_>, &QueueCounters) -> RxOutcome,
+    ) -> Delivery {
         if !self.link_up.load(Ordering::Acquire) {
             inc(&self.port_counters.rx_link_drops);
             return Delivery::Done;
@@ -522,8 +667,7 @@ impl NetBackend {
             inc(&self.port_counters.rx_not_ready);
             return Delivery::Done;
         };
-        let (frame, meta) = voff::split_trailer(frame, self.token);
-        let (q, mut side, vring) = match self.pick_rx_queue(flow_hash(frame), try_only) {
+        let (q, mut side, vring) = match self.pick_rx_queue(hash, try_only) {
             Ok(picked) => picked,
             Err(d) => return d,
         };
@@ -536,19 +680,7 @@ impl NetBackend {
         }
         let c = &self.counters[q];
         let mut ring = RxRing::new(&mut vr, &mem, &mut side, neg);
-        let accepted =
-            |h: &NetHdr| voff::accept_bit(h.gso_kind()) & self.accept.load(Ordering::Acquire) != 0;
-        let outcome = match meta {
-            Some(h) if accepted(&h) => ring.write_gso(c, &h, frame),
-            Some(h) => ring.write_segmented(c, &h, frame, |c, o, len| self.count_rx(c, o, len)),
-            None => {
-                let o = ring.write_plain(frame);
-                if o != RxOutcome::NoBuffers {
-                    self.count_rx(c, o, frame.len());
-                }
-                o
-            }
-        };
+        let outcome = write(&mut ring, c);
         if outcome == RxOutcome::NoBuffers {
             let _ = ring.vr.enable_notification();
             inc(&c.rx_no_buffers);
@@ -764,6 +896,7 @@ impl NetBackend {
                 break;
             }
         }
+        self.flush_tx(&mut side.batch);
         if vr.needs_notification().unwrap_or(true) {
             self.notify(2 * q + 1);
         }
@@ -795,7 +928,7 @@ impl NetBackend {
                 return;
             }
             let f = &side.buf[hdr_len..];
-            self.sink.transmit(f);
+            self.queue_tx(&mut side.batch, f);
             inc(&c.tx_frames);
             add(&c.tx_bytes, f.len() as u64);
             return;
@@ -811,15 +944,16 @@ impl NetBackend {
         if self.peers.accepts(&side.buf[hdr_len..hdr_len + 6], bit) {
             let len = side.buf.len() - hdr_len;
             voff::push_trailer(&mut side.buf, &tso, self.token);
-            self.sink.transmit(&side.buf[hdr_len..]);
+            self.queue_tx(&mut side.batch, &side.buf[hdr_len..]);
             inc(&c.tx_gso_passed);
             inc(&c.tx_frames);
             add(&c.tx_bytes, len as u64);
             return;
         }
+        let batch = &mut side.batch;
         let r: Result<usize, OffloadError> =
             segment(&side.buf[hdr_len..], &tso.tso, &mut side.seg, |s| {
-                self.sink.transmit(s);
+                self.queue_tx(batch, s);
                 add(&c.tx_bytes, s.len() as u64);
             });
         match r {
@@ -828,6 +962,24 @@ impl NetBackend {
                 add(&c.tx_frames, n as u64);
             }
             Err(_) => inc(&c.tx_bad_offload),
+        }
+    }
+
+    /// Adds a frame to the transmit pass's batch, handing the batch on first
+    /// when it is full.
+    fn queue_tx(&self, batch: &mut FrameBatch, frame: &[u8]) {
+        if batch.is_full() {
+            self.flush_tx(batch);
+        }
+        batch.sent_ns(|| MonotonicClock.now_ns());
+        batch.push_copy(frame);
+    }
+
+    /// Hands the batch's frames to the switch, in order.
+    fn flush_tx(&self, batch: &mut FrameBatch) {
+        if !batch.is_empty() {
+            self.sink.transmit_batch(batch);
+            batch.clear();
         }
     }
 

@@ -17,7 +17,8 @@ use std::sync::{Mutex, MutexGuard};
 
 use super::backend::NetBackend;
 use super::counters::inc;
-use device_models::Delivery;
+use device_models::batch::BATCH_FRAMES;
+use device_models::Frames;
 
 /// Frames each queue pair's FIFO holds before new ones are dropped.
 pub const PER_QUEUE: usize = 512;
@@ -82,6 +83,9 @@ impl Fifo {
 pub struct Backlog {
     fifos: Vec<Mutex<Fifo>>,
     pool: Mutex<Pool>,
+    /// The frames [`Self::pump`] has taken out of a FIFO (kept for its
+    /// capacity).
+    run: Mutex<Vec<Vec<u8>>>,
     closed: AtomicBool,
 }
 
@@ -93,6 +97,7 @@ impl Backlog {
                 .map(|_| Mutex::new(Fifo::default()))
                 .collect(),
             pool: Mutex::new(Pool::default()),
+            run: Mutex::new(Vec::with_capacity(BATCH_FRAMES)),
             closed: AtomicBool::new(false),
         }
     }
@@ -124,27 +129,52 @@ impl Backlog {
 
     /// Delivers waiting frames, each queue's in order, until every FIFO is
     /// empty or waits for buffers. Returns true if a frame moved. Bounded:
-    /// at most every frame waiting when called is tried once.
+    /// at most every frame waiting when called is tried once. Frames are
+    /// taken up to [`BATCH_FRAMES`] at a time, so segments that waited
+    /// together may be coalesced ([`NetBackend::deliver_batch`]); those the
+    /// guest had no buffers for go back to the front of their FIFO.
     pub fn pump(&self, b: &NetBackend) -> bool {
         let mut moved = false;
+        let mut run = std::mem::take(&mut *lock(&self.run));
         for (q, fifo) in self.fifos.iter().enumerate() {
             let mut budget = PER_QUEUE;
             while budget > 0 {
-                budget -= 1;
-                let Some(frame) = lock(fifo).pop_front() else {
+                {
+                    let mut f = lock(fifo);
+                    while run.len() < BATCH_FRAMES.min(budget) {
+                        let Some(frame) = f.pop_front() else {
+                            break;
+                        };
+                        run.push(frame);
+                    }
+                }
+                if run.is_empty() {
                     break;
-                };
-                if b.deliver(&frame, false) == Delivery::Busy {
-                    lock(fifo).push_front(frame);
-                    break;
+                }
+                budget -= run.len();
+                let taken = b.deliver_batch(Frames::Many(&run), false);
+                let busy = taken < run.len();
+                if busy {
+                    let mut f = lock(fifo);
+                    for frame in run.drain(taken..).rev() {
+                        f.push_front(frame);
+                    }
                 }
                 if let Some(p) = b.pending.get(q) {
-                    p.fetch_sub(1, Ordering::AcqRel);
+                    p.fetch_sub(taken, Ordering::AcqRel);
                 }
-                moved = true;
-                lock(&self.pool).give(frame);
+                moved |= taken > 0;
+                let mut pool = lock(&self.pool);
+                for frame in run.drain(..) {
+                    pool.give(frame);
+                }
+                drop(pool);
+                if busy {
+                    break;
+                }
             }
         }
+        *lock(&self.run) = run;
         moved
     }
 

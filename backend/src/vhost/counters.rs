@@ -42,6 +42,11 @@ counters!(
         rx_bytes,
         /// Frames delivered as one GSO frame (not segmented).
         rx_gso,
+        /// GSO frames built here by receive coalescing (each counts once in
+        /// `rx_frames`).
+        rx_coalesced,
+        /// Segments merged into those frames.
+        rx_coalesced_segs,
         /// Times a frame had to wait for receive buffers.
         rx_no_buffers,
         /// Frames dropped: larger than one buffer without mergeable buffers.

@@ -22,6 +22,20 @@
 //! driver accepts GSO (`GUEST_TSO4/6`); see [`backend::gso_pass_enabled`]
 //! for why that is not the default yet.
 //!
+//! Receive coalescing: a transmit pass hands the switch its frames as one
+//! batch, and frames reach a port together from such a batch or from its
+//! backlog. Consecutive TCP segments of one connection among them that
+//! Linux's GRO would merge (`net_util::coalesce::gro_run`) go to a driver
+//! that negotiated `GUEST_TSO4/6` (with mergeable buffers) as one GSO frame
+//! of up to 64 KiB: `NEEDS_CSUM` from the TCP header, `gso_size` the
+//! segments' size (counters `rx_coalesced`, `rx_coalesced_segs`). Nothing
+//! is held back for frames still to come. virtio_net shows the offload as
+//! `rx-gro-hw`; turning it off (`VIRTIO_NET_CTRL_GUEST_OFFLOADS_SET`) does
+//! not reach a vhost-user backend: QEMU's virtio-net handles the control
+//! queue and applies guest offloads through the peer's `set_offload`,
+//! which its vhost-user net client does not have (QEMU `net/vhost-user.c`),
+//! so the port coalesces for as long as the features negotiated allow.
+//!
 //! Connections: when the frontend disconnects (VM shutdown or restart) the
 //! port forgets the connection and listens again on the same socket; other
 //! ports are not affected. [`VirtioNetPort::set_link`] takes the link down
@@ -67,7 +81,7 @@ use crate::switch::{PortCounters, PortSlot, Switch};
 use backend::{GsoPeers, NetBackend};
 use backlog::Backlog;
 use counters::{PortStats, QueueStats};
-use device_models::{Delivery, DriverView, Introspect, NetPort};
+use device_models::{Delivery, DriverView, Frames, Introspect, NetPort};
 
 /// A port's counters as `nicemu ctl stats` shows them: the backend's and the switch's.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -272,6 +286,12 @@ impl NetPort for VirtioNetPort {
     /// buffers; it keeps no IEEE 1588 stamps, so `sent_ns` is not used.
     fn deliver(&self, frame: &[u8], _sent_ns: Option<u64>, wait: bool) -> Delivery {
         self.inner.backend.deliver(frame, !wait)
+    }
+
+    /// Frames that arrive together may be coalesced
+    /// ([`NetBackend::deliver_batch`]).
+    fn deliver_batch(&self, frames: Frames<'_>, _sent_ns: Option<u64>, wait: bool) -> usize {
+        self.inner.backend.deliver_batch(frames, !wait)
     }
 
     fn set_link(&self, up: bool) {
