@@ -591,10 +591,16 @@ impl NetBackend {
     /// virtio 1.2 §5.1.6.4); only frames given together merge, none waits
     /// for more.
     pub fn deliver_batch(&self, frames: Frames<'_>, try_only: bool) -> usize {
+        if frames.len() < 2 {
+            let busy =
+                !frames.is_empty() && self.deliver(frames.get(0), try_only) == Delivery::Busy;
+            return if busy { 0 } else { frames.len() };
+        }
+        let neg = self.conn().neg;
         let mut i = 0;
         while i < frames.len() {
             let rest = frames.from(i);
-            let (d, n) = match self.coalescible(rest) {
+            let (d, n) = match self.coalescible(neg, rest) {
                 Some(run) => (self.deliver_run(rest, &run, try_only), run.count),
                 None => (self.deliver(rest.get(0), try_only), 1),
             };
@@ -610,12 +616,8 @@ impl NetBackend {
     /// merged frame: GSO of its kind and mergeable receive buffers (a
     /// merged frame is up to 64 KiB). Frames that crossed the switch with
     /// a GSO trailer never join a run.
-    fn coalescible(&self, frames: Frames<'_>) -> Option<GroRun> {
-        if frames.len() < 2 {
-            return None;
-        }
-        let neg = self.conn().neg;
-        if !neg.mrg_rxbuf || !(neg.guest_tso4 || neg.guest_tso6) {
+    fn coalescible(&self, neg: Negotiated, frames: Frames<'_>) -> Option<GroRun> {
+        if frames.len() < 2 || !neg.mrg_rxbuf || !(neg.guest_tso4 || neg.guest_tso6) {
             return None;
         }
         let token = self.token;
