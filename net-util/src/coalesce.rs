@@ -12,7 +12,8 @@
 //! Linux's GRO requires on top (`tcp_gro_receive`, `inet_gro_flush`) so that
 //! a merged frame is one the receiving stack could have built itself:
 //! the same acknowledgement number and window, equal-sized segments but a
-//! shorter last one, PSH only on the last, and the IPv4 ID rules.
+//! shorter last one, PSH only on the last, and the IPv4 ID rules (fixed or
+//! incrementing, as Linux 7.2's GRO and its gro.c selftest take them).
 
 use crate::csum::{self, verify_rx};
 use crate::frame::{parse, put16, IPPROTO_TCP};
@@ -202,8 +203,9 @@ fn ack_and_window(frame: &[u8], s: &Segment) -> [u8; 8] {
     b
 }
 
-/// How the IPv4 IDs of a run go: decided by the second segment when the
-/// first has DF set, incrementing otherwise (`inet_gro_flush`).
+/// How the IPv4 IDs of a run go: decided by the second segment, fixed when
+/// its ID is the first's, else incrementing (`inet_gro_flush` of Linux 7.2,
+/// whose gro.c expects both with DF set or clear).
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum IdRule {
     Undecided,
@@ -211,9 +213,9 @@ enum IdRule {
     Incrementing,
 }
 
-/// The IPv4 ID and DF bit of the segment's header.
-fn ipv4_id(frame: &[u8], s: &Segment) -> (u16, bool) {
-    (be16(frame, s.l3 + 4), frame[s.l3 + 6] & 0x40 != 0)
+/// The IPv4 ID of the segment's header.
+fn ipv4_id(frame: &[u8], s: &Segment) -> u16 {
+    be16(frame, s.l3 + 4)
 }
 
 /// How many of `frames`, from the first, merge into one segment the way
@@ -228,9 +230,8 @@ fn ipv4_id(frame: &[u8], s: &Segment) -> (u16, bool) {
 /// included, are equal), and its acknowledgement number and window, carries
 /// at most as many payload bytes as the first, keeps the merged datagram
 /// within [`MAX_MERGED_IP`], and, over IPv4, has the ID the run's rule
-/// gives: the first's plus its place in the run (with DF clear always;
-/// with DF set when the second segment's ID differed from the first's),
-/// else the first's. A continuing segment that is shorter than the first or
+/// gives: the first's when the second segment repeated it (a fixed ID),
+/// else the first's plus its place in the run. A continuing segment that is shorter than the first or
 /// carries PSH is the last. Only what is given is looked at: nothing waits
 /// for more frames.
 pub fn gro_run<'a>(frames: impl IntoIterator<Item = &'a [u8]>) -> Option<GroRun> {
@@ -253,12 +254,8 @@ pub fn gro_run<'a>(frames: impl IntoIterator<Item = &'a [u8]>) -> Option<GroRun>
     }
     let shape0 = shape(first, &s0);
     let tail0 = ack_and_window(first, &s0);
-    let (id0, df) = ipv4_id(first, &s0);
-    let mut rule = if df {
-        IdRule::Undecided
-    } else {
-        IdRule::Incrementing
-    };
+    let id0 = ipv4_id(first, &s0);
+    let mut rule = IdRule::Undecided;
     let mut count = 1usize;
     let mut ip_len = s0.payload.0 - s0.l3 + s0.payload.1;
     let mut next_seq = s0.seq.wrapping_add(u32::from(mss));
@@ -278,7 +275,7 @@ pub fn gro_run<'a>(frames: impl IntoIterator<Item = &'a [u8]>) -> Option<GroRun>
             break;
         }
         if !s0.key.ipv6 {
-            let step = ipv4_id(f, &s).0.wrapping_sub(id0);
+            let step = ipv4_id(f, &s).wrapping_sub(id0);
             if rule == IdRule::Undecided {
                 rule = if step == 0 {
                     IdRule::Fixed
@@ -597,7 +594,12 @@ mod tests {
             count_of(&frames)
         };
         assert_eq!(ids(false, &[5, 6, 7, 8]), 4, "DF clear, incrementing");
-        assert_eq!(ids(false, &[5, 5, 5]), 1, "DF clear, fixed");
+        assert_eq!(ids(false, &[5, 5, 5]), 3, "DF clear, fixed");
+        assert_eq!(
+            ids(false, &[5, 6, 6]),
+            2,
+            "DF clear, incrementing then fixed"
+        );
         assert_eq!(ids(false, &[5, 7]), 1, "DF clear, a jump");
         assert_eq!(ids(true, &[5, 6, 7]), 3, "DF set, incrementing");
         assert_eq!(ids(true, &[5, 5, 5]), 3, "DF set, fixed");

@@ -13,7 +13,7 @@ pub use device_models::Delivery;
 use device_models::{Clock, FrameBatch, FrameSink, Frames, MonotonicClock};
 use net_util::coalesce::{self, GroRun};
 use net_util::tso::segment;
-use net_util::OffloadError;
+use net_util::{OffloadError, IPPROTO_TCP, IPPROTO_UDP};
 use vhost::vhost_user::message::VhostUserProtocolFeatures;
 use vhost_user_backend::{VhostUserBackend, VringRwLock, VringState, VringT};
 use virtio_bindings::bindings::virtio_net::{
@@ -384,8 +384,12 @@ fn rx_ready(v: &Vring) -> bool {
     g.is_enabled() && g.get_queue().ready()
 }
 
-/// Chooses a queue pair for a frame by its addresses and ports, so one flow
-/// stays on one queue.
+/// Chooses a queue pair for a frame by its addresses and, for TCP and UDP,
+/// its ports, so one flow stays on one queue. Other protocols hash by the
+/// addresses alone: the first bytes after their IP header are no ports
+/// (an IP-in-IP packet has its inner header's length there, which put the
+/// segments of one tunnelled connection on different queues, where GRO's
+/// hold on one let the connection's FIN on the other overtake them).
 pub(crate) fn flow_hash(f: &[u8]) -> u32 {
     let Some(p) = net_util::parse(f) else {
         return 0;
@@ -401,7 +405,9 @@ pub(crate) fn flow_hash(f: &[u8]) -> u32 {
     } else {
         mix(f.get(p.l3 + 8..p.l3 + 40).unwrap_or(&[]));
     }
-    if let Some(l4) = p.l4 {
+    if let Some(l4) =
+        p.l4.filter(|_| matches!(p.proto, IPPROTO_TCP | IPPROTO_UDP))
+    {
         mix(f.get(l4..l4 + 4).unwrap_or(&[]));
     }
     h ^ (h >> 16)

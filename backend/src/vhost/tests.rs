@@ -470,6 +470,33 @@ mod backend_rx {
         assert_eq!((got.gso_type, got.gso_size), (hdr.gso_type, 1000));
     }
 
+    /// One flow, one queue: TCP ports choose among queues, but the bytes
+    /// after an IP-in-IP packet's outer header are its inner header (whose
+    /// length changes with the payload), not ports: every packet of a
+    /// tunnel goes to one queue whatever its size.
+    #[test]
+    fn ipip_packets_of_one_tunnel_hash_alike() {
+        let ipip = |payload: usize| {
+            let mut f = tcp_frame(1000);
+            f[23] = 4;
+            let inner = tcp_frame(1000)[14..54].to_vec();
+            f.truncate(34);
+            f.extend_from_slice(&inner);
+            f.resize(f.len() + payload, 0);
+            let inner_len = (40 + payload) as u16;
+            f[36..38].copy_from_slice(&inner_len.to_be_bytes());
+            f[16..18].copy_from_slice(&(20 + inner_len).to_be_bytes());
+            f
+        };
+        let h = flow_hash(&ipip(100));
+        for payload in [0, 1, 50, 1000] {
+            assert_eq!(flow_hash(&ipip(payload)), h, "inner payload {payload}");
+        }
+        let ports: std::collections::HashSet<u32> =
+            (1000u16..1032).map(|p| flow_hash(&tcp_frame(p))).collect();
+        assert!(ports.len() > 1, "TCP ports still spread flows");
+    }
+
     /// `n` consecutive TCP segments of `len` payload bytes of flow `port`
     /// (IPv4, DF, incrementing IDs), checksums right.
     fn segments(port: u16, n: usize, len: usize) -> Vec<Vec<u8>> {
