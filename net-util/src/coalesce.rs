@@ -191,6 +191,29 @@ pub struct GroRun {
     pub hdr_len: usize,
     /// Length of the merged frame.
     pub len: usize,
+    /// Every segment has CWR (a run's segments agree on it): the merged
+    /// segment needs ECN segmentation (virtio-net `VIRTIO_NET_HDR_GSO_ECN`,
+    /// Linux `SKB_GSO_TCP_ECN`).
+    pub cwr: bool,
+}
+
+/// A segment GRO may merge, checksums aside: TCP straight over IP (no IPv4
+/// options, IPv6 extension headers or fragments), carrying data, ACK set,
+/// none of FIN, SYN, RST, URG. ECE and CWR may be set as long as a run's
+/// segments agree on them (`tcp_gro_receive` of Linux 7.2, whose gro.c
+/// expects two CWR segments to merge with each other but not with their
+/// neighbours).
+fn gro_eligible(s: &Segment) -> bool {
+    s.ip_len == if s.key.ipv6 { 40 } else { 20 }
+        && s.payload.1 > 0
+        && s.flags & ACK != 0
+        && s.flags & (FIN | SYN | RST | URG) == 0
+}
+
+/// The segment's IP header (IPv4) and TCP checksums are right.
+fn checksums_ok(frame: &[u8], s: &Segment) -> bool {
+    let c = verify_rx(frame);
+    c.l4_checked && c.l4_ok && (s.key.ipv6 || c.ip_ok)
 }
 
 /// The TCP acknowledgement number, data offset, flags and window of a
@@ -222,11 +245,12 @@ fn ipv4_id(frame: &[u8], s: &Segment) -> u16 {
 /// Linux's GRO merges them (`tcp_gro_receive`, `inet_gro_flush`,
 /// `ipv6_gro_receive`), or `None` when fewer than two do.
 ///
-/// The first frame opens the run when it is a [`classify`] candidate
-/// without an 802.1Q tag and without PSH. Each next frame continues it when
-/// it is a candidate of the same connection that carries the next sequence
-/// number, repeats the first one's [`shape`] (so TTL/hop limit, TOS/traffic
-/// class with its ECN bits, DF, flow label and every TCP option, timestamps
+/// The first frame opens the run when it is a segment GRO may merge
+/// (`gro_eligible`, good checksums) without an 802.1Q tag and without
+/// PSH. Each next frame continues it when it is such a segment of the same
+/// connection that carries the next sequence number, repeats the first
+/// one's [`shape`] (so TTL/hop limit, TOS/traffic class with its ECN bits,
+/// DF, flow label, the TCP flags but PSH and every TCP option, timestamps
 /// included, are equal), and its acknowledgement number and window, carries
 /// at most as many payload bytes as the first, keeps the merged datagram
 /// within [`MAX_MERGED_IP`], and, over IPv4, has the ID the run's rule
@@ -238,7 +262,7 @@ pub fn gro_run<'a>(frames: impl IntoIterator<Item = &'a [u8]>) -> Option<GroRun>
     let mut it = frames.into_iter();
     let first = it.next()?;
     let s0 = headers(first, VLAN_TPID)?;
-    if !s0.candidate || s0.key.vlan != 0 || s0.flags & PSH != 0 {
+    if !gro_eligible(&s0) || s0.key.vlan != 0 || s0.flags & PSH != 0 {
         return None;
     }
     let mss = u16::try_from(s0.payload.1).ok()?;
@@ -249,7 +273,7 @@ pub fn gro_run<'a>(frames: impl IntoIterator<Item = &'a [u8]>) -> Option<GroRun>
     if second.key != s0.key || second.seq != s0.seq.wrapping_add(u32::from(mss)) {
         return None;
     }
-    if !classify(first, VLAN_TPID)?.candidate {
+    if !checksums_ok(first, &s0) {
         return None;
     }
     let shape0 = shape(first, &s0);
@@ -260,17 +284,18 @@ pub fn gro_run<'a>(frames: impl IntoIterator<Item = &'a [u8]>) -> Option<GroRun>
     let mut ip_len = s0.payload.0 - s0.l3 + s0.payload.1;
     let mut next_seq = s0.seq.wrapping_add(u32::from(mss));
     for f in rest {
-        let Some(s) = classify(f, VLAN_TPID) else {
+        let Some(s) = headers(f, VLAN_TPID) else {
             break;
         };
         let len = s.payload.1;
-        if !s.candidate
+        if !gro_eligible(&s)
             || s.key != s0.key
             || s.seq != next_seq
             || len > usize::from(mss)
             || ip_len + len > MAX_MERGED_IP
             || shape(f, &s) != shape0
             || ack_and_window(f, &s) != tail0
+            || !checksums_ok(f, &s)
         {
             break;
         }
@@ -306,6 +331,7 @@ pub fn gro_run<'a>(frames: impl IntoIterator<Item = &'a [u8]>) -> Option<GroRun>
         l4: s0.l3 + s0.ip_len,
         hdr_len: s0.payload.0,
         len: s0.l3 + ip_len,
+        cwr: s0.flags & CWR != 0,
     })
 }
 
@@ -539,6 +565,27 @@ mod tests {
             assert_eq!(count_of(&[s.frame(), a]), 1, "flag {flag:#x} first");
         }
         assert_eq!(count_of(&run4(&[0, 0, 0])), 1);
+    }
+
+    /// gro.c's flags_cwr: a CWR segment ends the run before it, CWR
+    /// segments merge with each other, and the next one without CWR
+    /// starts anew.
+    #[test]
+    fn cwr_segments_merge_only_with_each_other() {
+        let frames: Vec<Vec<u8>> = (0..5u32)
+            .map(|i| {
+                let mut s = Seg::v4(1000 + 100 * i, 100, i as u16);
+                if i == 1 || i == 2 {
+                    s.flags = CWR;
+                }
+                s.frame()
+            })
+            .collect();
+        assert_eq!(count_of(&frames), 1);
+        let run = run_of(&frames[1..]).unwrap();
+        assert_eq!((run.count, run.cwr), (2, true));
+        let run = run_of(&frames[3..]).unwrap();
+        assert_eq!((run.count, run.cwr), (2, false));
     }
 
     #[test]

@@ -17,7 +17,8 @@ use net_util::{OffloadError, IPPROTO_TCP, IPPROTO_UDP};
 use vhost::vhost_user::message::VhostUserProtocolFeatures;
 use vhost_user_backend::{VhostUserBackend, VringRwLock, VringState, VringT};
 use virtio_bindings::bindings::virtio_net::{
-    VIRTIO_NET_HDR_F_NEEDS_CSUM, VIRTIO_NET_HDR_GSO_TCPV4, VIRTIO_NET_HDR_GSO_TCPV6,
+    VIRTIO_NET_HDR_F_NEEDS_CSUM, VIRTIO_NET_HDR_GSO_ECN, VIRTIO_NET_HDR_GSO_TCPV4,
+    VIRTIO_NET_HDR_GSO_TCPV6,
 };
 use virtio_queue::QueueT;
 use vm_memory::{GuestAddressSpace, GuestMemoryAtomic, GuestMemoryMmap};
@@ -270,16 +271,18 @@ impl<'a> RxRing<'a> {
 const MERGED_KEEP: usize = 66 * 1024;
 
 /// The virtio-net header of a merged frame: `NEEDS_CSUM` from the TCP
-/// header, GSO TCPv4/TCPv6 at the run's segment size.
+/// header, GSO TCPv4/TCPv6 at the run's segment size, with the ECN bit when
+/// its segments carry CWR (virtio 1.2 §5.1.6.4.1).
 fn merged_hdr(run: &GroRun) -> NetHdr {
     let kind = if run.ipv6 {
         VIRTIO_NET_HDR_GSO_TCPV6
     } else {
         VIRTIO_NET_HDR_GSO_TCPV4
     };
+    let ecn = if run.cwr { VIRTIO_NET_HDR_GSO_ECN } else { 0 };
     NetHdr {
         flags: VIRTIO_NET_HDR_F_NEEDS_CSUM as u8,
-        gso_type: kind as u8,
+        gso_type: (kind | ecn) as u8,
         hdr_len: run.hdr_len as u16,
         gso_size: run.mss,
         csum_start: run.l4 as u16,
@@ -636,7 +639,7 @@ impl NetBackend {
         } else {
             neg.guest_tso4
         };
-        takes.then_some(run)
+        (takes && (!run.cwr || neg.guest_ecn)).then_some(run)
     }
 
     /// Delivers the frames of `run` as one GSO frame.

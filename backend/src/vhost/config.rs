@@ -59,6 +59,8 @@ pub struct Negotiated {
     pub guest_tso4: bool,
     /// The driver accepts TCPv6 GSO frames.
     pub guest_tso6: bool,
+    /// The driver accepts GSO frames with the ECN bit (CWR set).
+    pub guest_ecn: bool,
 }
 
 impl Negotiated {
@@ -77,6 +79,7 @@ impl Negotiated {
             guest_csum,
             guest_tso4: guest_csum && has(VIRTIO_NET_F_GUEST_TSO4),
             guest_tso6: guest_csum && has(VIRTIO_NET_F_GUEST_TSO6),
+            guest_ecn: guest_csum && has(VIRTIO_NET_F_GUEST_ECN),
         }
     }
 }
