@@ -350,6 +350,14 @@ mod backend_rx {
             .collect()
     }
 
+    /// The source ports of [`flows_to`]'s flows.
+    fn ports_to(q: u32, n: usize) -> Vec<u16> {
+        flows_to(q, n)
+            .iter()
+            .map(|f| u16::from_be_bytes([f[34], f[35]]))
+            .collect()
+    }
+
     /// A queue without receive buffers holds up only its own frames: frames
     /// for the other queue behind them in the backlog are delivered, the
     /// stuck ones keep their order and go out when buffers arrive, and the
@@ -535,10 +543,7 @@ mod backend_rx {
         let tx = rx_vring(&m, 0x300_000, 0);
         b.handle_event(0, EventSet::IN, &[rx0.clone(), tx.clone()], 0)
             .unwrap();
-        let port = flows_to(0, 1)[0][34..36]
-            .try_into()
-            .map(u16::from_be_bytes)
-            .unwrap();
+        let port = ports_to(0, 1)[0];
         let segs = segments(port, 3, 1000);
         assert_eq!(b.deliver_batch(Frames::Many(&segs), false), 3);
         let c = b.counters[0].snapshot();
@@ -578,10 +583,7 @@ mod backend_rx {
         assert!(net_util::csum::verify_rx(frame).l4_ok);
 
         // Two connections interleaved: nothing merges.
-        let other = flows_to(0, 2)[1][34..36]
-            .try_into()
-            .map(u16::from_be_bytes)
-            .unwrap();
+        let other = ports_to(0, 2)[1];
         let o = segments(other, 2, 1000);
         let mixed = vec![segs[0].clone(), o[0].clone(), segs[1].clone(), o[1].clone()];
         assert_eq!(b.deliver_batch(Frames::Many(&mixed), false), 4);
@@ -608,10 +610,7 @@ mod backend_rx {
         let tx = rx_vring(&m, 0x300_000, 0);
         b.handle_event(0, EventSet::IN, &[rx0.clone(), tx.clone()], 0)
             .unwrap();
-        let port = flows_to(0, 1)[0][34..36]
-            .try_into()
-            .map(u16::from_be_bytes)
-            .unwrap();
+        let port = ports_to(0, 1)[0];
         let segs = segments(port, 4, 500);
         let backlog = Backlog::new(2);
         for s in &segs {
