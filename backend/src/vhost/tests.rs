@@ -341,6 +341,17 @@ mod backend_rx {
         b
     }
 
+    /// A [`two_pair_backend`] whose pair 0 has `rx_bufs` receive buffers and
+    /// an empty transmit ring, both handed over by a kick of pair 0.
+    fn pair0_kicked(m: &GuestMemoryMmap<()>, rx_bufs: u16) -> (Arc<NetBackend>, Vring, Vring) {
+        let b = two_pair_backend(m);
+        let rx0 = rx_vring(m, 0x100_000, rx_bufs);
+        let tx = rx_vring(m, 0x300_000, 0);
+        b.handle_event(0, EventSet::IN, &[rx0.clone(), tx.clone()], 0)
+            .unwrap();
+        (b, rx0, tx)
+    }
+
     /// Frames of `n` flows that hash to queue `q` of 2.
     fn flows_to(q: u32, n: usize) -> Vec<Vec<u8>> {
         (1000u16..)
@@ -408,11 +419,7 @@ mod backend_rx {
     #[test]
     fn counters_are_totals_across_a_reconnect() {
         let m: GuestMemoryMmap<()> = shared_mem();
-        let b = two_pair_backend(&m);
-        let rx0 = rx_vring(&m, 0x100_000, 16);
-        let tx = rx_vring(&m, 0x300_000, 0);
-        b.handle_event(0, EventSet::IN, &[rx0.clone(), tx.clone()], 0)
-            .unwrap();
+        let (b, _rx0, _tx) = pair0_kicked(&m, 16);
         b.connected
             .store(true, std::sync::atomic::Ordering::Release);
         assert_eq!(b.deliver(&flows_to(0, 1)[0], false), Delivery::Done);
@@ -434,11 +441,7 @@ mod backend_rx {
         use virtio_bindings::bindings::virtio_net::VIRTIO_NET_HDR_GSO_TCPV4;
         use vm_memory::Bytes;
         let m: GuestMemoryMmap<()> = shared_mem();
-        let b = two_pair_backend(&m);
-        let rx0 = rx_vring(&m, 0x100_000, 16);
-        let tx = rx_vring(&m, 0x300_000, 0);
-        b.handle_event(0, EventSet::IN, &[rx0.clone(), tx.clone()], 0)
-            .unwrap();
+        let (b, _rx0, _tx) = pair0_kicked(&m, 16);
         let hdr = NetHdr {
             flags: 0,
             gso_type: VIRTIO_NET_HDR_GSO_TCPV4 as u8,
@@ -538,11 +541,7 @@ mod backend_rx {
         };
         use vm_memory::Bytes;
         let m: GuestMemoryMmap<()> = shared_mem();
-        let b = two_pair_backend(&m);
-        let rx0 = rx_vring(&m, 0x100_000, 16);
-        let tx = rx_vring(&m, 0x300_000, 0);
-        b.handle_event(0, EventSet::IN, &[rx0.clone(), tx.clone()], 0)
-            .unwrap();
+        let (b, _rx0, _tx) = pair0_kicked(&m, 16);
         let port = ports_to(0, 1)[0];
         let segs = segments(port, 3, 1000);
         assert_eq!(b.deliver_batch(Frames::Many(&segs), false), 3);
@@ -605,11 +604,7 @@ mod backend_rx {
     #[test]
     fn segments_waiting_in_the_backlog_are_coalesced() {
         let m: GuestMemoryMmap<()> = shared_mem();
-        let b = two_pair_backend(&m);
-        let rx0 = rx_vring(&m, 0x100_000, 0);
-        let tx = rx_vring(&m, 0x300_000, 0);
-        b.handle_event(0, EventSet::IN, &[rx0.clone(), tx.clone()], 0)
-            .unwrap();
+        let (b, _rx0, tx) = pair0_kicked(&m, 0);
         let port = ports_to(0, 1)[0];
         let segs = segments(port, 4, 500);
         let backlog = Backlog::new(2);
