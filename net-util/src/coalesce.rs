@@ -16,7 +16,7 @@
 //! incrementing, as Linux 7.2's GRO and its gro.c selftest take them).
 
 use crate::csum::{self, verify_rx};
-use crate::frame::{parse, put16, IPPROTO_TCP};
+use crate::frame::{parse, put16, ETH_P_8021Q, IPPROTO_TCP};
 
 /// TCP flags.
 const FIN: u8 = 0x01;
@@ -78,8 +78,7 @@ fn be16(f: &[u8], o: usize) -> u16 {
 pub fn classify(frame: &[u8], vet: u16) -> Option<Segment> {
     let mut s = headers(frame, vet)?;
     if s.candidate {
-        let csum = verify_rx(frame);
-        s.candidate = csum.l4_checked && csum.l4_ok && (s.key.ipv6 || csum.ip_ok);
+        s.candidate = checksums_ok(frame, &s);
     }
     Some(s)
 }
@@ -163,10 +162,6 @@ pub fn shape(frame: &[u8], s: &Segment) -> [u8; MAX_HDR] {
     zero(&mut h, t + 14..t + 20);
     h
 }
-
-/// Ethertype of an 802.1Q tag: a tagged frame is never merged by [`gro_run`]
-/// (its segment carries the tag in `FlowKey::vlan`).
-const VLAN_TPID: u16 = 0x8100;
 
 /// Largest IP datagram a merged frame may be (the IPv4 total length field;
 /// Linux's `GRO_LEGACY_MAX_SIZE` is the same 64 KiB).
@@ -261,7 +256,7 @@ fn ipv4_id(frame: &[u8], s: &Segment) -> u16 {
 pub fn gro_run<'a>(frames: impl IntoIterator<Item = &'a [u8]>) -> Option<GroRun> {
     let mut it = frames.into_iter();
     let first = it.next()?;
-    let s0 = headers(first, VLAN_TPID)?;
+    let s0 = headers(first, ETH_P_8021Q)?;
     if !gro_eligible(&s0) || s0.key.vlan != 0 || s0.flags & PSH != 0 {
         return None;
     }
@@ -269,7 +264,7 @@ pub fn gro_run<'a>(frames: impl IntoIterator<Item = &'a [u8]>) -> Option<GroRun>
     // The second frame is looked at before any checksum is summed: most
     // batches do not continue their first frame's connection.
     let mut rest = it.peekable();
-    let second = headers(rest.peek()?, VLAN_TPID)?;
+    let second = headers(rest.peek()?, ETH_P_8021Q)?;
     if second.key != s0.key || second.seq != s0.seq.wrapping_add(u32::from(mss)) {
         return None;
     }
@@ -284,7 +279,7 @@ pub fn gro_run<'a>(frames: impl IntoIterator<Item = &'a [u8]>) -> Option<GroRun>
     let mut ip_len = s0.payload.0 - s0.l3 + s0.payload.1;
     let mut next_seq = s0.seq.wrapping_add(u32::from(mss));
     for f in rest {
-        let Some(s) = headers(f, VLAN_TPID) else {
+        let Some(s) = headers(f, ETH_P_8021Q) else {
             break;
         };
         let len = s.payload.1;

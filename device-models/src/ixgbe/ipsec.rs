@@ -49,6 +49,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use net_util::esp::{EspError, EspKey, ESP_ICV_LEN, ESP_PAYLOAD_OFF};
+use net_util::IPPROTO_UDP;
 
 use super::regs::*;
 use super::Ixgbe;
@@ -99,7 +100,6 @@ pub const RXD_ERR_IPSEC_AUTH_FAILED: u32 = 0x1800_0000;
 /// Packet type: IPsec ESP (`IXGBE_RXDADV_PKTTYPE_IPSEC_ESP`).
 pub const PTYPE_IPSEC_ESP: u16 = 0x1000;
 const IPPROTO_ESP: u8 = 50;
-const IPPROTO_UDP: u8 = 17;
 const IPPROTO_IPIP: u8 = 4;
 const IPPROTO_IPV6: u8 = 41;
 
