@@ -5,18 +5,24 @@
 //! `VIRTIO_NET_F_GUEST_TSO4/6`, virtio 1.2 §5.1.6.4).
 //!
 //! Which received frames may be merged, and how a segment relates to the
-//! ones before it: TCP straight over IPv4 without options or fragmentation,
-//! or over IPv6 without extension headers, carrying data, with no TCP flag
-//! but ACK and PSH, and good IP and TCP checksums ([`classify`]); the header
-//! bytes a later segment must repeat ([`shape`]). [`gro_run`] adds what
-//! Linux's GRO requires on top (`tcp_gro_receive`, `inet_gro_flush`) so that
-//! a merged frame is one the receiving stack could have built itself:
-//! the same acknowledgement number and window, equal-sized segments but a
-//! shorter last one, PSH only on the last, and the IPv4 ID rules (fixed or
-//! incrementing, as Linux 7.2's GRO and its gro.c selftest take them).
+//! ones before it: for the 82599's RSC, TCP straight over IPv4 without
+//! options or fragmentation, or over IPv6 without extension headers,
+//! carrying data, with no TCP flag but ACK and PSH, and good IP and TCP
+//! checksums ([`classify`]); the header bytes a later segment must repeat
+//! ([`shape`]). [`gro_run`] takes what Linux's GRO takes instead
+//! (`ipv6_gro_receive`, `tcp_gro_receive`, `inet_gro_flush`) so that a
+//! merged frame is one the receiving stack could have built itself: TCP
+//! over IPv6 may also sit behind hop-by-hop, routing and destination options
+//! headers ([`crate::frame::ipv6_upper_layer`]) that every segment of a run
+//! repeats byte for byte; the same acknowledgement number and window,
+//! equal-sized segments but a shorter last one, PSH only on the last, and
+//! the IPv4 ID rules (fixed or incrementing, as Linux 7.2's GRO and its
+//! gro.c selftest take them).
 
-use crate::csum::{self, verify_rx};
-use crate::frame::{parse, put16, ETH_P_8021Q, IPPROTO_TCP};
+use std::ops::Range;
+
+use crate::csum::{self, csum_add, csum_fold};
+use crate::frame::{ipv6_upper_layer, parse, put16, ETH_P_8021Q, IPPROTO_TCP};
 
 /// TCP flags.
 const FIN: u8 = 0x01;
@@ -56,7 +62,8 @@ pub struct Segment {
     pub l3: usize,
     /// IP plus TCP header length.
     pub hdr_len: usize,
-    /// IP header length (20 for IPv4 here, 40 for IPv6).
+    /// IP header length: IPv4's by its IHL, IPv6's 40 plus the extension
+    /// headers GRO walks ([`gro_run`]; [`classify`] walks none).
     pub ip_len: usize,
     /// Offset and length of the TCP payload in the frame (by the IP
     /// length: Ethernet padding excluded).
@@ -73,10 +80,24 @@ fn be16(f: &[u8], o: usize) -> u16 {
     u16::from_be_bytes([f[o], f[o + 1]])
 }
 
-/// The segment a frame carries: `None` for frames that are not TCP over
-/// IPv4/IPv6 with a whole TCP header (they never touch a context).
+/// Whether the TCP header of an IPv6 packet is looked for behind its
+/// extension headers.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Ipv6Ext {
+    /// Only straight after the fixed header (the 82599's RSC): a packet
+    /// with extension headers is not TCP.
+    None,
+    /// Behind hop-by-hop, routing and destination options headers too
+    /// (Linux's GRO, [`ipv6_upper_layer`]).
+    Walk,
+}
+
+/// The segment a frame carries as the 82599's RSC sees it: `None` for
+/// frames that are not TCP over IPv4/IPv6 with a whole TCP header (they
+/// never touch a context); an IPv6 packet with extension headers is not
+/// TCP to it (`next header` not 6).
 pub fn classify(frame: &[u8], vet: u16) -> Option<Segment> {
-    let mut s = headers(frame, vet)?;
+    let mut s = headers(frame, vet, Ipv6Ext::None)?;
     if s.candidate {
         s.candidate = checksums_ok(frame, &s);
     }
@@ -84,13 +105,11 @@ pub fn classify(frame: &[u8], vet: u16) -> Option<Segment> {
 }
 
 /// [`classify`] without the checksums: `candidate` holds every condition
-/// but the good IP and TCP checksums.
-fn headers(frame: &[u8], vet: u16) -> Option<Segment> {
+/// but the good IP and TCP checksums. `ext` says where an IPv6 packet's TCP
+/// header may be.
+fn headers(frame: &[u8], vet: u16, ext: Ipv6Ext) -> Option<Segment> {
     let p = parse(frame)?;
-    if p.proto != IPPROTO_TCP {
-        return None;
-    }
-    let l4 = p.l4?;
+    let mut l4 = p.l4?;
     let mut key = FlowKey {
         ipv6: !p.ipv4,
         src: [0; 16],
@@ -101,15 +120,24 @@ fn headers(frame: &[u8], vet: u16) -> Option<Segment> {
     if be16(frame, 12) == vet {
         key.vlan = be16(frame, 14);
     }
-    let (ip_len, l3_end) = if p.ipv4 {
+    let mut proto = p.proto;
+    let l3_end = if p.ipv4 {
         key.src[..4].copy_from_slice(&frame[p.l3 + 12..p.l3 + 16]);
         key.dst[..4].copy_from_slice(&frame[p.l3 + 16..p.l3 + 20]);
-        (l4 - p.l3, p.l3 + usize::from(be16(frame, p.l3 + 2)))
+        p.l3 + usize::from(be16(frame, p.l3 + 2))
     } else {
         key.src.copy_from_slice(&frame[p.l3 + 8..p.l3 + 24]);
         key.dst.copy_from_slice(&frame[p.l3 + 24..p.l3 + 40]);
-        (40, p.l3 + 40 + usize::from(be16(frame, p.l3 + 4)))
+        let end = p.l3 + 40 + usize::from(be16(frame, p.l3 + 4));
+        if ext == Ipv6Ext::Walk && proto != IPPROTO_TCP {
+            (proto, l4) = ipv6_upper_layer(frame, p.l3, end)?;
+        }
+        end
     };
+    if proto != IPPROTO_TCP {
+        return None;
+    }
+    let ip_len = l4 - p.l3;
     if frame.len() < l4 + 20 || l3_end > frame.len() {
         return None;
     }
@@ -145,22 +173,45 @@ pub fn shape(frame: &[u8], s: &Segment) -> [u8; MAX_HDR] {
     let mut h = [0u8; MAX_HDR];
     let n = s.hdr_len.min(MAX_HDR);
     h[..n].copy_from_slice(&frame[s.l3..s.l3 + n]);
-    let zero = |h: &mut [u8; MAX_HDR], r: std::ops::Range<usize>| {
-        h[r.start.min(n)..r.end.min(n)].fill(0);
-    };
-    if s.key.ipv6 {
-        zero(&mut h, 4..6);
-    } else {
-        zero(&mut h, 2..6);
-        zero(&mut h, 10..12);
-    }
     let t = s.ip_len;
-    zero(&mut h, t + 4..t + 12);
+    for r in varying_fields(s.key.ipv6, t) {
+        h[r.start.min(n)..r.end.min(n)].fill(0);
+    }
     if t + 13 < n {
         h[t + 13] &= !PSH;
     }
-    zero(&mut h, t + 14..t + 20);
     h
+}
+
+/// The ranges of a segment's headers, from the IP header, that [`shape`]
+/// zeroes (PSH aside), in order: IPv4 total length and ID (IPv6 payload
+/// length; then an empty range) and IPv4 header checksum, TCP sequence and
+/// acknowledgement numbers, TCP window, checksum and urgent pointer. `tcp`
+/// is the offset of the TCP header.
+fn varying_fields(ipv6: bool, tcp: usize) -> [Range<usize>; 4] {
+    let (a, b) = if ipv6 { (4..6, 6..6) } else { (2..6, 10..12) };
+    [a, b, tcp + 4..tcp + 12, tcp + 14..tcp + 20]
+}
+
+/// Segment `b` repeats the headers of segment `a` as [`shape`] compares
+/// them, at any length: the IP header (IPv6 extension headers included)
+/// and the TCP header with its options, but for the [`varying_fields`] and
+/// PSH.
+fn same_shape(a: &[u8], sa: &Segment, b: &[u8], sb: &Segment) -> bool {
+    if sa.hdr_len != sb.hdr_len || sa.ip_len != sb.ip_len || sa.key.ipv6 != sb.key.ipv6 {
+        return false;
+    }
+    let (ha, hb) = (&a[sa.l3..sa.payload.0], &b[sb.l3..sb.payload.0]);
+    let t = sa.ip_len;
+    let [v0, v1, v2, v3] = varying_fields(sa.key.ipv6, t);
+    let mut at = 0;
+    for skip in [v0, v1, v2, t + 13..t + 14, v3] {
+        if ha[at..skip.start] != hb[at..skip.start] {
+            return false;
+        }
+        at = skip.end;
+    }
+    ha[at..] == hb[at..] && (ha[t + 13] ^ hb[t + 13]) & !PSH == 0
 }
 
 /// Largest IP datagram a merged frame may be (the IPv4 total length field;
@@ -192,23 +243,33 @@ pub struct GroRun {
     pub cwr: bool,
 }
 
-/// A segment GRO may merge, checksums aside: TCP straight over IP (no IPv4
-/// options, IPv6 extension headers or fragments), carrying data, ACK set,
-/// none of FIN, SYN, RST, URG. ECE and CWR may be set as long as a run's
-/// segments agree on them (`tcp_gro_receive` of Linux 7.2, whose gro.c
-/// expects two CWR segments to merge with each other but not with their
-/// neighbours).
+/// A segment GRO may merge, checksums aside: TCP over IPv4 without options
+/// or fragmentation, or over IPv6, straight or behind the extension headers
+/// [`headers`] walks (`ipv6_gro_receive`; a fragment, AH or ESP header ends
+/// the walk at something other than TCP), carrying data, ACK set, none of
+/// FIN, SYN, RST, URG. ECE and CWR may be set as long as a run's segments
+/// agree on them (`tcp_gro_receive` of Linux 7.2, whose gro.c expects two
+/// CWR segments to merge with each other but not with their neighbours).
 fn gro_eligible(s: &Segment) -> bool {
-    s.ip_len == if s.key.ipv6 { 40 } else { 20 }
+    (s.key.ipv6 || s.ip_len == 20)
         && s.payload.1 > 0
         && s.flags & ACK != 0
         && s.flags & (FIN | SYN | RST | URG) == 0
 }
 
-/// The segment's IP header (IPv4) and TCP checksums are right.
+/// The segment's IP header (IPv4) and TCP checksums are right: the TCP
+/// segment's with the pseudo header of its IP header, wherever
+/// [`headers`] found it.
 fn checksums_ok(frame: &[u8], s: &Segment) -> bool {
-    let c = verify_rx(frame);
-    c.l4_checked && c.l4_ok && (s.key.ipv6 || c.ip_ok)
+    let l4 = s.l3 + s.ip_len;
+    let ip_ok = s.key.ipv6 || csum_fold(csum_add(0, &frame[s.l3..l4])) == 0;
+    let tcp = l4..s.payload.0 + s.payload.1;
+    ip_ok && csum::l4_csum_ok(frame, s.l3, !s.key.ipv6, IPPROTO_TCP, tcp)
+}
+
+/// [`headers`] as GRO takes them: IPv6 extension headers walked.
+fn gro_headers(frame: &[u8]) -> Option<Segment> {
+    headers(frame, ETH_P_8021Q, Ipv6Ext::Walk)
 }
 
 /// The TCP acknowledgement number, data offset, flags and window of a
@@ -245,8 +306,9 @@ fn ipv4_id(frame: &[u8], s: &Segment) -> u16 {
 /// PSH. Each next frame continues it when it is such a segment of the same
 /// connection that carries the next sequence number, repeats the first
 /// one's [`shape`] (so TTL/hop limit, TOS/traffic class with its ECN bits,
-/// DF, flow label, the TCP flags but PSH and every TCP option, timestamps
-/// included, are equal), and its acknowledgement number and window, carries
+/// DF, flow label, every IPv6 extension header byte for byte, the TCP
+/// flags but PSH and every TCP option, timestamps included, are equal;
+/// `ipv6_gro_receive` compares the whole network header), and its acknowledgement number and window, carries
 /// at most as many payload bytes as the first, keeps the merged datagram
 /// within [`MAX_MERGED_IP`], and, over IPv4, has the ID the run's rule
 /// gives: the first's when the second segment repeated it (a fixed ID),
@@ -256,7 +318,7 @@ fn ipv4_id(frame: &[u8], s: &Segment) -> u16 {
 pub fn gro_run<'a>(frames: impl IntoIterator<Item = &'a [u8]>) -> Option<GroRun> {
     let mut it = frames.into_iter();
     let first = it.next()?;
-    let s0 = headers(first, ETH_P_8021Q)?;
+    let s0 = gro_headers(first)?;
     if !gro_eligible(&s0) || s0.key.vlan != 0 || s0.flags & PSH != 0 {
         return None;
     }
@@ -264,14 +326,13 @@ pub fn gro_run<'a>(frames: impl IntoIterator<Item = &'a [u8]>) -> Option<GroRun>
     // The second frame is looked at before any checksum is summed: most
     // batches do not continue their first frame's connection.
     let mut rest = it.peekable();
-    let second = headers(rest.peek()?, ETH_P_8021Q)?;
+    let second = gro_headers(rest.peek()?)?;
     if second.key != s0.key || second.seq != s0.seq.wrapping_add(u32::from(mss)) {
         return None;
     }
     if !checksums_ok(first, &s0) {
         return None;
     }
-    let shape0 = shape(first, &s0);
     let tail0 = ack_and_window(first, &s0);
     let id0 = ipv4_id(first, &s0);
     let mut rule = IdRule::Undecided;
@@ -279,7 +340,7 @@ pub fn gro_run<'a>(frames: impl IntoIterator<Item = &'a [u8]>) -> Option<GroRun>
     let mut ip_len = s0.payload.0 - s0.l3 + s0.payload.1;
     let mut next_seq = s0.seq.wrapping_add(u32::from(mss));
     for f in rest {
-        let Some(s) = headers(f, ETH_P_8021Q) else {
+        let Some(s) = gro_headers(f) else {
             break;
         };
         let len = s.payload.1;
@@ -288,7 +349,7 @@ pub fn gro_run<'a>(frames: impl IntoIterator<Item = &'a [u8]>) -> Option<GroRun>
             || s.seq != next_seq
             || len > usize::from(mss)
             || ip_len + len > MAX_MERGED_IP
-            || shape(f, &s) != shape0
+            || !same_shape(first, &s0, f, &s)
             || ack_and_window(f, &s) != tail0
             || !checksums_ok(f, &s)
         {
@@ -382,12 +443,13 @@ pub fn merge_run<'a>(frames: impl IntoIterator<Item = &'a [u8]>, run: &GroRun, o
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::csum::{complete_partial, l4_csum};
+    use crate::csum::{complete_partial, l4_csum, verify_rx};
 
-    /// One segment of the test connection: IPv4 (DF set, `id`) or IPv6,
-    /// TCP with a 12-byte timestamp option (`tsval`), `len` payload bytes
-    /// that continue the byte pattern at `seq`, flags ACK plus `flags`,
-    /// good checksums.
+    /// One segment of the test connection: IPv4 (DF set, `id`) or IPv6
+    /// behind the extension headers `ext` (type and the bytes after its
+    /// next header and length fields), TCP with a 12-byte timestamp option
+    /// (`tsval`), `len` payload bytes that continue the byte pattern at
+    /// `seq`, flags ACK plus `flags`, good checksums.
     #[derive(Clone, Copy)]
     struct Seg {
         v6: bool,
@@ -400,6 +462,7 @@ mod tests {
         window: u16,
         ttl: u8,
         tsval: u32,
+        ext: Chain,
     }
 
     impl Seg {
@@ -415,6 +478,7 @@ mod tests {
                 window: 500,
                 ttl: 64,
                 tsval: 1,
+                ext: &[],
             }
         }
 
@@ -426,15 +490,23 @@ mod tests {
         }
 
         fn frame(&self) -> Vec<u8> {
-            let (l3, ip) = (14, if self.v6 { 40 } else { 20 });
+            let ext_len: usize = self.ext.iter().map(|(_, b)| 2 + b.len()).sum();
+            let (l3, ip) = (14, if self.v6 { 40 + ext_len } else { 20 });
             let l4 = l3 + ip;
             let mut f = vec![0u8; l4 + 32 + self.len];
             f[..12].copy_from_slice(&[2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1]);
             if self.v6 {
                 f[12..14].copy_from_slice(&[0x86, 0xdd]);
                 f[l3] = 0x60;
-                put16(&mut f, l3 + 4, (32 + self.len) as u16);
-                f[l3 + 6] = IPPROTO_TCP;
+                put16(&mut f, l3 + 4, (ext_len + 32 + self.len) as u16);
+                f[l3 + 6] = self.ext.first().map_or(IPPROTO_TCP, |e| e.0);
+                let mut at = l3 + 40;
+                for (i, (_, body)) in self.ext.iter().enumerate() {
+                    f[at] = self.ext.get(i + 1).map_or(IPPROTO_TCP, |e| e.0);
+                    f[at + 1] = ((2 + body.len()) / 8 - 1) as u8;
+                    f[at + 2..at + 2 + body.len()].copy_from_slice(body);
+                    at += 2 + body.len();
+                }
                 f[l3 + 7] = self.ttl;
                 f[l3 + 8] = 0xfd;
                 f[l3 + 23] = 1;
@@ -703,5 +775,174 @@ mod tests {
         for (i, b) in out[66..].iter().enumerate() {
             assert_eq!(*b, (1000 + i) as u8, "payload byte {i}");
         }
+    }
+
+    use crate::frame::{NEXTHDR_DEST, NEXTHDR_HOP, NEXTHDR_ROUTING};
+
+    /// gro.c's ip_v6ext_same: a Destination Options header of six zero
+    /// bytes (PadN).
+    const DST0: (u8, &[u8]) = (NEXTHDR_DEST, &[0; 6]);
+    /// ip_v6ext_diff's second segment: the same header with 0x11 bytes.
+    const DST1: (u8, &[u8]) = (NEXTHDR_DEST, &[0x11; 6]);
+    /// A hop-by-hop options header of the same size and content as DST0.
+    const HOP0: (u8, &[u8]) = (NEXTHDR_HOP, &[0; 6]);
+    /// A longer destination options header that starts like DST0.
+    const DST_LONG: (u8, &[u8]) = (NEXTHDR_DEST, &[0; 14]);
+
+    /// Extension headers: each one's type and the bytes after its next
+    /// header and length fields.
+    type Chain = &'static [(u8, &'static [u8])];
+
+    /// IPv6 segments of `len` bytes each behind the extension headers `ext`
+    /// (one list per segment), in sequence.
+    fn run6(len: usize, exts: &[Chain]) -> Vec<Vec<u8>> {
+        exts.iter()
+            .enumerate()
+            .map(|(i, &ext)| {
+                Seg {
+                    ext,
+                    ..Seg::v6(1 + (len * i) as u32, len)
+                }
+                .frame()
+            })
+            .collect()
+    }
+
+    /// The merged frame is the one segment the sender could have sent: the
+    /// first segment's headers, extension headers included, the IPv6
+    /// payload length covering them, and a partial TCP checksum whose
+    /// pseudo header counts the TCP segment only (RFC 8200 §8.1), from a
+    /// `csum_start` at the TCP header behind them.
+    #[test]
+    fn segments_behind_identical_extension_headers_merge() {
+        let frames = run6(100, &[&[DST0], &[DST0], &[DST0]]);
+        let run = run_of(&frames).unwrap();
+        assert_eq!(
+            (run.count, run.ipv6, run.mss, run.l3, run.l4, run.hdr_len),
+            (3, true, 100, 14, 62, 94)
+        );
+        let mut out = Vec::new();
+        merge_run(frames.iter().map(Vec::as_slice), &run, &mut out);
+        assert_eq!(out.len(), run.len);
+        assert_eq!(
+            usize::from(u16::from_be_bytes([out[18], out[19]])),
+            8 + 32 + 300
+        );
+        assert_eq!(&out[54..62], &frames[0][54..62], "the header is kept");
+        let seed = u16::from_be_bytes([out[62 + 16], out[62 + 17]]);
+        assert_eq!(
+            seed,
+            csum::pseudo_seed(&out, 14, false, IPPROTO_TCP, Some(32 + 300))
+        );
+        complete_partial(&mut out, run.l4, 16).unwrap();
+        let whole = Seg {
+            ext: &[DST0],
+            ..Seg::v6(1, 300)
+        }
+        .frame();
+        assert_eq!(out, whole, "the merged frame is the whole segment");
+        // Two headers, as RFC 8200 §4.1 orders them, and a routing header.
+        let chain: &[(u8, &[u8])] = &[
+            (NEXTHDR_HOP, &[1, 4, 0, 0, 0, 0]),
+            (NEXTHDR_DEST, &[0; 14]),
+            (NEXTHDR_ROUTING, &[4, 0, 0, 0, 0, 0]),
+            DST0,
+        ];
+        let run = run_of(&run6(100, &[chain, chain])).unwrap();
+        assert_eq!((run.count, run.l4), (2, 14 + 40 + 40));
+    }
+
+    /// `ipv6_gro_receive` merges only packets whose network headers,
+    /// extension headers included, are the same (gro.c's ip_v6ext_diff).
+    #[test]
+    fn different_extension_headers_do_not_merge() {
+        let pairs: [(&str, Chain, Chain); 5] = [
+            ("content", &[DST0], &[DST1]),
+            ("type", &[DST0], &[HOP0]),
+            ("one more", &[DST0], &[DST0, DST0]),
+            ("none first", &[], &[DST0]),
+            ("none second", &[DST0], &[]),
+        ];
+        for (what, a, b) in pairs {
+            assert_eq!(count_of(&run6(100, &[a, b])), 1, "{what}");
+        }
+        // A longer header with the same first bytes.
+        assert_eq!(count_of(&run6(100, &[&[DST0], &[DST_LONG]])), 1);
+        // Each merges with its own kind.
+        assert_eq!(count_of(&run6(100, &[&[DST1], &[DST1]])), 2);
+        assert_eq!(count_of(&run6(100, &[&[HOP0], &[HOP0]])), 2);
+    }
+
+    /// What GRO does not look behind, and chains it does not walk, leave
+    /// the segment alone: a fragment header (gro.c's ip_frag6), AH or ESP
+    /// after the walked headers, hop-by-hop other than first, and chains
+    /// longer than the walk's bound.
+    #[test]
+    fn fragments_and_unwalked_chains_are_not_merged() {
+        for other in [44u8, 50, 51] {
+            let ext: &[(u8, &[u8])] = match other {
+                44 => &[DST0, (44, &[0; 6])],
+                50 => &[DST0, (50, &[0; 6])],
+                _ => &[DST0, (51, &[0; 6])],
+            };
+            assert_eq!(count_of(&run6(100, &[ext, ext])), 1, "next header {other}");
+        }
+        let late_hop: &[(u8, &[u8])] = &[DST0, (NEXTHDR_HOP, &[0; 6])];
+        assert_eq!(count_of(&run6(100, &[late_hop, late_hop])), 1);
+        let five: &[(u8, &[u8])] = &[DST0; 5];
+        assert_eq!(count_of(&run6(100, &[five, five])), 1, "five headers");
+        let four: &[(u8, &[u8])] = &[DST0; 4];
+        assert_eq!(count_of(&run6(100, &[four, four])), 2, "four headers");
+        // 256 bytes of extension headers are walked, 264 are not.
+        let big: &[(u8, &[u8])] = &[(NEXTHDR_DEST, &[0; 254])];
+        assert_eq!(count_of(&run6(100, &[big, big])), 2, "256 bytes");
+        let over: &[(u8, &[u8])] = &[(NEXTHDR_DEST, &[0; 262])];
+        assert_eq!(count_of(&run6(100, &[over, over])), 1, "264 bytes");
+    }
+
+    /// A length field that runs past the IP payload or the frame, and
+    /// frames cut anywhere, are not candidates (and nothing reads outside
+    /// the frame).
+    #[test]
+    fn malformed_and_truncated_extension_headers_are_not_candidates() {
+        let frames = run6(100, &[&[DST0], &[DST0]]);
+        assert_eq!(count_of(&frames), 2);
+        for len in 0..=255u8 {
+            let mut f = frames.clone();
+            f[1][54 + 1] = len;
+            let want = if len == 0 { 2 } else { 1 };
+            assert_eq!(count_of(&f), want, "second's length field {len}");
+            f[0][54 + 1] = len;
+            let want = if len == 0 { 2 } else { 1 };
+            assert_eq!(count_of(&f), want, "both length fields {len}");
+        }
+        // A payload length that ends inside the extension header.
+        let mut f = frames.clone();
+        put16(&mut f[1], 18, 4);
+        assert_eq!(count_of(&f), 1);
+        for cut in 0..frames[1].len() {
+            let mut f = frames.clone();
+            f[1].truncate(cut);
+            assert_eq!(count_of(&f), 1, "second cut at {cut}");
+            f[0].truncate(cut);
+            assert_eq!(count_of(&f), 1, "both cut at {cut}");
+        }
+        // A bad TCP checksum behind the header.
+        let mut f = frames.clone();
+        let last = f[1].len() - 1;
+        f[1][last] ^= 1;
+        assert_eq!(count_of(&f), 1);
+    }
+
+    /// The 82599's RSC keeps its rule: an IPv6 packet with extension
+    /// headers is not TCP to it ([`classify`]), while GRO merges it.
+    #[test]
+    fn rsc_does_not_look_behind_extension_headers() {
+        let frames = run6(100, &[&[DST0], &[DST0]]);
+        assert!(classify(&frames[0], ETH_P_8021Q).is_none());
+        assert_eq!(count_of(&frames), 2);
+        let plain = Seg::v6(1, 100).frame();
+        let s = classify(&plain, ETH_P_8021Q).unwrap();
+        assert!(s.candidate && s.ip_len == 40);
     }
 }

@@ -193,12 +193,23 @@ pub fn verify_rx(f: &[u8]) -> RxCsum {
     if p.proto == IPPROTO_UDP && p.ipv4 && f[l4 + csum_off] == 0 && f[l4 + csum_off + 1] == 0 {
         return r;
     }
-    let seg = &f[l4..l3_end];
-    let sum = pseudo_sum(f, p.l3, p.ipv4, p.proto, seg.len());
     r.l4_checked = true;
     r.l4_proto = p.proto;
-    r.l4_ok = csum_fold(csum_add(sum, seg)) == 0;
+    r.l4_ok = l4_csum_ok(f, p.l3, p.ipv4, p.proto, l4..l3_end);
     r
+}
+
+/// Whether the TCP or UDP segment `f[seg]` sums to zero with the pseudo
+/// header of the IPv4 or IPv6 header at `ip` (its length the segment's:
+/// RFC 8200 §8.1, IPv6 extension headers between the two are not part of
+/// it). `false` when the frame does not hold both headers and the segment.
+pub fn l4_csum_ok(f: &[u8], ip: usize, ipv4: bool, proto: u8, seg: std::ops::Range<usize>) -> bool {
+    let need = ip + if ipv4 { 20 } else { 40 };
+    if f.len() < need || seg.start < need || seg.start > seg.end || seg.end > f.len() {
+        return false;
+    }
+    let sum = pseudo_sum(f, ip, ipv4, proto, seg.len());
+    csum_fold(csum_add(sum, &f[seg])) == 0
 }
 
 #[cfg(test)]

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 //! Where the headers of an Ethernet frame are: one 802.1Q / 802.1ad tag
 //! skipped, IPv4 (with options) or IPv6 (the fixed header; extension headers
-//! are not walked), the L4 header unless the packet is a fragment.
+//! are not walked by [`parse`]), the L4 header unless the packet is a
+//! fragment; and, for GRO, the upper-layer header behind an IPv6 packet's
+//! hop-by-hop, routing and destination options headers ([`ipv6_upper_layer`]).
 
 /// IP protocol number of TCP.
 pub const IPPROTO_TCP: u8 = 6;
@@ -15,6 +17,20 @@ pub const ETH_P_IPV6: u16 = 0x86dd;
 pub const ETH_P_8021Q: u16 = 0x8100;
 /// Ethertype of an 802.1ad service tag.
 pub const ETH_P_8021AD: u16 = 0x88a8;
+
+/// IPv6 next header values of the extension headers [`ipv6_upper_layer`]
+/// walks (RFC 8200 §4): hop-by-hop options, routing, destination options.
+pub const NEXTHDR_HOP: u8 = 0;
+/// Routing header.
+pub const NEXTHDR_ROUTING: u8 = 43;
+/// Destination options header.
+pub const NEXTHDR_DEST: u8 = 60;
+/// Most extension headers [`ipv6_upper_layer`] walks: hop-by-hop,
+/// destination options, routing, destination options (the chain of RFC 8200
+/// §4.1 without fragment, AH and ESP).
+pub const MAX_IPV6_EXT_HDRS: usize = 4;
+/// Most bytes of extension headers [`ipv6_upper_layer`] walks.
+pub const MAX_IPV6_EXT_LEN: usize = 256;
 
 /// Where the L3/L4 headers of a frame are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,6 +84,42 @@ pub fn parse(f: &[u8]) -> Option<Parsed> {
         }
         _ => None,
     }
+}
+
+/// The upper-layer protocol of the IPv6 packet whose header is at `l3`
+/// and its offset, behind the extension headers Linux's GRO walks
+/// (`ipv6_gro_receive`: hop-by-hop options, first only, routing and
+/// destination options — each 8 bytes times its length field plus one,
+/// RFC 8200 §4.3-4.6); any other next header ends the walk and is the
+/// result (TCP, UDP, but also a fragment header, AH or ESP, which GRO does
+/// not look behind). `None` when a header does not lie within `end` (the
+/// end of the IP payload by its length) and the frame, or the chain is
+/// longer than [`MAX_IPV6_EXT_HDRS`] headers or [`MAX_IPV6_EXT_LEN`] bytes:
+/// the frame is untrusted, the work bounded.
+pub fn ipv6_upper_layer(f: &[u8], l3: usize, end: usize) -> Option<(u8, usize)> {
+    let end = end.min(f.len());
+    let first = l3.checked_add(40)?;
+    let mut nh = *f.get(l3 + 6)?;
+    let mut off = first;
+    for i in 0..=MAX_IPV6_EXT_HDRS {
+        let walked = match nh {
+            NEXTHDR_HOP => i == 0,
+            NEXTHDR_ROUTING | NEXTHDR_DEST => true,
+            _ => false,
+        };
+        if !walked {
+            return (off <= end).then_some((nh, off));
+        }
+        if i == MAX_IPV6_EXT_HDRS || off + 2 > end {
+            return None;
+        }
+        nh = f[off];
+        off += (usize::from(f[off + 1]) + 1) * 8;
+        if off > end || off - first > MAX_IPV6_EXT_LEN {
+            return None;
+        }
+    }
+    None
 }
 
 /// The big-endian 16-bit value at `at`, if the frame holds it.
@@ -137,5 +189,73 @@ mod tests {
         let mut bad_ihl = f.clone();
         bad_ihl[14] = 0x44;
         assert_eq!(parse(&bad_ihl), None);
+    }
+
+    /// An IPv6 packet (fixed header at 14) whose extension headers are
+    /// `chain` (type, length field; 8 bytes each per length unit plus one,
+    /// zeros) before 20 bytes of TCP header.
+    fn v6(chain: &[(u8, u8)]) -> Vec<u8> {
+        let mut f = vec![0u8; 54];
+        f[12..14].copy_from_slice(&ETH_P_IPV6.to_be_bytes());
+        f[14] = 0x60;
+        f[20] = chain.first().map_or(IPPROTO_TCP, |c| c.0);
+        for (i, &(_, len)) in chain.iter().enumerate() {
+            let at = f.len();
+            f.resize(at + (usize::from(len) + 1) * 8, 0);
+            f[at] = chain.get(i + 1).map_or(IPPROTO_TCP, |c| c.0);
+            f[at + 1] = len;
+        }
+        f.resize(f.len() + 20, 0);
+        let payload = (f.len() - 54) as u16;
+        put16(&mut f, 18, payload);
+        f
+    }
+
+    fn upper(f: &[u8]) -> Option<(u8, usize)> {
+        let end = 54 + usize::from(u16::from_be_bytes([f[18], f[19]]));
+        ipv6_upper_layer(f, 14, end)
+    }
+
+    #[test]
+    fn the_upper_layer_behind_ipv6_extension_headers() {
+        assert_eq!(upper(&v6(&[])), Some((IPPROTO_TCP, 54)));
+        assert_eq!(upper(&v6(&[(NEXTHDR_DEST, 0)])), Some((IPPROTO_TCP, 62)));
+        let chain = [(NEXTHDR_HOP, 0), (NEXTHDR_DEST, 1), (NEXTHDR_ROUTING, 0)];
+        assert_eq!(upper(&v6(&chain)), Some((IPPROTO_TCP, 54 + 32)));
+        // A fragment header ends the walk: GRO does not look behind it.
+        let frag = v6(&[(NEXTHDR_DEST, 0), (44, 0)]);
+        assert_eq!(upper(&frag), Some((44, 62)));
+        // Hop-by-hop only first.
+        assert_eq!(
+            upper(&v6(&[(NEXTHDR_DEST, 0), (NEXTHDR_HOP, 0)])),
+            Some((0, 62))
+        );
+        // Bounded: four headers, 256 bytes.
+        assert!(upper(&v6(&[(NEXTHDR_DEST, 0); 4])).is_some());
+        assert_eq!(upper(&v6(&[(NEXTHDR_DEST, 0); 5])), None);
+        assert_eq!(upper(&v6(&[(NEXTHDR_DEST, 31)])), Some((IPPROTO_TCP, 310)));
+        assert_eq!(upper(&v6(&[(NEXTHDR_DEST, 32)])), None);
+    }
+
+    #[test]
+    fn ipv6_extension_headers_past_the_payload_or_frame_are_none() {
+        let f = v6(&[(NEXTHDR_DEST, 0), (NEXTHDR_ROUTING, 0)]);
+        for cut in 0..f.len() {
+            // The frame ends early, the payload length says the whole.
+            let r = ipv6_upper_layer(&f[..cut], 14, f.len());
+            assert!(r.is_none_or(|(_, l4)| l4 <= cut), "cut at {cut}");
+            // The payload length ends early, the frame is whole.
+            let r = ipv6_upper_layer(&f, 14, cut);
+            assert!(r.is_none_or(|(_, l4)| l4 <= cut), "end at {cut}");
+        }
+        assert_eq!(ipv6_upper_layer(&f, 14, 62 + 7), None);
+        assert_eq!(ipv6_upper_layer(&f, 14, 70), Some((IPPROTO_TCP, 70)));
+        for len in 0..=255u8 {
+            let mut g = f.clone();
+            g[55] = len;
+            let r = upper(&g);
+            assert!(r.is_none_or(|(_, l4)| l4 <= g.len()), "length {len}");
+        }
+        assert_eq!(ipv6_upper_layer(&f, usize::MAX - 3, usize::MAX), None);
     }
 }
