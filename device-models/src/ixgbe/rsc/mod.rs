@@ -43,8 +43,11 @@
 //!
 //! Where the model chooses (the datasheet's per-field rules were not at
 //! hand when it was written): the header fields compared above, the IP ID
-//! not checked, a segment of any size appended, and the interval taken in
-//! full from the context's opening.
+//! not checked, a segment of any size appended, the interval taken in
+//! full from the context's opening, and an IPv6 packet with extension
+//! headers taken as not TCP (`net_util::coalesce::classify`): it is placed
+//! alone and leaves an open context of its connection open. Linux's GRO
+//! merges such packets; virtio-net's coalescing does, RSC does not.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
