@@ -9,6 +9,7 @@ use vfio_bindings::bindings::vfio::{
 };
 
 use std::fs::File;
+use std::os::unix::net::UnixStream;
 
 use crate::codec::{IrqInfo, RegionInfo};
 use crate::dma::DmaMaps;
@@ -62,6 +63,11 @@ pub trait PciDevice {
     /// The client went away: drop every interrupt fd it assigned, and return
     /// only once none of them is written any more.
     fn clear_irqs(&mut self);
+    /// A client connected on `client` and is about to be served (its
+    /// credentials can be read from the socket). Nothing by default.
+    fn client_connected(&mut self, client: &UnixStream) {
+        let _ = client;
+    }
 }
 
 /// Flags of a readable and writable region.

@@ -65,6 +65,7 @@ impl<D: PciDevice> Endpoint<D> {
     /// when it closed the connection between messages. What the client set
     /// up stays until [`Self::disconnect`].
     pub fn serve(&mut self, stream: UnixStream) -> Result<(), ConnError> {
+        self.device.client_connected(&stream);
         let dispatcher = Dispatcher::new(&self.id, &mut self.device, &mut self.dma, &self.tables);
         Conn::new(stream, dispatcher, self.poll)?.run()
     }

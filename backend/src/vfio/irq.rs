@@ -255,6 +255,12 @@ impl EventIrq {
         self.signaller.serving(f)
     }
 
+    /// The function is served to client process `pid` (0: none)
+    /// ([`Signaller::set_client`]).
+    pub fn set_client(&self, pid: i32) {
+        self.signaller.set_client(pid);
+    }
+
     fn msi_slot(&self) -> usize {
         self.msix_count as usize
     }

@@ -163,7 +163,18 @@ impl PciDevice for NicPort {
     }
 
     fn clear_irqs(&mut self) {
+        self.irq.set_client(0);
         self.irq.clear();
+    }
+
+    /// Notes the client's process (SO_PEERCRED): another port the same
+    /// process is served writes this one's interrupts itself
+    /// ([`signaller`]).
+    fn client_connected(&mut self, client: &UnixStream) {
+        match crate::socket::peer_pid(client) {
+            Ok(pid) => self.irq.set_client(pid),
+            Err(e) => log::warn!("{}: cannot read the client's credentials: {e}", self.id),
+        }
     }
 }
 

@@ -555,8 +555,19 @@ impl NetBackend {
         }
     }
 
+    /// The port is served to frontend process `pid` (its connection's
+    /// SO_PEERCRED pid; 0 when it goes away): a thread serving another port
+    /// of the same process writes this port's call eventfds itself
+    /// ([`Signaller::set_client`]).
+    pub(crate) fn set_client(&self, pid: i32) {
+        if let Some(s) = self.signaller.get() {
+            s.set_client(pid);
+        }
+    }
+
     /// Forgets everything about the connection that ended.
     pub(crate) fn disconnected(&self) {
+        self.set_client(0);
         self.connected.store(false, Ordering::Release);
         *self.conn_mut() = Conn::default();
         self.active.store(0, Ordering::Release);

@@ -413,6 +413,10 @@ fn serve(s: &Shared, mut listener: Option<UnixListener>) {
         if !b.link_up.load(Ordering::Acquire) {
             continue;
         }
+        match crate::socket::peer_pid(&frontend) {
+            Ok(pid) => b.set_client(pid),
+            Err(e) => log::warn!("{}: cannot read the frontend's credentials: {e}", b.id),
+        }
         if let Err(e) = run_connection(s, frontend) {
             log::warn!("{}: connection failed: {e}", b.id);
             backoff();
