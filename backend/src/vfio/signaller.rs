@@ -371,25 +371,13 @@ impl Signaller {
 
     /// Writes every pending slot on the calling thread.
     fn write_pending_here(&self) {
-        let s = &*self.shared;
-        if s.pending.iter().all(|w| w.load(Ordering::Relaxed) == 0) {
-            return;
-        }
-        let Some(t) = self.targets.upgrade() else {
-            return;
-        };
-        for (w, word) in s.pending.iter().enumerate() {
-            let mut bits = word.swap(0, Ordering::AcqRel);
-            while bits != 0 {
-                let slot = w * 64 + bits.trailing_zeros() as usize;
-                bits &= bits - 1;
-                let raised = s.stamps.take(slot);
-                if let Some(fd) = t.target(slot) {
-                    let r = s.write_watched(&fd);
-                    s.stamps.written(raised, &r);
-                    t.signalled(slot, coalesced_if_interrupted(r));
-                }
-            }
+        if self
+            .shared
+            .pending
+            .iter()
+            .any(|w| w.load(Ordering::Relaxed) != 0)
+        {
+            write_pending(&self.shared, &self.targets, Watch::IfFree);
         }
     }
 
@@ -481,7 +469,7 @@ fn write_deferred(first: usize, client: i32) {
         else {
             return;
         };
-        if !p.shared.served_to(client) || !write_pending_for(&p) {
+        if !p.shared.served_to(client) || !write_pending(&p.shared, &p.targets, Watch::Required) {
             if let Some(t) = &p.thread {
                 t.unpark();
             }
@@ -489,29 +477,41 @@ fn write_deferred(first: usize, client: i32) {
     }
 }
 
-/// Writes every pending slot of another port of the serving thread's
-/// client; false when some were left pending for its signaller thread (no
-/// free writer slot: the write could not be watched).
-fn write_pending_for(p: &Deferred) -> bool {
-    let Some(t) = p.targets.upgrade() else {
+/// Whether a write on a raising thread must be watched by the watchdog.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Watch {
+    /// The port's own thread: watched when a writer slot is free.
+    IfFree,
+    /// A thread serving another port of the client: only when watched.
+    Required,
+}
+
+/// Writes every pending slot of the port on the calling thread; false when
+/// some were left pending for its signaller thread (`Watch::Required` and
+/// no free writer slot).
+fn write_pending(s: &Shared, targets: &Weak<dyn IrqTargets>, watch: Watch) -> bool {
+    let Some(t) = targets.upgrade() else {
         return true;
     };
-    let s = &*p.shared;
     for (w, word) in s.pending.iter().enumerate() {
         let mut bits = word.swap(0, Ordering::AcqRel);
         while bits != 0 {
             let slot = w * 64 + bits.trailing_zeros() as usize;
             let Some(fd) = t.target(slot) else {
+                s.stamps.take(slot);
                 bits &= bits - 1;
                 continue;
             };
-            let Some(i) = s.watch_slot() else {
+            let watched = s.watch_slot();
+            if watched.is_none() && watch == Watch::Required {
                 word.fetch_or(bits, Ordering::AcqRel);
                 return false;
-            };
+            }
             let raised = s.stamps.take(slot);
             let r = signal(&fd);
-            s.unwatch(i);
+            if let Some(i) = watched {
+                s.unwatch(i);
+            }
             s.stamps.written(raised, &r);
             t.signalled(slot, coalesced_if_interrupted(r));
             bits &= bits - 1;
@@ -671,6 +671,21 @@ mod tests {
         }
     }
 
+    /// A blocking eventfd one below its maximum: a write to it waits.
+    fn full_eventfd() -> EventFd {
+        let full = EventFd::new(0).unwrap();
+        full.write(u64::MAX - 1).unwrap();
+        full
+    }
+
+    fn port(slot0: Option<&EventFd>, slot1: Option<&EventFd>) -> Arc<Port> {
+        Arc::new(Port {
+            fds: Mutex::new([slot0.map(file_of), slot1.map(file_of)]),
+            outcomes: Mutex::default(),
+            stuck_writes: AtomicU64::new(0),
+        })
+    }
+
     fn file_of(e: &EventFd) -> Arc<File> {
         // SAFETY: the fd belongs to `e`, alive for this borrow.
         let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(e.as_raw_fd()) };
@@ -679,19 +694,10 @@ mod tests {
 
     #[test]
     fn a_write_that_waits_stalls_only_its_own_signaller_until_released() {
-        let full = EventFd::new(0).unwrap();
-        full.write(u64::MAX - 1).unwrap();
+        let full = full_eventfd();
         let good = EventFd::new(libc::EFD_NONBLOCK).unwrap();
-        let stuck_port = Arc::new(Port {
-            fds: Mutex::new([Some(file_of(&full)), None]),
-            outcomes: Mutex::default(),
-            stuck_writes: AtomicU64::new(0),
-        });
-        let other_port = Arc::new(Port {
-            fds: Mutex::new([None, Some(file_of(&good))]),
-            outcomes: Mutex::default(),
-            stuck_writes: AtomicU64::new(0),
-        });
+        let stuck_port = port(Some(&full), None);
+        let other_port = port(None, Some(&good));
         let weak = |p: &Arc<Port>| Arc::downgrade(p) as Weak<dyn IrqTargets>;
         let a = Signaller::spawn("stuck", weak(&stuck_port)).unwrap();
         let b = Signaller::spawn("other", weak(&other_port)).unwrap();
@@ -740,14 +746,9 @@ mod tests {
     /// waits is interrupted after about [`WRITE_LIMIT`] and counted.
     #[test]
     fn the_own_thread_writes_its_interrupts_and_is_not_held_for_long() {
-        let full = EventFd::new(0).unwrap();
-        full.write(u64::MAX - 1).unwrap();
+        let full = full_eventfd();
         let good = EventFd::new(libc::EFD_NONBLOCK).unwrap();
-        let port = Arc::new(Port {
-            fds: Mutex::new([Some(file_of(&full)), Some(file_of(&good))]),
-            outcomes: Mutex::default(),
-            stuck_writes: AtomicU64::new(0),
-        });
+        let port = port(Some(&full), Some(&good));
         let s = Signaller::spawn("own", Arc::downgrade(&port) as Weak<dyn IrqTargets>).unwrap();
         s.serving(|| s.raise(1));
         assert_eq!(good.read().unwrap(), 1, "written before serving returned");
@@ -827,14 +828,9 @@ mod tests {
     /// signaller.
     #[test]
     fn another_clients_stuck_fd_does_not_hold_the_serving_thread() {
-        let full = EventFd::new(0).unwrap();
-        full.write(u64::MAX - 1).unwrap();
+        let full = full_eventfd();
         let good = EventFd::new(libc::EFD_NONBLOCK).unwrap();
-        let stuck = Arc::new(Port {
-            fds: Mutex::new([Some(file_of(&full)), None]),
-            outcomes: Mutex::default(),
-            stuck_writes: AtomicU64::new(0),
-        });
+        let stuck = port(Some(&full), None);
         let own = one_fd(&good);
         let a = Signaller::spawn("a", Arc::downgrade(&own) as Weak<dyn IrqTargets>).unwrap();
         let b = Signaller::spawn("b", Arc::downgrade(&stuck) as Weak<dyn IrqTargets>).unwrap();
@@ -860,13 +856,8 @@ mod tests {
 
     #[test]
     fn dropping_a_signaller_with_a_waiting_write_ends_its_thread() {
-        let full = EventFd::new(0).unwrap();
-        full.write(u64::MAX - 1).unwrap();
-        let port = Arc::new(Port {
-            fds: Mutex::new([Some(file_of(&full)), None]),
-            outcomes: Mutex::default(),
-            stuck_writes: AtomicU64::new(0),
-        });
+        let full = full_eventfd();
+        let port = port(Some(&full), None);
         let s = Signaller::spawn("drop", Arc::downgrade(&port) as Weak<dyn IrqTargets>).unwrap();
         s.raise(0);
         let t = Instant::now();
