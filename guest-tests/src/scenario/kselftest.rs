@@ -157,6 +157,8 @@ nicemu_peer_back() {
         nicemu_peer /usr/bin/ip -6 addr add $REMOTE_V6/64 dev "$PEER_IFACE" nodad
         /usr/bin/ip -6 neigh replace $REMOTE_V6 lladdr $PEER_MAC nud permanent dev "$IFACE"
         nicemu_peer /usr/bin/ip -6 neigh replace $LOCAL_V6 lladdr $MAC nud permanent dev "$PEER_IFACE"
+        # Moving the port between namespaces dropped the peer's route to the netkit prefix.
+        nicemu_peer /usr/bin/ip -6 route replace "$LOCAL_PREFIX_V6" via $LOCAL_V6 dev "$PEER_IFACE"
     fi
     nicemu_kv "back_carrier_ms:$1" "$(nicemu_wait_carrier nicemu_peer)"
     # The carrier may still read 1 before the reopened ports renegotiate: the path is
