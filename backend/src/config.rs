@@ -33,6 +33,10 @@ pub struct DeviceSpec {
     pub net: String,
     /// Queue pairs (virtio-net).
     pub queues: u16,
+    /// `coalesce=on`: a virtio-net port delivers consecutive TCP segments
+    /// as one GSO frame (receive coalescing; default off, because the guest
+    /// cannot switch it off through QEMU — see `vhost`).
+    pub coalesce: bool,
     /// SFP+ module in an ixgbe port's cage (`sfp=da|sr|lr|none`, default da).
     pub sfp: device_models::ixgbe::SfpKind,
     /// Wire delay of frames arriving at this port, in ns: IEEE 1588 receive
@@ -132,6 +136,15 @@ fn autoneg_time(v: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("autoneg '{v}' must be milliseconds from 1 to {MAX_AUTONEG_MS}"))
 }
 
+/// `on` or `off` for key `k`.
+fn on_off(k: &str, v: &str) -> Result<bool, String> {
+    match v {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        _ => Err(format!("{k} '{v}' must be on or off")),
+    }
+}
+
 /// The `key=value` items of one `--device`, as given.
 #[derive(Default)]
 struct DeviceKeys {
@@ -140,6 +153,7 @@ struct DeviceKeys {
     mac: Option<[u8; 6]>,
     net: Option<String>,
     queues: Option<u16>,
+    coalesce: Option<bool>,
     sfp: Option<device_models::ixgbe::SfpKind>,
     delay_ns: Option<u64>,
     autoneg_ns: Option<u64>,
@@ -155,6 +169,7 @@ impl DeviceKeys {
             "mac" => self.mac = Some(unicast_mac(v)?),
             "net" => self.net = Some(v.to_string()),
             "queues" => self.queues = Some(queue_pairs(v)?),
+            "coalesce" => self.coalesce = Some(on_off("coalesce", v)?),
             "sfp" => {
                 let sfp = device_models::ixgbe::SfpKind::parse(v)
                     .ok_or_else(|| format!("sfp '{v}' must be da, sr, lr or none"))?;
@@ -165,7 +180,7 @@ impl DeviceKeys {
             "cable" => self.cable = Some(v.to_string()),
             other => {
                 return Err(format!(
-                    "unknown key '{other}' (known: id, socket, mac, net, queues, delay, sfp, autoneg, cable)"
+                    "unknown key '{other}' (known: id, socket, mac, net, queues, coalesce, delay, sfp, autoneg, cable)"
                 ))
             }
         }
@@ -176,6 +191,9 @@ impl DeviceKeys {
     fn check_applies_to(&self, kind: DeviceKind) -> Result<(), String> {
         if self.queues.is_some() && kind != DeviceKind::VirtioNet {
             return Err("queues= applies to virtio-net only".into());
+        }
+        if self.coalesce.is_some() && kind != DeviceKind::VirtioNet {
+            return Err("coalesce= applies to virtio-net only".into());
         }
         if self.sfp.is_some() && kind != DeviceKind::Ixgbe {
             return Err("sfp= applies to ixgbe only".into());
@@ -217,6 +235,7 @@ impl DeviceSpec {
             mac: keys.mac.unwrap_or_else(|| default_mac(index)),
             net: keys.net.unwrap_or_else(|| "lan0".into()),
             queues: keys.queues.unwrap_or(1),
+            coalesce: keys.coalesce.unwrap_or(false),
             delay_ns: keys.delay_ns.unwrap_or(0),
             autoneg_ns: keys.autoneg_ns.unwrap_or(device_models::phy::AUTONEG_NS),
             cable: keys.cable,
@@ -388,7 +407,9 @@ mod tests {
         let d = DeviceSpec::parse("ixgbe,id=x,socket=/s,sfp=lr", 1).unwrap();
         assert_eq!(d.sfp, device_models::ixgbe::SfpKind::Lr);
         let d = DeviceSpec::parse("virtio-net,id=v,socket=/s,queues=4", 3).unwrap();
-        assert_eq!(d.queues, 4);
+        assert_eq!((d.queues, d.coalesce), (4, false));
+        let d = DeviceSpec::parse("virtio-net,id=v,socket=/s,coalesce=on", 3).unwrap();
+        assert!(d.coalesce);
         assert_eq!(d.net, "lan0");
         assert_eq!(d.mac[5], 0x13);
     }
@@ -407,6 +428,8 @@ mod tests {
             ("igb,id=,socket=/s", "needs a value"),
             ("virtio-net,id=a,socket=/s,queues=0", "1 to 64"),
             ("igb,id=a,socket=/s,queues=2", "virtio-net only"),
+            ("virtio-net,id=a,socket=/s,coalesce=yes", "on or off"),
+            ("ixgbe,id=a,socket=/s,coalesce=on", "virtio-net only"),
             ("ixgbe,id=a,socket=/s,sfp=qsfp", "da, sr, lr or none"),
             ("igb,id=a,socket=/s,sfp=sr", "ixgbe only"),
             ("igb,id=a,socket=/s,delay=-1", "nanoseconds"),

@@ -46,10 +46,12 @@ pub struct Cli {
     pub command: Option<Command>,
     // The doc comment is --help text (clap), where brackets mean optional parts.
     #[allow(rustdoc::broken_intra_doc_links)]
-    /// A PCI function or port: KIND,id=NAME,socket=PATH[,mac=MAC][,net=NET][,queues=N][,delay=NS]
+    /// A PCI function or port: KIND,id=NAME,socket=PATH[,mac=MAC][,net=NET][,queues=N][,coalesce=on][,delay=NS]
     /// (KIND: igb, ixgbe, virtio-net; net defaults to lan0; delay: wire delay in ns
     /// of frames arriving at an igb/ixgbe port, seen in its PTP receive time
-    /// stamps; give both ends delay=D for a symmetric wire of D ns).
+    /// stamps; give both ends delay=D for a symmetric wire of D ns; coalesce=on:
+    /// a virtio-net port's receive coalescing, off by default since the guest
+    /// cannot switch it off).
     #[arg(long = "device", value_name = "SPEC")]
     pub devices: Vec<String>,
     /// A wire joining a network to the outside: stream,path=SOCKET[,net=NET]

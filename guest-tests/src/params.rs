@@ -122,6 +122,13 @@ pub const KNOWN: &[(&str, &str, &str)] = &[
          `-netdev vhost-user,queues=N`, `vectors=2N+2`), 1 to 16",
     ),
     (
+        "virtio.coalesce",
+        "0",
+        "nicemu-virtio: 1 = `coalesce=on` on each virtio-net port (receive coalescing: \
+         consecutive TCP segments reach the guest as one GSO frame; off by default because \
+         the guest cannot switch it off, e.g. for XDP)",
+    ),
+    (
         "ptp.delay_ns",
         "0",
         "nicemu topologies: `,delay=NS` on both nicemu --device specs (a symmetric wire delay); \

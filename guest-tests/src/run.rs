@@ -732,6 +732,8 @@ pub(crate) struct PortOpts {
     /// `kselftest.igb_cable` in runs with kselftest: two nicemu igb ports are cabled to
     /// each other (`cable=` on the first).
     pub igb_cable: bool,
+    /// `virtio.coalesce`: `coalesce=on` on virtio-net ports (receive coalescing).
+    pub virtio_coalesce: bool,
 }
 
 impl PortOpts {
@@ -747,6 +749,7 @@ impl PortOpts {
                 0
             },
             igb_cable: ksft && p.num("kselftest.igb_cable") != 0.0,
+            virtio_coalesce: p.num("virtio.coalesce") != 0.0,
         }
     }
 
@@ -758,6 +761,9 @@ impl PortOpts {
         }
         if self.igb_autoneg_ms > 0 && kind == "igb" {
             s.push_str(&format!(",autoneg={}", self.igb_autoneg_ms));
+        }
+        if self.virtio_coalesce && kind == "virtio-net" {
+            s.push_str(",coalesce=on");
         }
         s
     }
@@ -1086,6 +1092,7 @@ mod tests {
                 delay_ns: 50000,
                 igb_autoneg_ms: 500,
                 igb_cable: true,
+                virtio_coalesce: true,
             },
             2,
         );
@@ -1139,6 +1146,23 @@ mod tests {
             .args
             .iter()
             .any(|a| a.starts_with("igb,id=igb0,") && a.ends_with(",cable=igb1")));
+        let virtio = |virtio_coalesce| {
+            let opts = PortOpts {
+                virtio_coalesce,
+                ..PortOpts::default()
+            };
+            let c = nicemu_cell(
+                Path::new("/bin/nicemu"),
+                "virtio-net",
+                Topology::Netns,
+                DeviceKind::NicemuVirtio,
+                &d,
+                opts,
+                2,
+            );
+            c.args.iter().filter(|a| a.contains(",coalesce=on")).count()
+        };
+        assert_eq!((virtio(false), virtio(true)), (0, 2));
     }
 
     /// A run directory under the default cache plus a patched kernel's cell must leave room

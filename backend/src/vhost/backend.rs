@@ -331,6 +331,8 @@ pub struct NetBackend {
     /// Writes the call eventfds ([`crate::vfio::signaller`]): no thread that
     /// places a frame or takes a chain waits for the frontend.
     signaller: OnceLock<Signaller>,
+    /// Receive coalescing is on (`coalesce=on`; [`Self::set_coalesce`]).
+    coalesce: AtomicBool,
     /// Where a kick's time goes (`ctl latency`).
     lat: Arc<PortLatency>,
 }
@@ -466,8 +468,21 @@ impl NetBackend {
             accept: Arc::new(AtomicU8::new(0)),
             token: process_token(),
             signaller: OnceLock::new(),
+            coalesce: AtomicBool::new(false),
             lat,
         }
+    }
+
+    /// Turns receive coalescing on or off ([`Self::deliver_batch`]; off
+    /// when the port starts). Off unless asked for, because the guest
+    /// cannot turn it off: virtio_net clears `GUEST_TSO4/6` at run time
+    /// with `VIRTIO_NET_CTRL_GUEST_OFFLOADS_SET` (for software GRO, and
+    /// whenever an XDP program is attached, since virtio_net drops a GSO or
+    /// partially checksummed frame under XDP: `mergeable_xdp_get_buf`), and
+    /// QEMU's virtio-net answers that command itself without telling a
+    /// vhost-user backend (its vhost-user net client has no `set_offload`).
+    pub fn set_coalesce(&self, on: bool) {
+        self.coalesce.store(on, Ordering::Relaxed);
     }
 
     /// The port's latency stages.
@@ -606,10 +621,10 @@ impl NetBackend {
     /// taken (the rest, from the first the guest had no buffers for, are
     /// left to the caller). Consecutive TCP segments of one connection that
     /// merge by GRO's rules ([`net_util::coalesce::gro_run`]) go to the
-    /// guest as one GSO frame when its driver takes them (receive
-    /// coalescing: `VIRTIO_NET_F_GUEST_TSO4/6` with mergeable buffers,
-    /// virtio 1.2 §5.1.6.4); only frames given together merge, none waits
-    /// for more.
+    /// guest as one GSO frame when coalescing is on ([`Self::set_coalesce`])
+    /// and its driver takes them (`VIRTIO_NET_F_GUEST_TSO4/6` with
+    /// mergeable buffers, virtio 1.2 §5.1.6.4); only frames given together
+    /// merge, none waits for more.
     pub fn deliver_batch(&self, frames: Frames<'_>, try_only: bool) -> usize {
         if frames.len() < 2 {
             let busy =
@@ -637,7 +652,11 @@ impl NetBackend {
     /// merged frame is up to 64 KiB). Frames that crossed the switch with
     /// a GSO trailer never join a run.
     fn coalescible(&self, neg: Negotiated, frames: Frames<'_>) -> Option<GroRun> {
-        if frames.len() < 2 || !neg.mrg_rxbuf || !(neg.guest_tso4 || neg.guest_tso6) {
+        if frames.len() < 2
+            || !self.coalesce.load(Ordering::Relaxed)
+            || !neg.mrg_rxbuf
+            || !(neg.guest_tso4 || neg.guest_tso6)
+        {
             return None;
         }
         let token = self.token;

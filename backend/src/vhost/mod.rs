@@ -22,7 +22,8 @@
 //! driver accepts GSO (`GUEST_TSO4/6`); see [`backend::gso_pass_enabled`]
 //! for why that is not the default yet.
 //!
-//! Receive coalescing: a transmit pass hands the switch its frames as one
+//! Receive coalescing (`coalesce=on`; off by default, see below): a
+//! transmit pass hands the switch its frames as one
 //! batch, and frames reach a port together from such a batch or from its
 //! backlog. Consecutive TCP segments of one connection among them that
 //! Linux's GRO would merge (`net_util::coalesce::gro_run`) go to a driver
@@ -34,7 +35,11 @@
 //! not reach a vhost-user backend: QEMU's virtio-net handles the control
 //! queue and applies guest offloads through the peer's `set_offload`,
 //! which its vhost-user net client does not have (QEMU `net/vhost-user.c`),
-//! so the port coalesces for as long as the features negotiated allow.
+//! so a port with `coalesce=on` coalesces for as long as the features
+//! negotiated allow. That is why it is off by default: virtio_net also
+//! clears those offloads when an XDP program is attached and then drops
+//! every GSO or partially checksummed frame it receives
+//! (`mergeable_xdp_get_buf`), so a TCP stream into an XDP guest would stall.
 //!
 //! Connections: when the frontend disconnects (VM shutdown or restart) the
 //! port forgets the connection and listens again on the same socket; other
@@ -137,6 +142,7 @@ impl VirtioNetPort {
             Box::new(port),
             GsoPeers::for_switch(switch),
         ));
+        backend.set_coalesce(spec.coalesce);
         backend.start_signaller()?;
         let inner = Arc::new(Shared {
             backend: backend.clone(),

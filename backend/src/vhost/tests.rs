@@ -542,6 +542,7 @@ mod backend_rx {
         use vm_memory::Bytes;
         let m: GuestMemoryMmap<()> = shared_mem();
         let (b, _rx0, _tx) = pair0_kicked(&m, 16);
+        b.set_coalesce(true);
         let port = ports_to(0, 1)[0];
         let segs = segments(port, 3, 1000);
         assert_eq!(b.deliver_batch(Frames::Many(&segs), false), 3);
@@ -599,6 +600,23 @@ mod backend_rx {
         assert_eq!((c.rx_frames, c.rx_coalesced), (8, 1));
     }
 
+    /// A port coalesces only when asked (`coalesce=on`): by default every
+    /// segment reaches the driver as it came, which the driver can always
+    /// take (it cannot tell the port when it stops taking GSO frames).
+    #[test]
+    fn a_port_coalesces_only_when_asked() {
+        let m: GuestMemoryMmap<()> = shared_mem();
+        let (b, _rx0, _tx) = pair0_kicked(&m, 16);
+        let segs = segments(ports_to(0, 1)[0], 3, 1000);
+        assert_eq!(b.deliver_batch(Frames::Many(&segs), false), 3);
+        let c = b.counters[0].snapshot();
+        assert_eq!((c.rx_frames, c.rx_coalesced), (3, 0), "off by default");
+        b.set_coalesce(true);
+        assert_eq!(b.deliver_batch(Frames::Many(&segs), false), 3);
+        let c = b.counters[0].snapshot();
+        assert_eq!((c.rx_frames, c.rx_coalesced), (4, 1));
+    }
+
     /// `n` consecutive TCP/IPv6 segments of `len` payload bytes behind a
     /// Destination Options header of six zero bytes (gro.c's
     /// ip_v6ext_same), of a flow that goes to queue 0 of 2, checksums right.
@@ -646,6 +664,7 @@ mod backend_rx {
         use vm_memory::Bytes;
         let m: GuestMemoryMmap<()> = shared_mem();
         let (b, _rx0, _tx) = pair0_kicked(&m, 16);
+        b.set_coalesce(true);
         let segs = segments_behind_dstopts(3, 1000);
         assert_eq!(b.deliver_batch(Frames::Many(&segs), false), 3);
         let c = b.counters[0].snapshot();
@@ -690,6 +709,7 @@ mod backend_rx {
     fn segments_waiting_in_the_backlog_are_coalesced() {
         let m: GuestMemoryMmap<()> = shared_mem();
         let (b, _rx0, tx) = pair0_kicked(&m, 0);
+        b.set_coalesce(true);
         let port = ports_to(0, 1)[0];
         let segs = segments(port, 4, 500);
         let backlog = Backlog::new(2);
