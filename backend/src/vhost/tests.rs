@@ -539,7 +539,6 @@ mod backend_rx {
             VIRTIO_NET_F_GUEST_TSO4, VIRTIO_NET_F_GUEST_TSO6, VIRTIO_NET_HDR_F_NEEDS_CSUM,
             VIRTIO_NET_HDR_GSO_TCPV4,
         };
-        use vm_memory::Bytes;
         let m: GuestMemoryMmap<()> = shared_mem();
         let (b, _rx0, _tx) = pair0_kicked(&m, 16);
         b.set_coalesce(true);
@@ -554,14 +553,7 @@ mod backend_rx {
         let len = 54 + 3000;
         assert_eq!(c.rx_bytes, len as u64);
         // Header and frame in the first buffers (2 KiB each, mergeable).
-        let mut got = vec![0u8; 12 + len];
-        let mut at = 0;
-        for i in 0..2u64 {
-            let n = (got.len() - at).min(0x800);
-            m.read_slice(&mut got[at..at + n], GuestAddress(0x110_000 + i * 0x800))
-                .unwrap();
-            at += n;
-        }
+        let mut got = first_rx_buffers(&m, 12 + len);
         let h = NetHdr::parse(&got).unwrap();
         assert_eq!(h.flags, VIRTIO_NET_HDR_F_NEEDS_CSUM as u8);
         assert_eq!(h.gso_type, VIRTIO_NET_HDR_GSO_TCPV4 as u8);
@@ -617,6 +609,24 @@ mod backend_rx {
         assert_eq!((c.rx_frames, c.rx_coalesced), (4, 1));
     }
 
+    /// The first `len` bytes the port wrote into pair 0's receive buffers
+    /// (2 KiB each from 0x110000, mergeable): virtio-net header and frame.
+    fn first_rx_buffers(m: &GuestMemoryMmap<()>, len: usize) -> Vec<u8> {
+        use vm_memory::Bytes;
+        let mut got = vec![0u8; len];
+        let mut at = 0;
+        for i in 0.. {
+            if at == len {
+                break;
+            }
+            let n = (len - at).min(0x800);
+            m.read_slice(&mut got[at..at + n], GuestAddress(0x110_000 + i * 0x800))
+                .unwrap();
+            at += n;
+        }
+        got
+    }
+
     /// `n` consecutive TCP/IPv6 segments of `len` payload bytes behind a
     /// Destination Options header of six zero bytes (gro.c's
     /// ip_v6ext_same), of a flow that goes to queue 0 of 2, checksums right.
@@ -661,7 +671,6 @@ mod backend_rx {
         use virtio_bindings::bindings::virtio_net::{
             VIRTIO_NET_HDR_F_NEEDS_CSUM, VIRTIO_NET_HDR_GSO_TCPV6,
         };
-        use vm_memory::Bytes;
         let m: GuestMemoryMmap<()> = shared_mem();
         let (b, _rx0, _tx) = pair0_kicked(&m, 16);
         b.set_coalesce(true);
@@ -674,14 +683,7 @@ mod backend_rx {
         );
         let len = 82 + 3000;
         assert_eq!(c.rx_bytes, len as u64);
-        let mut got = vec![0u8; 12 + len];
-        let mut at = 0;
-        for i in 0..2u64 {
-            let n = (got.len() - at).min(0x800);
-            m.read_slice(&mut got[at..at + n], GuestAddress(0x110_000 + i * 0x800))
-                .unwrap();
-            at += n;
-        }
+        let mut got = first_rx_buffers(&m, 12 + len);
         let h = NetHdr::parse(&got).unwrap();
         assert_eq!(h.flags, VIRTIO_NET_HDR_F_NEEDS_CSUM as u8);
         assert_eq!(h.gso_type, VIRTIO_NET_HDR_GSO_TCPV6 as u8);
