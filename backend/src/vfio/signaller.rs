@@ -29,6 +29,10 @@
 //!   QEMU serves is that QEMU's choice; nicemu's `netns` topology puts both
 //!   ends of a test in one VM, where this saves the hop to the signaller
 //!   thread on every interrupt.
+//!   A port whose fd held such a write up until the watchdog loses the
+//!   shortcut until its client or fds change: its interrupts go through its
+//!   signaller thread, so the other port's thread waits once, not on every
+//!   doorbell.
 //!
 //! A write that waits longer than [`WRITE_LIMIT`] is interrupted by the
 //! process's watchdog thread (a signal to the writer, `EINTR`) and counts as
@@ -146,6 +150,12 @@ struct Shared {
     /// Process id of the port's client (its connection's SO_PEERCRED pid);
     /// 0 while none is connected or it is not known.
     client: AtomicI32,
+    /// A write by a thread of another port of the client waited out
+    /// [`WRITE_LIMIT`]: from then on (until the client or the fds change)
+    /// the port's interrupts go through its signaller thread, so a client
+    /// that holds its eventfds up stalls that other port's thread once, not
+    /// on every doorbell.
+    held_up: AtomicBool,
     /// The signaller thread found nothing pending and sleeps.
     idle: AtomicBool,
     stop: AtomicBool,
@@ -325,7 +335,9 @@ impl Signaller {
     /// port for a write at the end of the pass (true), unless the pass has
     /// as many noted as it may take.
     fn defer_here(&self) -> bool {
-        if !self.shared.served_to(SERVING_CLIENT.get()) {
+        if !self.shared.served_to(SERVING_CLIENT.get())
+            || self.shared.held_up.load(Ordering::Acquire)
+        {
             return false;
         }
         DEFERRED.with_borrow_mut(|d| {
@@ -349,6 +361,7 @@ impl Signaller {
     /// another port of the same client write this port's interrupts
     /// themselves.
     pub fn set_client(&self, pid: i32) {
+        self.shared.held_up.store(false, Ordering::Release);
         self.shared.client.store(pid.max(0), Ordering::Release);
     }
 
@@ -387,6 +400,7 @@ impl Signaller {
     /// `RELEASE_LIMIT`.
     pub fn release(&self) {
         let epoch = self.shared.epoch.fetch_add(1, Ordering::AcqRel) + 1;
+        self.shared.held_up.store(false, Ordering::Release);
         let Some(t) = &self.thread else { return };
         if t.thread().id() == std::thread::current().id() {
             return;
@@ -513,6 +527,9 @@ fn write_pending(s: &Shared, targets: &Weak<dyn IrqTargets>, watch: Watch) -> bo
                 s.unwatch(i);
             }
             s.stamps.written(raised, &r);
+            if r == Signalled::Interrupted && watch == Watch::Required {
+                s.held_up.store(true, Ordering::Release);
+            }
             t.signalled(slot, coalesced_if_interrupted(r));
             bits &= bits - 1;
         }
@@ -852,6 +869,52 @@ mod tests {
         stuck.fds.lock().unwrap()[0] = None;
         b.release();
         assert_eq!(full.read().unwrap(), u64::MAX - 1, "nothing was added");
+    }
+
+    /// The same client's other port holding a write up stalls the serving
+    /// thread once (until the watchdog), then its interrupts go through its
+    /// own signaller thread: not once per doorbell. A new connection of
+    /// that port gives it the shortcut back.
+    #[test]
+    fn the_same_clients_stuck_fd_holds_the_serving_thread_once() {
+        let full = full_eventfd();
+        let good = EventFd::new(libc::EFD_NONBLOCK).unwrap();
+        let stuck = port(Some(&full), None);
+        let own = one_fd(&good);
+        let a = Signaller::spawn("a", Arc::downgrade(&own) as Weak<dyn IrqTargets>).unwrap();
+        let b = Signaller::spawn("b", Arc::downgrade(&stuck) as Weak<dyn IrqTargets>).unwrap();
+        a.set_client(100);
+        b.set_client(100);
+        let pass = || {
+            let t = Instant::now();
+            a.serving(|| {
+                b.raise(0);
+                a.raise(0);
+            });
+            t.elapsed()
+        };
+        let first = pass();
+        assert!(
+            first >= WRITE_LIMIT / 2,
+            "the first write waited: {first:?}"
+        );
+        let t = Instant::now();
+        for _ in 0..20 {
+            pass();
+        }
+        assert!(
+            t.elapsed() < WRITE_LIMIT,
+            "later passes waited {:?}",
+            t.elapsed()
+        );
+        // The stuck write now waits on b's signaller; a reconnect (or new
+        // fds) gives the shortcut back.
+        assert!(b.shared.held_up.load(Ordering::Acquire));
+        b.set_client(100);
+        assert!(!b.shared.held_up.load(Ordering::Acquire));
+        stuck.fds.lock().unwrap()[0] = None;
+        b.release();
+        assert!(good.read().unwrap() >= 1);
     }
 
     #[test]
