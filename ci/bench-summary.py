@@ -4,6 +4,7 @@ model of the same kind measured in the same rounds, nicemu's latency stages, and
 baseline nicemu binary was benched in the same rounds (BASELINE=…) — each nicemu row before
 and after. Usage: bench-summary.py bench-1.json … [--baseline bench-base-1.json …]"""
 import json
+import re
 import statistics
 import sys
 
@@ -11,7 +12,7 @@ TESTS = ["TCP_STREAM", "TCP_RR", "UDP_STREAM:64"]
 # Each device is compared with QEMU's model of the same kind.
 REF_OF = {"nicemu-igb": "qemu-igb", "nicemu-ixgbe": "qemu-igb", "qemu-igb": "qemu-igb",
           "nicemu-virtio": "qemu-virtio", "qemu-virtio": "qemu-virtio"}
-STAGES = ["doorbell_to_wire", "doorbell_to_done", "wire_to_ring", "raise_to_irq", "doorbell_to_irq"]
+STAGES = ["doorbell_to_wire", "doorbell_to_done", "wire_to_ring", "raise_to_irq", "irq_write", "doorbell_to_irq"]
 
 
 def netperf_runs(paths):
@@ -110,6 +111,40 @@ def print_latency(paths, what):
         print(f"| {dev} | {t} | {port} | " + " | ".join(lcell(st.get(n)) for n in STAGES) + " |")
 
 
+def threads(paths):
+    waits = {}  # (device, test, port, role, thread) -> [(wait per slice µs, on cpu per slice µs)]
+    for dev, tests in netperf_runs(paths):
+        for t, v in tests.items():
+            for port, ths in v.get("nicemu_threads", {}).items():
+                run = {}  # threads of one name in this run (a port's queue workers) add up
+                for th in ths:
+                    key = (dev, t, port, th["role"], re.sub(r"-[^-]*$", "", th["name"]))
+                    acc = run.setdefault(key, [0, 0, 0])
+                    acc[0] += th["wait_ns"]
+                    acc[1] += th["on_cpu_ns"]
+                    acc[2] += th["slices"]
+                for key, (w, c, n) in run.items():
+                    if n:
+                        waits.setdefault(key, []).append((w / n / 1000, c / n / 1000))
+    return waits
+
+
+def print_threads(paths, what):
+    # How long the port's threads waited for a core per slice they ran (for a thread that
+    # sleeps between doorbells: the wake-up -> running delay nicemu's own stages cannot
+    # see), from the kernel's per-thread schedstat.
+    waits = threads(paths)
+    if not waits:
+        return
+    print(f"\n## nicemu threads waiting for a core during each test ({what}; µs per slice run)\n")
+    print("| device | test | port | role | thread | wait / slice | on cpu / slice |")
+    print("|---|---|---|---|---|---|---|")
+    for (dev, t, port, role, name), v in sorted(waits.items()):
+        w = statistics.median(x[0] for x in v)
+        c = statistics.median(x[1] for x in v)
+        print(f"| {dev} | {t} | {port} | {role} | {name} | {w:.1f} | {c:.1f} |")
+
+
 def main(argv):
     paths, base_paths = argv, []
     if "--baseline" in argv:
@@ -122,6 +157,7 @@ def main(argv):
     if base_paths:
         print_baseline(samples, samples_of(base_paths), what)
     print_latency(paths, what)
+    print_threads(paths, what)
 
 
 if __name__ == "__main__":

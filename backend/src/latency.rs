@@ -11,6 +11,7 @@
 //! | `doorbell_to_done` | the doorbell's BAR write served (descriptors written back), for writes that sent frames | kick → used ring updated |
 //! | `wire_to_ring` | a frame sent by a peer → accepted by this port (placed in a receive ring, or dropped and counted) | the same, into the receive virtqueue's used ring |
 //! | `raise_to_irq` | interrupt raised by the model → its eventfd written (by the raising thread at the end of its pass when it is one of the port's own, else by the port's signaller thread) | used-ring signal raised → call eventfd written |
+//! | `irq_write` | the eventfd `write(2)` alone, start → return: the kernel waking the client's thread that polls it (on a guest host that has to wake an idle vCPU, an IPI) | the same, for the call eventfd |
 //! | `doorbell_to_irq` | a doorbell that sent frames → the port's next interrupt written | a kick that used chains → the port's next call written |
 //!
 //! A histogram is [`BUCKETS`] relaxed atomic counters, log-linear: four
@@ -34,6 +35,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use device_models::{Clock, Delivery, FrameBatch, FrameSink, Frames, MonotonicClock, NetPort};
+
+use crate::schedstat::PortThreads;
 
 /// Sub-buckets per power of two (2 bits of mantissa).
 const SUB_BITS: u32 = 2;
@@ -182,11 +185,12 @@ pub fn now() -> u64 {
 }
 
 /// The stage names, in path order.
-pub const STAGES: [&str; 5] = [
+pub const STAGES: [&str; 6] = [
     "doorbell_to_wire",
     "doorbell_to_done",
     "wire_to_ring",
     "raise_to_irq",
+    "irq_write",
     "doorbell_to_irq",
 ];
 
@@ -201,23 +205,29 @@ pub struct PortLatency {
     pub wire_to_ring: Histogram,
     /// Interrupt raised → eventfd written.
     pub raise_to_irq: Histogram,
+    /// The eventfd write alone: the `write(2)` call's start → its return.
+    pub irq_write: Histogram,
     /// Doorbell that sent frames → next interrupt written.
     pub doorbell_to_irq: Histogram,
     /// The oldest doorbell that sent frames and no interrupt followed yet
     /// (0: none).
     doorbell_waiting: AtomicU64,
+    /// The port's threads, for how long they wait for a core
+    /// ([`crate::schedstat`]).
+    pub threads: PortThreads,
 }
 
 impl PortLatency {
     /// Every stage by name, in path order.
-    pub fn stages(&self) -> [(&'static str, &Histogram); 5] {
-        let [a, b, c, d, e] = STAGES;
+    pub fn stages(&self) -> [(&'static str, &Histogram); 6] {
+        let [a, b, c, d, e, f] = STAGES;
         [
             (a, &self.doorbell_to_wire),
             (b, &self.doorbell_to_done),
             (c, &self.wire_to_ring),
             (d, &self.raise_to_irq),
-            (e, &self.doorbell_to_irq),
+            (e, &self.irq_write),
+            (f, &self.doorbell_to_irq),
         ]
     }
 
@@ -231,10 +241,11 @@ impl PortLatency {
         serde_json::Value::Object(stages)
     }
 
-    /// Clears every stage.
+    /// Clears every stage and starts the threads' accounting afresh.
     pub fn reset(&self) {
         self.stages().iter().for_each(|(_, h)| h.reset());
         self.doorbell_waiting.store(0, Ordering::Relaxed);
+        self.threads.reset();
     }
 
     /// A doorbell that started at `at` sent `n` frames now.
@@ -246,9 +257,13 @@ impl PortLatency {
             .compare_exchange(0, at, Ordering::Relaxed, Ordering::Relaxed);
     }
 
-    /// An interrupt raised at `raised` (0: unknown) was written now.
-    pub fn irq_written(&self, raised: u64) {
+    /// An interrupt raised at `raised` (0: unknown) was written now, by a
+    /// write that started at `started` (0: not timed).
+    pub fn irq_written(&self, raised: u64, started: u64) {
         let t = now();
+        if started != 0 {
+            self.irq_write.record(t.saturating_sub(started));
+        }
         if raised != 0 {
             self.raise_to_irq.record(t.saturating_sub(raised));
         }
@@ -280,6 +295,12 @@ impl Doorbell {
         let at = now();
         DOORBELL.with(|d| d.set((at, false)));
         Doorbell { at }
+    }
+
+    /// When the doorbell started (ns on [`now`]'s clock).
+    #[inline]
+    pub fn at(&self) -> u64 {
+        self.at
     }
 
     /// The doorbell's pass is done: records `doorbell_to_done` into `lat`
@@ -464,9 +485,14 @@ mod tests {
         d2.done(&lat);
         assert_eq!(lat.doorbell_to_wire.summary().count, 2);
         assert_eq!(lat.doorbell_to_done.summary().count, 1);
-        lat.irq_written(now());
-        lat.irq_written(0);
+        lat.irq_written(now(), now());
+        lat.irq_written(0, 0);
         assert_eq!(lat.raise_to_irq.summary().count, 1);
+        assert_eq!(
+            lat.irq_write.summary().count,
+            1,
+            "untimed writes are left out"
+        );
         assert_eq!(
             lat.doorbell_to_irq.summary().count,
             1,

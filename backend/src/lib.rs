@@ -14,6 +14,7 @@ pub mod outfile;
 pub mod poll;
 pub mod ports;
 pub mod sched;
+pub mod schedstat;
 pub mod signals;
 pub mod socket;
 pub mod switch;

@@ -288,8 +288,10 @@ fn start_function(
     dev.set_autoneg_ns(spec.autoneg_ns);
     // Receive thread: frames from the switch into the device.
     let rx_irq = irq.clone();
+    let rx_lat = lat.clone();
     crate::threads::spawn(format!("rx-{}", spec.id), move || {
         crate::sched::enter_data_path();
+        rx_lat.threads.enter("receive");
         // One of the device's own threads: it writes the interrupts a frame
         // raised itself (EventIrq::serving).
         while let Some((frame, sent)) = rx.recv_timed() {
@@ -303,6 +305,7 @@ fn start_function(
         dev.clone(),
         irq.clone(),
         Arc::new(MonotonicClock),
+        lat.clone(),
     )?;
     let tracer = Arc::new(match trace {
         Some(sink) => Tracer::new(true, sink),

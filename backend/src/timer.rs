@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use device_models::{Clock, TimerSink};
 
+use crate::latency::PortLatency;
 use crate::vfio::irq::EventIrq;
 use crate::vfio::SharedDevice;
 
@@ -61,10 +62,14 @@ pub fn spawn(
     dev: SharedDevice,
     irq: Arc<EventIrq>,
     clock: Arc<dyn Clock>,
+    lat: Arc<PortLatency>,
 ) -> Result<(), crate::error::Error> {
-    crate::threads::spawn(format!("timer-{id}"), move || loop {
-        let now = timer.wait(clock.as_ref());
-        irq.serving(|| dev.on_timer(now));
+    crate::threads::spawn(format!("timer-{id}"), move || {
+        lat.threads.enter("timer");
+        loop {
+            let now = timer.wait(clock.as_ref());
+            irq.serving(|| dev.on_timer(now));
+        }
     })?;
     Ok(())
 }

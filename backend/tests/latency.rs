@@ -37,6 +37,34 @@ fn latency(n: &Nicemu, dev: &str, reset: bool) -> serde_json::Value {
     v["data"]["stages"].clone()
 }
 
+/// `ctl --json latency DEV`: the port's threads, by role, after checking
+/// each one's accounting adds up.
+fn threads(n: &Nicemu, dev: &str) -> std::collections::BTreeMap<String, Vec<serde_json::Value>> {
+    let out = n.ctl(&["--json", "latency", dev]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut by_role = std::collections::BTreeMap::<String, Vec<serde_json::Value>>::new();
+    for t in v["data"]["threads"].as_array().unwrap() {
+        let q = |k: &str| t[k].as_u64().unwrap_or_else(|| panic!("{k}: {t}"));
+        let slices = q("slices");
+        assert_eq!(
+            q("wait_per_slice_ns"),
+            q("wait_ns").checked_div(slices).unwrap_or(0),
+            "{t}"
+        );
+        assert_eq!(
+            q("on_cpu_per_slice_ns"),
+            q("on_cpu_ns").checked_div(slices).unwrap_or(0),
+            "{t}"
+        );
+        assert!(q("on_cpu_ns") < 60_000_000_000, "longer than the test: {t}");
+        by_role
+            .entry(t["role"].as_str().unwrap().to_owned())
+            .or_default()
+            .push(t.clone());
+    }
+    by_role
+}
+
 /// Count of a stage, after checking its quantiles are in order and within
 /// the test's lifetime.
 fn checked(stages: &serde_json::Value, stage: &str) -> u64 {
@@ -114,7 +142,12 @@ fn traffic_moves_each_ports_latency_histograms_and_reset_clears_them() {
         );
         // A peer's frame per round placed here.
         assert_eq!(checked(s, "wire_to_ring"), ROUNDS, "{dev}: {s}");
-        checked(s, "raise_to_irq");
+        let raised = checked(s, "raise_to_irq");
+        // Every write is timed; a raise racing a write may have no time.
+        assert!(
+            checked(s, "irq_write") >= raised,
+            "{dev}: writes timed: {s}"
+        );
         checked(s, "doorbell_to_irq");
     }
     // virtio-net: kicks may take several chains each; frames in from ix0;
@@ -124,8 +157,39 @@ fn traffic_moves_each_ports_latency_histograms_and_reset_clears_them() {
     let kicks = checked(&vn, "doorbell_to_done");
     assert!((1..=ROUNDS).contains(&kicks), "{vn}");
     assert_eq!(checked(&vn, "wire_to_ring"), ROUNDS, "{vn}");
-    assert!(checked(&vn, "raise_to_irq") >= 1, "calls written: {vn}");
+    let calls = checked(&vn, "raise_to_irq");
+    assert!(calls >= 1, "calls written: {vn}");
+    assert!(
+        checked(&vn, "irq_write") >= calls,
+        "every call's write timed: {vn}"
+    );
     assert!(checked(&vn, "doorbell_to_irq") >= 1, "kick → call: {vn}");
+    // The ports' threads are listed by role; a doorbell taker ran once per
+    // doorbell or kick at least (the stages were read with --reset, which
+    // restarts the threads' accounting too, so this is since then).
+    let igb = threads(&n, "igb0");
+    let names = |role: &str| -> Vec<String> {
+        igb.get(role)
+            .into_iter()
+            .flatten()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(names("doorbell"), ["vfio-igb0"], "{igb:?}");
+    assert_eq!(names("receive"), ["rx-igb0"], "{igb:?}");
+    assert_eq!(names("signaller"), ["irq-igb0"], "{igb:?}");
+    assert_eq!(names("timer"), ["timer-igb0"], "{igb:?}");
+    let vn_threads = threads(&n, "vn0");
+    let workers = &vn_threads["doorbell"];
+    assert_eq!(
+        workers.len(),
+        1,
+        "one queue pair, one worker: {vn_threads:?}"
+    );
+    assert!(
+        vn_threads["receive"].len() == 2,
+        "rx and rxq: {vn_threads:?}"
+    );
     // Read with --reset above: cleared.
     let cleared = latency(&n, "vn0", false);
     for stage in ["doorbell_to_wire", "wire_to_ring", "raise_to_irq"] {
@@ -134,9 +198,19 @@ fn traffic_moves_each_ports_latency_histograms_and_reset_clears_them() {
     // The human table names every stage; a wire or an unknown port is refused.
     let out = n.ctl(&["latency", "igb0"]);
     let text = String::from_utf8_lossy(&out.stdout);
-    for stage in ["doorbell_to_wire", "wire_to_ring", "doorbell_to_irq", "p99"] {
+    for stage in [
+        "doorbell_to_wire",
+        "wire_to_ring",
+        "irq_write",
+        "doorbell_to_irq",
+        "p99",
+    ] {
         assert!(text.contains(stage), "{text}");
     }
+    assert!(
+        text.contains("wait/slice") && text.contains("vfio-igb0"),
+        "{text}"
+    );
     let bad = n.ctl(&["latency", "nope"]);
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("no device 'nope'"));

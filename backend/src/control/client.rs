@@ -90,11 +90,13 @@ pub enum Verb {
     /// Where a port's transactions spend their time: count, p50, p90, p99
     /// and max of each latency stage (doorbell or kick → frame handed to
     /// the switch → pass done; a peer's frame → placed in the ring;
-    /// interrupt raised → eventfd written; doorbell → interrupt written).
+    /// interrupt raised → eventfd written, the write alone; doorbell →
+    /// interrupt written), and how long each of the port's threads waited
+    /// for a core per slice it ran.
     Latency {
         /// Device id.
         dev: String,
-        /// Clear the histograms after reading them.
+        /// Clear the histograms (and the threads' accounting) after reading them.
         #[arg(long)]
         reset: bool,
     },
@@ -228,7 +230,34 @@ fn latency_table(d: &serde_json::Value) -> String {
             );
         }
     }
+    threads_table(&mut o, &d["threads"]);
     o
+}
+
+/// `latency`: the port's threads, how long each waited for a core per
+/// slice it ran (the wake-up → running delay of a sleeping thread).
+fn threads_table(o: &mut String, threads: &serde_json::Value) {
+    use std::fmt::Write as _;
+    let Some(list) = threads.as_array().filter(|l| !l.is_empty()) else {
+        return;
+    };
+    let us = |v: &serde_json::Value, k: &str| v[k].as_u64().unwrap_or(0) as f64 / 1000.0;
+    let _ = writeln!(
+        o,
+        "\n{:<10} {:<16} {:>10} {:>14} {:>14}   (µs)",
+        "thread", "name", "slices", "wait/slice", "on cpu/slice"
+    );
+    for t in list {
+        let _ = writeln!(
+            o,
+            "{:<10} {:<16} {:>10} {:>14.1} {:>14.1}",
+            t["role"].as_str().unwrap_or("?"),
+            t["name"].as_str().unwrap_or("?"),
+            t["slices"].as_u64().unwrap_or(0),
+            us(t, "wait_per_slice_ns"),
+            us(t, "on_cpu_per_slice_ns"),
+        );
+    }
 }
 
 /// `list`: one line per port.

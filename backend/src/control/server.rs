@@ -240,6 +240,19 @@ fn stats(p: &PortInfo) -> serde_json::Value {
     v
 }
 
+/// `latency DEV [--reset]`: the port's stages and threads, then cleared on
+/// request.
+fn latency(p: &PortInfo, dev: &str, reset: bool) -> Result<Response, Response> {
+    let stages = p.latency.to_json();
+    let threads = p.latency.threads.to_json();
+    if reset {
+        p.latency.reset();
+    }
+    Ok(Response::ok(json!({
+        "dev": dev, "unit": "ns", "stages": stages, "threads": threads, "reset": reset
+    })))
+}
+
 fn run(reg: &Registry, out: &OutputDir, req: Request) -> Result<Response, Response> {
     if let Some(r) = run_wire(reg, &req) {
         return r;
@@ -300,16 +313,7 @@ fn run(reg: &Registry, out: &OutputDir, req: Request) -> Result<Response, Respon
                 json!({ "dev": dev, "link": if up { "up" } else { "down" } }),
             ))
         }
-        Request::Latency { dev, reset } => {
-            let p = port(reg, &dev)?;
-            let stages = p.latency.to_json();
-            if reset {
-                p.latency.reset();
-            }
-            Ok(Response::ok(
-                json!({ "dev": dev, "unit": "ns", "stages": stages, "reset": reset }),
-            ))
-        }
+        Request::Latency { dev, reset } => latency(port(reg, &dev)?, &dev, reset),
         Request::Fault { dev, fault } => {
             let p = port(reg, &dev)?;
             p.port.inject(fault.clone().into()).map_err(|e| match e {

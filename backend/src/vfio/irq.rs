@@ -500,6 +500,12 @@ mod tests {
         let s = lat.raise_to_irq.summary();
         assert_eq!(s.count, 3, "the written ones only: {s:?}");
         assert!(s.p50 <= s.p99 && s.p99 <= s.max && s.max < 5_000_000_000);
+        let w = lat.irq_write.summary();
+        assert_eq!(w.count, 3, "each written one's write(2) alone: {w:?}");
+        assert!(
+            w.max <= s.max,
+            "a write is part of its raise → written: {w:?} {s:?}"
+        );
     }
 
     /// A blocking eventfd one below its maximum, and a second descriptor of the

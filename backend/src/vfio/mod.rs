@@ -182,6 +182,8 @@ impl PciDevice for NicPort {
 #[derive(Debug)]
 pub struct VfioPort {
     endpoint: Endpoint<NicPort>,
+    /// The port's latency stages and threads (its server thread is listed).
+    lat: Arc<PortLatency>,
 }
 
 impl VfioPort {
@@ -204,10 +206,11 @@ impl VfioPort {
             dev,
             irq,
             tracer,
-            lat,
+            lat: lat.clone(),
         };
         VfioPort {
             endpoint: Endpoint::new(id, port),
+            lat,
         }
     }
 
@@ -229,8 +232,10 @@ impl VfioPort {
         let mut endpoint = self.endpoint;
         endpoint.set_poll(crate::poll::window());
         let server = Server::new(crate::socket::listen(socket)?, endpoint);
+        let lat = self.lat;
         crate::threads::spawn(format!("vfio-{}", server.endpoint().id()), move || {
             crate::sched::enter_doorbell_path();
+            lat.threads.enter("doorbell");
             server.run()
         })
     }

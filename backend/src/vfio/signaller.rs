@@ -203,10 +203,11 @@ impl Stamps {
             .map_or(0, |r| r.swap(0, Ordering::Relaxed))
     }
 
-    /// A write of an interrupt raised at `raised` came to `r`.
-    fn written(&self, raised: u64, r: &Signalled) {
+    /// A write of an interrupt raised at `raised`, started at `started`,
+    /// came to `r`.
+    fn written(&self, raised: u64, started: u64, r: &Signalled) {
         if *r == Signalled::Sent {
-            self.lat.irq_written(raised);
+            self.lat.irq_written(raised, started);
         }
     }
 }
@@ -301,7 +302,10 @@ impl Signaller {
             source,
         })?;
         let (s, t) = (shared.clone(), targets.clone());
-        let thread = crate::threads::spawn(format!("irq-{name}"), move || run(&s, &t))?;
+        let thread = crate::threads::spawn(format!("irq-{name}"), move || {
+            s.stamps.lat.threads.enter("signaller");
+            run(&s, &t)
+        })?;
         Ok(Signaller {
             shared,
             targets,
@@ -522,11 +526,12 @@ fn write_pending(s: &Shared, targets: &Weak<dyn IrqTargets>, watch: Watch) -> bo
                 return false;
             }
             let raised = s.stamps.take(slot);
+            let started = latency::now();
             let r = signal(&fd);
             if let Some(i) = watched {
                 s.unwatch(i);
             }
-            s.stamps.written(raised, &r);
+            s.stamps.written(raised, started, &r);
             if r == Signalled::Interrupted && watch == Watch::Required {
                 s.held_up.store(true, Ordering::Release);
             }
@@ -578,9 +583,10 @@ fn fire(s: &Shared, t: &dyn IrqTargets, slot: usize) {
     let epoch = s.epoch.load(Ordering::Acquire);
     let Some(fd) = t.target(slot) else { return };
     s.writing.store(epoch + 1, Ordering::Release);
+    let started = latency::now();
     let r = s.write_watched(&fd);
     s.writing.store(0, Ordering::Release);
-    s.stamps.written(raised, &r);
+    s.stamps.written(raised, started, &r);
     if r == Signalled::Interrupted && s.epoch.load(Ordering::Acquire) != epoch {
         return;
     }

@@ -1024,6 +1024,20 @@ impl NetBackend {
         }
     }
 
+    /// Lists the calling queue worker (vhost-user-backend's thread) among
+    /// the port's threads the first time it serves this port.
+    fn list_worker(&self) {
+        thread_local! {
+            static LISTED_FOR: std::cell::Cell<*const PortLatency> =
+                const { std::cell::Cell::new(std::ptr::null()) };
+        }
+        let me = Arc::as_ptr(&self.lat);
+        if LISTED_FOR.get() != me {
+            LISTED_FOR.set(me);
+            self.lat.threads.enter("doorbell");
+        }
+    }
+
     /// Remembers the vrings of pair `q` (the handler owns them; the receive
     /// path needs them outside its events).
     fn stash(&self, q: usize, vrings: &[Vring]) {
@@ -1151,6 +1165,7 @@ impl VhostUserBackend for NetBackend {
         // queue, 1 its transmit queue. Errors are never returned: an error
         // would stop this worker for good.
         log::trace!("{}: event {device_event} on worker {thread_id}", self.id);
+        self.list_worker();
         self.stash(thread_id, vrings);
         match device_event {
             0 => {

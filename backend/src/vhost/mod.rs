@@ -157,6 +157,7 @@ impl VirtioNetPort {
         let (rb, bl) = (backend.clone(), backlog.clone());
         crate::threads::spawn(format!("rx-{}", spec.id), move || {
             crate::sched::enter_data_path();
+            rb.latency().threads.enter("receive");
             while let Some(frame) = rx.recv() {
                 bl.push(&rb, &frame);
                 rx.recycle(frame);
@@ -166,6 +167,7 @@ impl VirtioNetPort {
         let (rb, bl) = (backend.clone(), backlog);
         crate::threads::spawn(format!("rxq-{}", spec.id), move || {
             crate::sched::enter_data_path();
+            rb.latency().threads.enter("receive");
             loop {
                 let seen = rb.generation();
                 if rb.serving(|| bl.pump(&rb)) {

@@ -116,9 +116,10 @@ pub fn parse_keyval(lines: &[&str]) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// nicemu's latency stages of both ports during test `i` (`{"DUT": stages, "PEER": …}`),
-/// when the harness read them.
-fn latency(s: &Section, i: usize) -> Option<serde_json::Value> {
+/// Part `key` of nicemu's `ctl latency` answer for both ports during test `i`
+/// (`{"DUT": …, "PEER": …}`), when the harness read it: `stages` (the latency
+/// histograms) or `threads` (how long each of the port's threads waited for a core).
+fn latency(s: &Section, i: usize, key: &str) -> Option<serde_json::Value> {
     let mut ports = serde_json::Map::new();
     for (port, tag) in [("DUT", format!("lat{i}")), ("PEER", format!("lat{i}_peer"))] {
         if s.get(&format!("host_{tag}_rc")) != Some("0") {
@@ -129,7 +130,9 @@ fn latency(s: &Section, i: usize) -> Option<serde_json::Value> {
             .collect::<Vec<_>>()
             .join("\n");
         let v: serde_json::Value = serde_json::from_str(&text).ok()?;
-        ports.insert(port.into(), v.get("data")?.get("stages")?.clone());
+        if let Some(part) = v.get("data").and_then(|d| d.get(key)) {
+            ports.insert(port.into(), part.clone());
+        }
     }
     (!ports.is_empty()).then_some(serde_json::Value::Object(ports))
 }
@@ -279,8 +282,11 @@ impl Scenario for Netperf {
                 r.add_failure(format!("{label}: throughput 0"));
             }
             summary.push(short);
-            if let Some(lat) = latency(s, i) {
+            if let Some(lat) = latency(s, i, "stages") {
                 m.insert("nicemu_latency".into(), lat);
+            }
+            if let Some(threads) = latency(s, i, "threads") {
+                m.insert("nicemu_threads".into(), threads);
             }
             tests.insert(label.to_owned(), serde_json::Value::Object(m));
         }
@@ -318,7 +324,7 @@ mod tests {
         let lat0 = s.find("nicemu_lat lat0").unwrap();
         assert!(start < np0 && np0 < lat0 && lat0 < s.find("nicemu_out np1 ").unwrap());
         assert!(s.contains("[ \"$HOST_ACTIONS\" = 1 ] || return 0"), "{s}");
-        let stages = r#"{"ok":true,"data":{"dev":"igb0","stages":{"doorbell_to_wire":{"count":5,"p50":9000}}}}"#;
+        let stages = r#"{"ok":true,"data":{"dev":"igb0","stages":{"doorbell_to_wire":{"count":5,"p50":9000}},"threads":[{"role":"doorbell","name":"vfio-igb0","slices":40,"wait_per_slice_ns":31000}]}}"#;
         let text = format!(
             "@@NICEMU-BEGIN netperf\n@@NICEMU netperf test0=TCP_RR\n\
              @@NICEMU-OUT netperf np0 THROUGHPUT=1500\n@@NICEMU-OUT netperf np0 THROUGHPUT_UNITS=Trans/s\n\
@@ -335,6 +341,9 @@ mod tests {
             lat.get("PEER").is_none(),
             "a failed read is left out: {lat}"
         );
+        let threads = &r.metrics["tests"]["TCP_RR"]["nicemu_threads"];
+        assert_eq!(threads["DUT"][0]["wait_per_slice_ns"], 31000, "{threads}");
+        assert!(threads.get("PEER").is_none(), "{threads}");
     }
 
     #[test]
