@@ -6,7 +6,7 @@
 //! kernel's per-thread scheduler accounting does see it:
 //! `/proc/thread-self/schedstat` holds the time the thread ran, the time it
 //! was runnable but waited for a CPU (`run_delay`) and the slices it ran
-//! (Linux `Documentation/scheduler/sched-stats.rst`, "/proc/<pid>/schedstat").
+//! (Linux `Documentation/scheduler/sched-stats.rst`, `/proc/PID/schedstat`).
 //! For a thread that sleeps between doorbells, the wait per slice is the
 //! mean wake-up → running delay.
 //!
