@@ -846,19 +846,29 @@ mod tests {
         }
     }
 
+    /// Port a (client 100) signalling `good`, port b (client `b_client`)
+    /// whose slot 0 is the full, blocking `full`, with their signallers.
+    fn good_and_stuck(
+        full: &EventFd,
+        good: &EventFd,
+        b_client: i32,
+    ) -> (Arc<Port>, Arc<OneFd>, Signaller, Signaller) {
+        let stuck = port(Some(full), None);
+        let own = one_fd(good);
+        let a = Signaller::spawn("a", Arc::downgrade(&own) as Weak<dyn IrqTargets>).unwrap();
+        let b = Signaller::spawn("b", Arc::downgrade(&stuck) as Weak<dyn IrqTargets>).unwrap();
+        a.set_client(100);
+        b.set_client(b_client);
+        (stuck, own, a, b)
+    }
+
     /// A client that keeps its eventfd full and blocking holds up no thread
     /// serving another client's port: the write stays with its own port's
     /// signaller.
     #[test]
     fn another_clients_stuck_fd_does_not_hold_the_serving_thread() {
-        let full = full_eventfd();
-        let good = EventFd::new(libc::EFD_NONBLOCK).unwrap();
-        let stuck = port(Some(&full), None);
-        let own = one_fd(&good);
-        let a = Signaller::spawn("a", Arc::downgrade(&own) as Weak<dyn IrqTargets>).unwrap();
-        let b = Signaller::spawn("b", Arc::downgrade(&stuck) as Weak<dyn IrqTargets>).unwrap();
-        a.set_client(100);
-        b.set_client(200);
+        let (full, good) = (full_eventfd(), EventFd::new(libc::EFD_NONBLOCK).unwrap());
+        let (stuck, _own, a, b) = good_and_stuck(&full, &good, 200);
         let t = Instant::now();
         for _ in 0..20 {
             a.serving(|| {
@@ -883,14 +893,8 @@ mod tests {
     /// that port gives it the shortcut back.
     #[test]
     fn the_same_clients_stuck_fd_holds_the_serving_thread_once() {
-        let full = full_eventfd();
-        let good = EventFd::new(libc::EFD_NONBLOCK).unwrap();
-        let stuck = port(Some(&full), None);
-        let own = one_fd(&good);
-        let a = Signaller::spawn("a", Arc::downgrade(&own) as Weak<dyn IrqTargets>).unwrap();
-        let b = Signaller::spawn("b", Arc::downgrade(&stuck) as Weak<dyn IrqTargets>).unwrap();
-        a.set_client(100);
-        b.set_client(100);
+        let (full, good) = (full_eventfd(), EventFd::new(libc::EFD_NONBLOCK).unwrap());
+        let (stuck, _own, a, b) = good_and_stuck(&full, &good, 100);
         let pass = || {
             let t = Instant::now();
             a.serving(|| {
