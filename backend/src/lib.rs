@@ -81,12 +81,10 @@ pub struct Cli {
     pub sched: sched::DataPathSched,
     /// Scheduling policy of the threads that take doorbells (vfio-user
     /// servers, vhost-user queue workers), when it should differ from
-    /// --sched's (which then covers receive threads and wires): adaptive
-    /// sleeps normal while doorbells are sparse (request/response) and batch
-    /// while they are dense (bulk). Default: adaptive under --sched batch,
-    /// else --sched's.
+    /// --sched's (which then covers receive threads and wires). Default:
+    /// --sched's.
     #[arg(long = "sched-doorbell", value_enum, value_name = "POLICY")]
-    pub sched_doorbell: Option<sched::DoorbellSched>,
+    pub sched_doorbell: Option<sched::DataPathSched>,
     /// After a message or kick, the vfio-user server and vhost-user worker
     /// threads poll for the next one for up to N µs (spinning, a core busy)
     /// before blocking; 0 to 1000. For hosts with cores to spare.

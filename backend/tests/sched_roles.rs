@@ -2,8 +2,7 @@
 //! `--sched` and `--sched-doorbell`: the threads that take doorbells (the
 //! vfio-user server, the vhost-user thread whose queue workers inherit its
 //! policy) run under the doorbell policy, receive threads under the data
-//! path's; without `--sched-doorbell` they are adaptive under `--sched batch`
-//! and take `--sched` otherwise.
+//! path's; without `--sched-doorbell` both take `--sched`.
 #![allow(clippy::unwrap_used, reason = "tests: a step that fails panics")]
 
 mod common;
@@ -64,46 +63,10 @@ fn doorbell_threads_take_their_own_policy() {
         Some(&OTHER),
         "signallers stay normal: {p:?}"
     );
-    let n = start(
-        "sched-batch",
-        &["--sched", "batch", "--sched-doorbell", "batch"],
-    );
+    let n = start("sched-default", &["--sched", "batch"]);
     std::thread::sleep(std::time::Duration::from_millis(200));
     let p = policies(&n);
     assert_eq!(p.get("vfio-igb0"), Some(&BATCH), "{p:?}");
     assert_eq!(p.get("vhost-vn0"), Some(&BATCH), "{p:?}");
     assert_eq!(p.get("rx-igb0"), Some(&BATCH), "{p:?}");
-    let n = start("sched-normal", &["--sched", "normal"]);
-    std::thread::sleep(std::time::Duration::from_millis(200));
-    let p = policies(&n);
-    assert_eq!(p.get("vfio-igb0"), Some(&OTHER), "{p:?}");
-    assert_eq!(p.get("rx-igb0"), Some(&OTHER), "{p:?}");
-}
-
-/// Without `--sched-doorbell`, under `--sched batch` (the default), a
-/// doorbell thread is adaptive: it starts normal (a quiet queue's doorbell
-/// is latency-bound), sleeps batch while doorbells come densely and normal
-/// again once they are sparse.
-#[test]
-fn adaptive_doorbell_threads_follow_the_doorbell_rate() {
-    use common::account::frame;
-    use common::nic::{Kind, Nic};
-    let n = start("sched-adaptive", &[]);
-    let mut a = Nic::open(&n, Kind::Igb, "a.sock");
-    let p = policies(&n);
-    assert_eq!(p.get("vfio-igb0"), Some(&OTHER), "{p:?}");
-    assert_eq!(p.get("rx-igb0"), Some(&BATCH), "{p:?}");
-    // Dense: frames back to back, a doorbell each.
-    for i in 0..400u32 {
-        a.send(&frame([0xff; 6], [0x52, 0x54, 0, 0, 0, 2], 60, i as u8));
-    }
-    let p = policies(&n);
-    assert_eq!(p.get("vfio-igb0"), Some(&BATCH), "dense doorbells: {p:?}");
-    // Sparse: one every 2 ms.
-    for i in 0..40u32 {
-        std::thread::sleep(std::time::Duration::from_millis(2));
-        a.send(&frame([0xff; 6], [0x52, 0x54, 0, 0, 0, 2], 60, i as u8));
-    }
-    let p = policies(&n);
-    assert_eq!(p.get("vfio-igb0"), Some(&OTHER), "sparse doorbells: {p:?}");
 }

@@ -128,7 +128,6 @@ impl PciDevice for NicPort {
         // Any BAR write may be a doorbell (TDT): the frames its transmit
         // pass sends on this thread are timed from here.
         let doorbell = Doorbell::start();
-        crate::sched::doorbell_arrived(doorbell.at());
         self.trace(Dir::Write, Region::Bar(bar), offset, data);
         // The interrupts the write raised are written on this thread
         // (EventIrq::serving) before the doorbell's pass counts as done.

@@ -1166,7 +1166,6 @@ impl VhostUserBackend for NetBackend {
         // would stop this worker for good.
         log::trace!("{}: event {device_event} on worker {thread_id}", self.id);
         self.list_worker();
-        crate::sched::doorbell_arrived(crate::latency::now());
         self.stash(thread_id, vrings);
         match device_event {
             0 => {
