@@ -297,12 +297,6 @@ impl Doorbell {
         Doorbell { at }
     }
 
-    /// When the doorbell started (ns on [`now`]'s clock).
-    #[inline]
-    pub fn at(&self) -> u64 {
-        self.at
-    }
-
     /// The doorbell's pass is done: records `doorbell_to_done` into `lat`
     /// if it sent a frame.
     #[inline]
