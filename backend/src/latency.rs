@@ -243,9 +243,15 @@ impl PortLatency {
 
     /// Clears every stage and starts the threads' accounting afresh.
     pub fn reset(&self) {
+        self.reset_stages();
+        self.threads.reset();
+    }
+
+    /// Clears every stage (not the threads' accounting:
+    /// [`PortThreads::report`] resets that as it reads it).
+    pub fn reset_stages(&self) {
         self.stages().iter().for_each(|(_, h)| h.reset());
         self.doorbell_waiting.store(0, Ordering::Relaxed);
-        self.threads.reset();
     }
 
     /// A doorbell that started at `at` sent `n` frames now.

@@ -67,12 +67,6 @@ impl SchedStat {
     }
 }
 
-/// The calling thread's kernel thread id.
-fn current_tid() -> i32 {
-    // SAFETY: gettid has no preconditions.
-    unsafe { libc::gettid() }
-}
-
 /// A listed thread and its accounting at the last reset.
 #[derive(Debug, Clone)]
 struct Listed {
@@ -92,7 +86,7 @@ impl PortThreads {
     /// Lists the calling thread under `role` (once; beyond [`MAX_THREADS`]
     /// it is not listed). Threads that ended leave the list when it is read.
     pub fn enter(&self, role: &'static str) {
-        let tid = current_tid();
+        let tid = crate::threads::current_tid();
         let base = SchedStat::of_thread(tid).unwrap_or_default();
         let mut l = self.listed.lock().unwrap_or_else(|e| e.into_inner());
         if l.iter().any(|t| t.tid == tid) || l.len() >= MAX_THREADS {
@@ -105,13 +99,22 @@ impl PortThreads {
     /// name, slices, and the time waiting for a CPU and running, in total
     /// and per slice (ns).
     pub fn to_json(&self) -> serde_json::Value {
+        self.report(false)
+    }
+
+    /// [`Self::to_json`]; with `reset`, also starts each thread's
+    /// accounting afresh from the very figures reported (one read each).
+    pub fn report(&self, reset: bool) -> serde_json::Value {
         let mut l = self.listed.lock().unwrap_or_else(|e| e.into_inner());
         let mut out = Vec::with_capacity(l.len());
-        l.retain(|t| {
+        l.retain_mut(|t| {
             let Some(now) = SchedStat::of_thread(t.tid) else {
                 return false;
             };
             let d = now.since(t.base);
+            if reset {
+                t.base = now;
+            }
             let per = |ns: u64| ns.checked_div(d.slices).unwrap_or(0);
             let name = std::fs::read_to_string(format!("/proc/self/task/{}/comm", t.tid))
                 .map(|s| s.trim_end().to_owned())
@@ -224,8 +227,10 @@ mod tests {
         );
         let per = l[0]["on_cpu_per_slice_ns"].as_u64().unwrap();
         assert!(per > 0 && per <= l[0]["on_cpu_ns"].as_u64().unwrap(), "{v}");
-        // After a reset only what follows counts: it sleeps in recv.
-        threads.reset();
+        // A read with a reset reports the accounting so far and starts it
+        // afresh: after it only what follows counts (it sleeps in recv).
+        let r = threads.report(true);
+        assert!(r[0]["on_cpu_ns"].as_u64().unwrap() >= on, "{r}");
         let v = threads.to_json();
         assert!(v[0]["on_cpu_ns"].as_u64().unwrap() < on, "{v}");
         go.send(()).unwrap();

@@ -21,3 +21,33 @@ where
             source,
         })
 }
+
+thread_local! {
+    /// The calling thread's kernel thread id, once asked for (0: not yet).
+    static TID: std::cell::Cell<i32> = const { std::cell::Cell::new(0) };
+}
+
+/// The calling thread's kernel thread id (`gettid`, asked once per thread:
+/// interrupt writes note it for the watchdog on every write).
+pub fn current_tid() -> i32 {
+    TID.with(|t| {
+        if t.get() == 0 {
+            // SAFETY: gettid has no preconditions.
+            t.set(unsafe { libc::gettid() });
+        }
+        t.get()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn each_thread_has_its_own_kernel_thread_id() {
+        let here = super::current_tid();
+        // SAFETY: gettid has no preconditions.
+        assert_eq!(here, unsafe { libc::gettid() });
+        assert_eq!(super::current_tid(), here);
+        let there = std::thread::spawn(super::current_tid).join().unwrap();
+        assert_ne!(there, here);
+    }
+}

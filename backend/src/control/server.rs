@@ -244,10 +244,10 @@ fn stats(p: &PortInfo) -> serde_json::Value {
 /// request.
 fn latency(p: &PortInfo, dev: &str, reset: bool) -> Result<Response, Response> {
     let stages = p.latency.to_json();
-    let threads = p.latency.threads.to_json();
     if reset {
-        p.latency.reset();
+        p.latency.reset_stages();
     }
+    let threads = p.latency.threads.report(reset);
     Ok(Response::ok(json!({
         "dev": dev, "unit": "ns", "stages": stages, "threads": threads, "reset": reset
     })))

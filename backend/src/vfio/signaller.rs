@@ -230,8 +230,7 @@ impl Shared {
             unblock_wake_signal();
             UNBLOCKED.set(true);
         }
-        // SAFETY: gettid has no preconditions.
-        let tid = unsafe { libc::gettid() };
+        let tid = crate::threads::current_tid();
         let slot = self.writes.iter().position(|(t, _)| {
             t.compare_exchange(0, tid, Ordering::AcqRel, Ordering::Acquire)
                 .is_ok()
