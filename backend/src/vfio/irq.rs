@@ -40,36 +40,38 @@ impl Table {
     fn vectors(&self) -> std::sync::RwLockReadGuard<'_, Vectors> {
         self.v.read().unwrap_or_else(|e| e.into_inner())
     }
+
+    /// The fd of slot `slot` now, if it has one and is not masked.
+    fn fd(&self, slot: usize) -> Option<Arc<File>> {
+        let v = self.vectors();
+        let msi = v.msix.len();
+        match slot {
+            s if s < msi => v.msix[s].clone(),
+            s if s == msi => v.msi.clone(),
+            s if s == msi + 1 && !v.intx_masked => v.intx.clone(),
+            _ => None,
+        }
+    }
 }
 
 impl IrqTargets for Table {
     fn target(&self, slot: usize) -> Option<Target> {
-        let f = {
-            let v = self.vectors();
-            let msi = v.msix.len();
-            match slot {
-                s if s < msi => v.msix[s].clone(),
-                s if s == msi => v.msi.clone(),
-                s if s == msi + 1 && !v.intx_masked => v.intx.clone(),
-                _ => None,
-            }
-        }?;
-        // The description is the client's too: it may have cleared
-        // O_NONBLOCK since SET_IRQS.
-        if !make_non_blocking(&*f) {
-            self.signalled(slot, Signalled::Failed);
-            return None;
-        }
-        Some(Target::Shared(f))
+        self.fd(slot)
     }
 
-    fn signalled(&self, _slot: usize, outcome: Signalled) {
+    fn signalled(&self, slot: usize, outcome: Signalled) {
         let c = match outcome {
             Signalled::Sent | Signalled::Interrupted => return,
             Signalled::Coalesced => &self.counters.coalesced,
             Signalled::Failed => &self.counters.failed,
         };
         c.fetch_add(1, Ordering::Relaxed);
+        // The description is the client's too: it may have cleared
+        // O_NONBLOCK since SET_IRQS (the write then waited for the
+        // watchdog). Set again here, not before every write.
+        if let Some(f) = self.fd(slot) {
+            make_non_blocking(&*f);
+        }
     }
 }
 
@@ -142,7 +144,8 @@ pub enum Signalled {
 }
 
 /// Makes an interrupt fd non-blocking again if its client cleared the flag
-/// (one F_GETFL per signal; the description is the client's too), or checks
+/// (after a write that did not go through; the description is the client's
+/// too), or checks
 /// and prepares one nicemu did not take through SET_IRQS (vhost-user's call
 /// eventfds). False when it cannot be signalled.
 pub fn make_non_blocking(f: &impl AsRawFd) -> bool {

@@ -43,7 +43,6 @@
 
 use std::cell::{Cell, RefCell};
 use std::fs::File;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::thread::JoinHandleExt;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
@@ -107,33 +106,22 @@ fn now_ns() -> u64 {
     START.get_or_init(Instant::now).elapsed().as_nanos() as u64 + 1
 }
 
-/// The fd a slot is signalled through.
-#[derive(Debug)]
-pub enum Target {
-    /// An fd the port keeps (vfio-user vectors).
-    Shared(Arc<File>),
-    /// A duplicate made for this one write (vhost-user call fds, which the
-    /// vhost-user-backend crate keeps behind its vring lock).
-    Owned(OwnedFd),
-}
-
-impl AsRawFd for Target {
-    fn as_raw_fd(&self) -> RawFd {
-        match self {
-            Target::Shared(f) => f.as_raw_fd(),
-            Target::Owned(f) => f.as_raw_fd(),
-        }
-    }
-}
+/// The fd a slot is signalled through: one the port keeps (a vfio-user
+/// vector's, or nicemu's duplicate of a vhost-user call fd, which the
+/// vhost-user-backend crate keeps behind its vring lock).
+pub type Target = Arc<File>;
 
 /// What a signaller signals: a port's interrupt fds by slot.
 pub trait IrqTargets: Send + Sync {
     /// The fd slot `slot` is signalled through now, if any, made
-    /// non-blocking ([`super::irq::make_non_blocking`]; the client may clear
-    /// the flag again before the write, which then waits on this port's
-    /// thread alone, at most [`WRITE_LIMIT`]).
+    /// non-blocking when the port took it ([`super::irq::make_non_blocking`];
+    /// the client may clear the flag at any time, and a write then waits on
+    /// this port's thread alone, at most [`WRITE_LIMIT`]).
     fn target(&self, slot: usize) -> Option<Target>;
-    /// What signalling `slot` came to (for the port's counters).
+    /// What signalling `slot` came to (for the port's counters). A write
+    /// that did not go through (`Coalesced`, `Failed`) makes the port check
+    /// the fd's `O_NONBLOCK` again, so a client that cleared it costs one
+    /// wait of [`WRITE_LIMIT`], not one per interrupt.
     fn signalled(&self, slot: usize, outcome: Signalled);
 }
 
@@ -665,6 +653,7 @@ fn unblock_wake_signal() {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::fd::AsRawFd;
     use std::sync::Mutex;
     use vmm_sys_util::eventfd::EventFd;
 
@@ -686,7 +675,7 @@ mod tests {
                 // write below waits deterministically.
                 unsafe { libc::fcntl(f.as_raw_fd(), libc::F_SETFL, 0) };
             }
-            Some(Target::Shared(f))
+            Some(f)
         }
         fn signalled(&self, slot: usize, outcome: Signalled) {
             self.outcomes.lock().unwrap().push((slot, outcome));
@@ -796,7 +785,7 @@ mod tests {
 
     impl IrqTargets for OneFd {
         fn target(&self, slot: usize) -> Option<Target> {
-            (slot == 0).then(|| Target::Shared(self.fd.clone()))
+            (slot == 0).then(|| self.fd.clone())
         }
         fn signalled(&self, _slot: usize, _outcome: Signalled) {
             self.writers

@@ -27,6 +27,7 @@ use vmm_sys_util::event::{
     new_event_consumer_and_notifier, EventConsumer, EventFlag, EventNotifier,
 };
 
+use super::calls::CallFds;
 use super::config::{self, Negotiated};
 use super::counters::{add, inc, PortCounters, QueueCounters};
 use super::offload::{self as voff, accept, NetHdr, MAX_HDR_LEN};
@@ -34,7 +35,7 @@ use super::rx::{self, RxOutcome};
 use super::tx::{self, TxChainError, MAX_TX_BYTES};
 use crate::latency::{Doorbell, PortLatency, TimedWire};
 use crate::switch::Switch;
-use crate::vfio::irq::{make_non_blocking, Signalled};
+use crate::vfio::irq::Signalled;
 use crate::vfio::signaller::{IrqTargets, Signaller, Target};
 
 /// Most guest memory regions of a vhost-user connection (QEMU sends a
@@ -335,6 +336,8 @@ pub struct NetBackend {
     coalesce: AtomicBool,
     /// Where a kick's time goes (`ctl latency`).
     lat: Arc<PortLatency>,
+    /// nicemu's duplicates of the vrings' call eventfds ([`CallFds`]).
+    calls: CallFds,
 }
 
 impl std::fmt::Debug for NetBackend {
@@ -470,6 +473,7 @@ impl NetBackend {
             signaller: OnceLock::new(),
             coalesce: AtomicBool::new(false),
             lat,
+            calls: CallFds::new(2 * usize::from(pairs)),
         }
     }
 
@@ -580,9 +584,16 @@ impl NetBackend {
         }
     }
 
+    /// A `SET_VRING_CALL` is on its way to the handler: the call fds
+    /// duplicated so far are not used again ([`CallFds::changed`]).
+    pub(crate) fn call_fds_changed(&self) {
+        self.calls.changed();
+    }
+
     /// Forgets everything about the connection that ended.
     pub(crate) fn disconnected(&self) {
         self.set_client(0);
+        self.calls.changed();
         self.connected.store(false, Ordering::Release);
         *self.conn_mut() = Conn::default();
         self.active.store(0, Ordering::Release);
@@ -1068,29 +1079,32 @@ impl IrqTargets for NetBackend {
         } else {
             lock(&pair.tx).vring.clone()
         }?;
-        // A duplicate, so no vring lock is held while writing.
+        // nicemu's duplicate, so no vring lock is held while writing.
         let fd = {
             let state = side.get_ref();
             let call = state.get_call().as_ref()?;
-            // SAFETY: the fd belongs to `call`, alive while `state` is held.
+            // SAFETY: the fd belongs to `call`, alive while `state` is held,
+            // and the borrow does not outlive this block.
             let b = unsafe { std::os::fd::BorrowedFd::borrow_raw(call.as_raw_fd()) };
-            b.try_clone_to_owned()
+            self.calls.get(index, b)
         };
         match fd {
-            Ok(fd) if make_non_blocking(&fd) => Some(Target::Owned(fd)),
-            _ => {
+            Ok(fd) => Some(fd),
+            Err(_) => {
                 self.signalled(index, Signalled::Failed);
                 None
             }
         }
     }
 
-    fn signalled(&self, _index: usize, outcome: Signalled) {
+    fn signalled(&self, index: usize, outcome: Signalled) {
         match outcome {
-            Signalled::Sent | Signalled::Interrupted => {}
+            Signalled::Sent | Signalled::Interrupted => return,
             Signalled::Coalesced => inc(&self.port_counters.irq_coalesced),
             Signalled::Failed => inc(&self.port_counters.irq_failed),
         }
+        // Checked afresh next time: the frontend may have made it blocking.
+        self.calls.forget(index);
     }
 }
 

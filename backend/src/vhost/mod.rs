@@ -59,6 +59,7 @@
 
 pub mod backend;
 pub mod backlog;
+mod calls;
 pub mod config;
 pub mod counters;
 pub mod offload;
@@ -538,15 +539,12 @@ fn run_connection(s: &Shared, frontend: UnixStream) -> std::io::Result<()> {
     log::info!("{}: frontend connected on {}", b.id, s.socket.display());
     let reply = Arc::new(Mutex::new(frontend.try_clone()?));
     *lock(&s.conn) = Some(frontend.try_clone()?);
-    let (h1, f1, r1, id) = (
-        to_handler.try_clone()?,
-        frontend,
-        reply.clone(),
-        b.id.clone(),
-    );
+    let (h1, f1, r1, b1) = (to_handler.try_clone()?, frontend, reply.clone(), b.clone());
     let up = std::thread::Builder::new()
         .name(format!("vhost-up-{}", b.id))
-        .spawn(move || proxy::frontend_to_handler(&f1, &h1, &r1, &id))?;
+        .spawn(move || {
+            proxy::frontend_to_handler(&f1, &h1, &r1, &b1.id, &|| b1.call_fds_changed())
+        })?;
     let h2 = to_handler.try_clone()?;
     let down = std::thread::Builder::new()
         .name(format!("vhost-down-{}", b.id))

@@ -7,6 +7,10 @@
 //! `vhost` crate answers such an early message with an error that ends the
 //! connection; the relay acknowledges it, holds it back and delivers it right
 //! after `SET_FEATURES`, in order.
+//!
+//! It also tells the backend when a `SET_VRING_CALL` passes, before the
+//! handler sees it, so the backend's duplicates of call fds are not used
+//! past a replacement (`super::calls`).
 
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -23,6 +27,7 @@ const MAX_PAYLOAD: usize = 64 * 1024;
 const MAX_FDS: usize = 32;
 
 const SET_FEATURES: u32 = 2;
+const SET_VRING_CALL: u32 = 13;
 const SET_VRING_ENABLE: u32 = 18;
 const FLAG_VERSION: u32 = 0x1;
 const FLAG_REPLY: u32 = 0x4;
@@ -68,11 +73,13 @@ fn field(msg: &[u8], at: usize) -> u32 {
 }
 
 /// Relays frontend → handler until either side closes; returns when done.
+/// Calls `call_changed` before relaying each `SET_VRING_CALL`.
 pub fn frontend_to_handler(
     frontend: &UnixStream,
     handler: &UnixStream,
     reply: &Arc<Mutex<UnixStream>>,
     id: &str,
+    call_changed: &dyn Fn(),
 ) {
     let mut msg = Vec::with_capacity(4096);
     let mut fds = Vec::new();
@@ -100,6 +107,9 @@ pub fn frontend_to_handler(
                 }
             }
             continue;
+        }
+        if req == SET_VRING_CALL {
+            call_changed();
         }
         let raw: Vec<RawFd> = fds.iter().map(|f| f.as_raw_fd()).collect();
         if handler.send_with_fds(&[&msg[..]], &raw).is_err() {
