@@ -145,9 +145,8 @@ pub enum Signalled {
 
 /// Makes an interrupt fd non-blocking again if its client cleared the flag
 /// (after a write that did not go through; the description is the client's
-/// too), or checks
-/// and prepares one nicemu did not take through SET_IRQS (vhost-user's call
-/// eventfds). False when it cannot be signalled.
+/// too), or checks and prepares one nicemu did not take through SET_IRQS
+/// (vhost-user's call eventfds). False when it cannot be signalled.
 pub fn make_non_blocking(f: &impl AsRawFd) -> bool {
     // SAFETY: F_GETFL only reads the status flags of an fd we hold.
     let fl = unsafe { libc::fcntl(f.as_raw_fd(), libc::F_GETFL) };

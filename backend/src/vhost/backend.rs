@@ -593,7 +593,6 @@ impl NetBackend {
     /// Forgets everything about the connection that ended.
     pub(crate) fn disconnected(&self) {
         self.set_client(0);
-        self.calls.changed();
         self.connected.store(false, Ordering::Release);
         *self.conn_mut() = Conn::default();
         self.active.store(0, Ordering::Release);
@@ -601,6 +600,8 @@ impl NetBackend {
             lock(&p.tx).vring = None;
             lock(&p.rx).vring = None;
         }
+        // After the vrings are gone, so no duplicate is taken again.
+        self.calls.changed();
         self.update_accept();
         self.wake();
         // A call write still waiting on the departed frontend's eventfd ends.
