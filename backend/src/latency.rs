@@ -241,15 +241,9 @@ impl PortLatency {
         serde_json::Value::Object(stages)
     }
 
-    /// Clears every stage and starts the threads' accounting afresh.
-    pub fn reset(&self) {
-        self.reset_stages();
-        self.threads.reset();
-    }
-
     /// Clears every stage (not the threads' accounting:
-    /// [`PortThreads::report`] resets that as it reads it).
-    pub fn reset_stages(&self) {
+    /// [`PortThreads::report`] starts that afresh as it reads it).
+    pub fn reset(&self) {
         self.stages().iter().for_each(|(_, h)| h.reset());
         self.doorbell_waiting.store(0, Ordering::Relaxed);
     }

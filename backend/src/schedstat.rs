@@ -133,18 +133,6 @@ impl PortThreads {
         });
         serde_json::Value::Array(out)
     }
-
-    /// Starts every listed thread's accounting afresh.
-    pub fn reset(&self) {
-        let mut l = self.listed.lock().unwrap_or_else(|e| e.into_inner());
-        l.retain_mut(|t| match SchedStat::of_thread(t.tid) {
-            Some(now) => {
-                t.base = now;
-                true
-            }
-            None => false,
-        });
-    }
 }
 
 #[cfg(test)]

@@ -245,7 +245,7 @@ fn stats(p: &PortInfo) -> serde_json::Value {
 fn latency(p: &PortInfo, dev: &str, reset: bool) -> Result<Response, Response> {
     let stages = p.latency.to_json();
     if reset {
-        p.latency.reset_stages();
+        p.latency.reset();
     }
     let threads = p.latency.threads.report(reset);
     Ok(Response::ok(json!({
