@@ -74,9 +74,10 @@ pub struct Cli {
     pub trace_regs: Option<PathBuf>,
     /// Scheduling policy of the data-path threads (vfio-user servers, receive
     /// threads, vhost-user workers, wires): batch serves doorbells in batches
-    /// without preempting the vCPU that rang them; normal lets every doorbell
-    /// preempt; idle runs the data path only on idle cores. Timers and the
-    /// control socket always run normal.
+    /// without preempting the vCPU that rang them; normal lets a doorbell
+    /// preempt when the scheduler agrees; short (normal with a 0.1 ms slice,
+    /// Linux 6.12 and later) preempts at once; idle runs the data path only
+    /// on idle cores. Timers and the control socket always run normal.
     #[arg(long = "sched", value_enum, default_value_t = sched::DataPathSched::Batch)]
     pub sched: sched::DataPathSched,
     /// Scheduling policy of the threads that take doorbells (vfio-user

@@ -70,3 +70,39 @@ fn doorbell_threads_take_their_own_policy() {
     assert_eq!(p.get("vhost-vn0"), Some(&BATCH), "{p:?}");
     assert_eq!(p.get("rx-igb0"), Some(&BATCH), "{p:?}");
 }
+
+/// EEVDF slice (`se.slice` in `/proc/PID/task/TID/sched`, ns) of the thread
+/// of `n` named `name`, where the kernel shows one.
+fn slice(n: &Nicemu, name: &str) -> Option<u64> {
+    let pid = n.child.id();
+    for t in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
+        let dir = t.unwrap().path();
+        if std::fs::read_to_string(dir.join("comm"))
+            .unwrap()
+            .trim_end()
+            != name
+        {
+            continue;
+        }
+        let sched = std::fs::read_to_string(dir.join("sched")).unwrap();
+        let line = sched.lines().find(|l| l.starts_with("se.slice"))?;
+        return line.split(':').nth(1)?.trim().parse().ok();
+    }
+    None
+}
+
+#[test]
+fn short_doorbell_threads_run_a_short_slice() {
+    let n = start("sched-short", &["--sched-doorbell", "short"]);
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let p = policies(&n);
+    assert_eq!(p.get("vfio-igb0"), Some(&OTHER), "{p:?}");
+    assert_eq!(p.get("vhost-vn0"), Some(&OTHER), "{p:?}");
+    assert_eq!(p.get("rx-igb0"), Some(&BATCH), "{p:?}");
+    // Kernels before 6.12 have no custom slice: there the policy is all.
+    let (doorbell, receive) = (slice(&n, "vfio-igb0"), slice(&n, "rx-igb0"));
+    if doorbell.is_some() && doorbell != receive {
+        assert_eq!(doorbell, Some(100_000), "a 0.1 ms slice");
+        assert_eq!(slice(&n, "vhost-vn0"), Some(100_000));
+    }
+}
