@@ -8,7 +8,10 @@
 mod common;
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
+use common::account::frame;
+use common::virtio::VirtioNet;
 use common::Nicemu;
 
 /// Scheduling policy (`/proc/PID/task/TID/stat` field 41) of each named
@@ -104,5 +107,16 @@ fn short_doorbell_threads_run_a_short_slice() {
     if doorbell.is_some() && doorbell != receive {
         assert_eq!(doorbell, Some(100_000), "a 0.1 ms slice");
         assert_eq!(slice(&n, "vhost-vn0"), Some(100_000));
+        // The queue workers a vhost-user client's connection starts inherit
+        // it from the vhost-user thread.
+        let mut v = VirtioNet::connect_within(&n.path("v.sock"), Duration::from_secs(10));
+        let (a, b) = ([0x52, 0x54, 0, 0, 0, 0x0a], [0x52, 0x54, 0, 0, 0, 0x0b]);
+        assert!(v.send(&frame(a, b, 60, 1)));
+        assert_eq!(
+            v.drain_tx(Duration::from_secs(5)),
+            1,
+            "the worker took the frame"
+        );
+        assert_eq!(slice(&n, "vring_worker"), Some(100_000));
     }
 }
