@@ -14,17 +14,30 @@ use common::account::frame;
 use common::virtio::VirtioNet;
 use common::Nicemu;
 
+/// Each thread of `n`: its name and its `/proc/PID/task/TID` directory.
+fn threads(n: &Nicemu) -> Vec<(String, std::path::PathBuf)> {
+    let pid = n.child.id();
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .map(|t| {
+            let dir = t.unwrap().path();
+            let comm = std::fs::read_to_string(dir.join("comm")).unwrap();
+            (comm.trim_end().to_owned(), dir)
+        })
+        .collect()
+}
+
 /// Scheduling policy (`/proc/PID/task/TID/stat` field 41) of each named
 /// thread of `n`.
 fn policies(n: &Nicemu) -> BTreeMap<String, u32> {
-    let pid = n.child.id();
     let mut m = BTreeMap::new();
-    for t in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
-        let stat = std::fs::read_to_string(t.unwrap().path().join("stat")).unwrap();
-        let (head, tail) = stat.rsplit_once(')').unwrap();
-        let name = head.split_once('(').unwrap().1.to_owned();
+    for (name, dir) in threads(n) {
+        let stat = std::fs::read_to_string(dir.join("stat")).unwrap();
         // Fields after the name start at field 3 (state).
-        let policy = tail
+        let policy = stat
+            .rsplit_once(')')
+            .unwrap()
+            .1
             .split_whitespace()
             .nth(41 - 3)
             .unwrap()
@@ -77,27 +90,16 @@ fn doorbell_threads_take_their_own_policy() {
 /// EEVDF slice (`se.slice` in `/proc/PID/task/TID/sched`, ns) of the thread
 /// of `n` named `name`, where the kernel shows one.
 fn slice(n: &Nicemu, name: &str) -> Option<u64> {
-    let pid = n.child.id();
-    for t in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
-        let dir = t.unwrap().path();
-        if std::fs::read_to_string(dir.join("comm"))
-            .unwrap()
-            .trim_end()
-            != name
-        {
-            continue;
-        }
-        let sched = std::fs::read_to_string(dir.join("sched")).unwrap();
-        let line = sched.lines().find(|l| l.starts_with("se.slice"))?;
-        return line.split(':').nth(1)?.trim().parse().ok();
-    }
-    None
+    let (_, dir) = threads(n).into_iter().find(|(t, _)| t == name)?;
+    let sched = std::fs::read_to_string(dir.join("sched")).unwrap();
+    let line = sched.lines().find(|l| l.starts_with("se.slice"))?;
+    line.split(':').nth(1)?.trim().parse().ok()
 }
 
 #[test]
 fn short_doorbell_threads_run_a_short_slice() {
     let n = start("sched-short", &["--sched-doorbell", "short"]);
-    std::thread::sleep(std::time::Duration::from_millis(200));
+    std::thread::sleep(Duration::from_millis(200));
     let p = policies(&n);
     assert_eq!(p.get("vfio-igb0"), Some(&OTHER), "{p:?}");
     assert_eq!(p.get("vhost-vn0"), Some(&OTHER), "{p:?}");
