@@ -296,6 +296,14 @@ impl Nic {
         self.wr(0x5818, 1 | (1 << 17));
     }
 
+    /// Receive checksum offload on (igb: RXCSUM.IPOFL | TUOFL, §7.1.6, as
+    /// `igb_setup_rctl`'s RXCSUM set-up does; the 82599 always checks).
+    pub fn enable_rx_checksums(&self) {
+        if self.kind == Kind::Igb {
+            self.wr(0x5000, (1 << 8) | (1 << 9));
+        }
+    }
+
     /// Good packets received (GPRC), read and cleared.
     pub fn gprc(&self) -> u32 {
         self.rd(0x4074)
@@ -386,7 +394,7 @@ impl<'a> QueueDriver<'a> {
 }
 
 /// A frame from `src` to `dst` of `size` bytes; with `ip`, an IPv4/UDP
-/// datagram from 10.0.0.`ip`.
+/// datagram from 10.0.0.`ip` (checksum fields zero: see [`with_checksums`]).
 pub fn frame(dst: [u8; 6], src: [u8; 6], size: usize, ip: Option<u8>) -> Vec<u8> {
     let mut f = vec![0u8; size];
     f[..6].copy_from_slice(&dst);
@@ -431,4 +439,12 @@ pub fn cpu_secs(clock: libc::clockid_t) -> f64 {
     let rc = unsafe { libc::clock_gettime(clock, &raw mut ts) };
     assert_eq!(rc, 0, "clock_gettime");
     ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
+}
+
+/// `f` (an IPv4/UDP datagram of [`frame`]) with its IPv4 header and UDP
+/// checksums filled in.
+pub fn with_checksums(mut f: Vec<u8>) -> Vec<u8> {
+    net_util::csum::ipv4_header_csum(&mut f, 14).unwrap();
+    net_util::csum::l4_csum(&mut f, 14, 34, true, net_util::IPPROTO_UDP).unwrap();
+    f
 }
