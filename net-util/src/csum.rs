@@ -23,16 +23,21 @@ pub fn csum_add(sum: u32, data: &[u8]) -> u32 {
     for w in &mut words {
         let mut b = [0u8; 8];
         b.copy_from_slice(w);
-        let (s, carry) = acc.overflowing_add(u64::from_be_bytes(b));
-        acc = s + u64::from(carry);
+        acc = add_end_around(acc, u64::from_be_bytes(b));
     }
     let mut rest = [0u8; 8];
     let tail = words.remainder();
     rest[..tail.len()].copy_from_slice(tail);
-    let (s, carry) = acc.overflowing_add(u64::from_be_bytes(rest));
-    acc = s + u64::from(carry);
+    acc = add_end_around(acc, u64::from_be_bytes(rest));
     let folded = (acc >> 32) + (acc & 0xffff_ffff);
     ((folded >> 32) + (folded & 0xffff_ffff)) as u32
+}
+
+/// One's-complement addition of 64-bit words: the carry out of the top bit
+/// comes back in at the bottom.
+fn add_end_around(acc: u64, word: u64) -> u64 {
+    let (s, carry) = acc.overflowing_add(word);
+    s + u64::from(carry)
 }
 
 /// Folds an accumulator to 16 bits and complements it.
