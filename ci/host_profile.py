@@ -54,20 +54,12 @@ def parse_samples(lines):
     """Yields (comm, pid, tid, frames) per sample; frames are (sym, dso), leaf first."""
     cur = None
     for line in lines:
-        line = line.rstrip("\n")
-        if not line.strip():
-            if cur:
-                yield cur
-            cur = None
-            continue
-        if not line[0].isspace():
+        if line[:1].strip():
             if cur:
                 yield cur
             m = HEADER.match(line)
             cur = (m["comm"], int(m["pid"]), int(m["tid"]), []) if m else None
-            continue
-        m = FRAME.match(line)
-        if cur is not None and m:
+        elif cur is not None and (m := FRAME.match(line)):
             cur[3].append((m["sym"], m["dso"]))
     if cur:
         yield cur
@@ -82,8 +74,9 @@ def part_of(frames, guest):
     if dso == "[kernel.kallsyms]":
         in_kernel = [s for s, d in frames if d == "[kernel.kallsyms]"]
         return "wake" if WAKE_FUNCS.intersection(in_kernel) else "kernel"
-    if guest and re.match(r"(/tmp/perf-\d+\.map|\[JIT\]|//anon|memfd:)", dso) or (
-        guest and dso == "[unknown]" and sym == "[unknown]"
+    if guest and (
+        re.match(r"(/tmp/perf-\d+\.map|\[JIT\]|//anon|memfd:)", dso)
+        or (dso == "[unknown]" and sym == "[unknown]")
     ):
         return "jit"
     return "user"
@@ -113,7 +106,7 @@ def group_of(comm, pid, nicemu_pids, qemu_pids):
 
 
 def summarize(lines, nicemu_pids, qemu_pids):
-    """{row: {part: samples}}, {group: samples}, total samples."""
+    """{row: {part: samples}} (idle has no row), {group: samples}, total samples."""
     rows = defaultdict(lambda: defaultdict(int))
     groups = defaultdict(int)
     total = 0
@@ -121,8 +114,8 @@ def summarize(lines, nicemu_pids, qemu_pids):
         total += 1
         group, row = group_of(comm, pid, nicemu_pids, qemu_pids)
         groups[group] += 1
-        part = part_of(frames, group == "qemu") if group != "idle" else "kernel"
-        rows[(group, row)][part] += 1
+        if group != "idle":
+            rows[(group, row)][part_of(frames, group == "qemu")] += 1
     return rows, groups, total
 
 
@@ -147,11 +140,11 @@ def render(rows, groups, total, cpus):
         "| thread | % of a core | guest code (JIT) | user space | host kernel | waking a thread |",
         "|---|---|---|---|---|---|",
     ]
-    order = {"qemu": 0, "nicemu": 1, "other": 2, "idle": 3}
+    order = {"qemu": 0, "nicemu": 1, "other": 2}
     for (g, row), parts in sorted(rows.items(), key=lambda kv: (order[kv[0][0]], -sum(kv[1].values()))):
         n = sum(parts.values())
         pct = core_pct(n, total, cpus)
-        if pct < 0.5 or g == "idle":
+        if pct < 0.5:
             continue
         cells = " | ".join(f"{core_pct(parts.get(p, 0), total, cpus):.1f}" for p in PARTS)
         out.append(f"| {row} | {pct:.1f} | {cells} |")
@@ -160,7 +153,7 @@ def render(rows, groups, total, cpus):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("script", help="`perf script -F comm,pid,tid,ip,sym,dso` output")
+    ap.add_argument("script", help="`perf script -F comm,pid,tid,ip,sym,dso` output (a file, or /dev/stdin)")
     ap.add_argument("--cpus", type=int, required=True, help="CPUs the recording sampled")
     ap.add_argument("--nicemu-pid", type=int, action="append", default=[])
     ap.add_argument("--qemu-pid", type=int, action="append", default=[])
