@@ -39,7 +39,7 @@ vfio-igb0  200/203
 \t    5d0000 [unknown] ([unknown])
 
 rx-virtio0  200/204  
-\t          16db75 net_util::csum::verify_rx (/usr/bin/nicemu)
+\t          16db75 nicemu_net_util::csum::verify_rx (/usr/bin/nicemu)
 
 swapper     0/0    
 \tffffffff82261179 pv_native_safe_halt ([kernel.kallsyms])

@@ -5,9 +5,9 @@
 //! (`testutil::run_program`). The device must never panic.
 #![no_main]
 
-use device_models::igb::{Igb, IgbConfig};
-use device_models::testutil::{ram, run_program, TestEnv};
-use device_models::PciFunction;
+use nicemu_device_models::igb::{Igb, IgbConfig};
+use nicemu_device_models::testutil::{ram, run_program, TestEnv};
+use nicemu_device_models::PciFunction;
 use libfuzzer_sys::fuzz_target;
 use vm_memory::{Bytes, GuestAddress};
 
@@ -23,6 +23,6 @@ fuzz_target!(|data: &[u8]| {
     let (seed, prog) = data.split_at(data.len().min(4096));
     let _ = mem.write_slice(seed, GuestAddress(0));
     d.set_memory(mem);
-    device_models::testutil::bus_master(&d);
+    nicemu_device_models::testutil::bus_master(&d);
     run_program(&d, prog);
 });

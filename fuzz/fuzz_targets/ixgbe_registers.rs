@@ -4,9 +4,9 @@
 //! register accesses, frames and timer ticks. The device must never panic.
 #![no_main]
 
-use device_models::ixgbe::{Ixgbe, IxgbeConfig, SfpKind};
-use device_models::testutil::{ram, run_program, TestEnv};
-use device_models::PciFunction;
+use nicemu_device_models::ixgbe::{Ixgbe, IxgbeConfig, SfpKind};
+use nicemu_device_models::testutil::{ram, run_program, TestEnv};
+use nicemu_device_models::PciFunction;
 use libfuzzer_sys::fuzz_target;
 use vm_memory::{Bytes, GuestAddress};
 
@@ -21,6 +21,6 @@ fuzz_target!(|data: &[u8]| {
     let (seed, prog) = data.split_at(data.len().min(4096));
     let _ = mem.write_slice(seed, GuestAddress(0));
     d.set_memory(mem);
-    device_models::testutil::bus_master(&d);
+    nicemu_device_models::testutil::bus_master(&d);
     run_program(&d, prog);
 });

@@ -4,9 +4,9 @@
 //! verification and the RSS hash must never panic or read out of bounds.
 #![no_main]
 
-use device_models::desc::{parse_tx, TxDesc};
-use device_models::{rss, txframe};
-use net_util::{csum, tso};
+use nicemu_device_models::desc::{parse_tx, TxDesc};
+use nicemu_device_models::{rss, txframe};
+use nicemu_net_util::{csum, tso};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

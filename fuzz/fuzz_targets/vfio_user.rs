@@ -14,8 +14,8 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::sync::{Arc, Once};
 
-use device_models::igb::{self, IgbConfig};
-use device_models::{DeviceEnv, FrameSink, MonotonicClock, TimerSink};
+use nicemu_device_models::igb::{self, IgbConfig};
+use nicemu_device_models::{DeviceEnv, FrameSink, MonotonicClock, TimerSink};
 use libfuzzer_sys::fuzz_target;
 use nicemu::trace::Tracer;
 use nicemu::vfio::irq::EventIrq;

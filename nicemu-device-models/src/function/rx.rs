@@ -1,0 +1,415 @@
+// SPDX-License-Identifier: Apache-2.0
+//! The receive engine both parts share (82576 datasheet §7.1, 82599 §7.1):
+//! queue selection by RSS, injected receive faults, size checks, the part's
+//! address and VLAN filters, the IEEE 1588 receive stamp, then placing the
+//! frame into the chosen queue's ring in the advanced one-buffer write-back
+//! format (VLAN stripping, packet type, RSS hash, checksum status), counting
+//! it and signalling the queue.
+
+use std::sync::{Mutex, MutexGuard};
+
+use nicemu_net_util::rss::HashType;
+
+use super::stats::Tally;
+use super::{q, Dir, Function, Part, RxSecurity, QUEUE_ENABLE};
+use crate::batch::Frames;
+use crate::desc::{rx_status, rx_writeback, RXD_STAT_VP};
+use crate::dma::DmaView;
+use crate::fault::RxFault;
+use crate::ptp::{self, RxFilter};
+use crate::ring::{self, Ring, RxRingMem};
+use crate::rss;
+use crate::sync::lock_or_try;
+
+/// ETQF: time stamp frames of this ethertype (IEEE 1588; bit 30 on both parts).
+const ETQF_1588: u32 = 1 << 30;
+/// Shortest frame the receiver looks at: an Ethernet header.
+const ETH_HLEN: usize = 14;
+
+/// MAC control frames (IEEE 802.3 Annex 31B) carry this ethertype.
+const ETH_P_MAC_CONTROL: u16 = 0x8808;
+/// The MAC control opcode of a PAUSE frame.
+const PAUSE_OPCODE: u16 = 0x0001;
+
+/// Whether `frame` is an IEEE 802.3x PAUSE frame, and then whether it is an
+/// XON (pause time 0). The MAC takes such a frame itself and counts it (the
+/// flow-control sections of the 82576 and 82599 datasheets): it is not posted to a receive queue
+/// and not counted as a good packet received. What its pause time does to
+/// the transmitter is not modelled.
+fn pause_frame(frame: &[u8]) -> Option<bool> {
+    let word = |at: usize| Some(u16::from_be_bytes([*frame.get(at)?, *frame.get(at + 1)?]));
+    if word(12)? != ETH_P_MAC_CONTROL || word(14)? != PAUSE_OPCODE {
+        return None;
+    }
+    Some(word(16)? == 0)
+}
+
+/// What a receive batch placed and has not counted or signalled yet: the
+/// frames placed on one queue since the last change of queue, and the
+/// queues whose interrupt is due (one bit per queue; both parts have at most
+/// 128). Counted, then signalled, once per batch ([`Function::rx_done`]).
+/// With them, what the batch places frames through: the DMA view, taken
+/// once for the batch as a transmit doorbell takes it once for its pass, the
+/// descriptors of the ring it last placed a frame into, and the lock of the
+/// queue it places frames into, held from frame to frame while they go to
+/// that queue (released when the batch moves to another queue, and before
+/// its interrupts are signalled).
+pub(crate) struct RxDone<'v> {
+    qi: usize,
+    tally: Tally,
+    signal: u128,
+    /// `None` while bus mastering is off.
+    dma: Option<&'v DmaView>,
+    descs: Option<RxRingMem<'v>>,
+    held: Option<(usize, MutexGuard<'v, ()>)>,
+}
+
+impl<'v> RxDone<'v> {
+    /// A batch placing frames through `dma` ([`crate::dma::DmaMemory::get`]).
+    pub(crate) fn new(dma: Option<&'v DmaView>) -> Self {
+        RxDone {
+            qi: 0,
+            tally: Tally::default(),
+            signal: 0,
+            dma,
+            descs: None,
+            held: None,
+        }
+    }
+
+    /// Holds the lock of queue `qi` of `queues` for the batch (the lock of
+    /// another queue it held is released first). Without `wait`, false when
+    /// the queue is busy.
+    #[inline]
+    fn hold(&mut self, queues: &'v [Mutex<()>], qi: usize, wait: bool) -> bool {
+        if self.held.as_ref().is_some_and(|(q, _)| *q == qi) {
+            return true;
+        }
+        self.held = None;
+        self.held = lock_or_try(&queues[qi], wait).map(|g| (qi, g));
+        self.held.is_some()
+    }
+
+    /// The batch's DMA view and ring `r`'s descriptors in it, or `None`
+    /// while bus mastering is off.
+    #[inline]
+    fn ring_mem(&mut self, r: &Ring) -> Option<(&'v DmaView, &RxRingMem<'v>)> {
+        let dma = self.dma?;
+        if !self.descs.as_ref().is_some_and(|d| d.is_for(r)) {
+            self.descs = Some(RxRingMem::new(dma, r));
+        }
+        Some((dma, self.descs.as_ref()?))
+    }
+}
+
+impl<M: Part> Function<M> {
+    /// A frame from the wire: dropped (consumed, counted as `rx_no_link`)
+    /// where the part does not take frames from the wire now, else
+    /// [`Self::rx_frame`].
+    pub(crate) fn receive_from_wire(&self, frame: &[u8], sent: Option<u64>, wait: bool) -> bool {
+        self.receive_batch_from_wire(Frames::One(frame), sent, wait) == 1
+    }
+
+    /// [`Self::receive_from_wire`] for frames in order, as one batch: the
+    /// frames placed are counted and their queues signalled once, at the
+    /// end. Returns how many frames were consumed (without `wait`, the frames
+    /// from the first one whose queue was busy on are left unchanged).
+    pub(crate) fn receive_batch_from_wire(
+        &self,
+        frames: Frames<'_>,
+        sent: Option<u64>,
+        wait: bool,
+    ) -> usize {
+        let view = self.mem.get();
+        let mut done = RxDone::new(view.as_deref());
+        let mut taken = 0;
+        for f in frames.iter() {
+            let consumed = if M::wire_rx(self) {
+                self.rx_one(f, sent, wait, &mut done)
+            } else {
+                self.errors.rx_no_link();
+                true
+            };
+            if !consumed {
+                break;
+            }
+            taken += 1;
+        }
+        self.rx_done(&mut done);
+        taken
+    }
+
+    /// Delivers a frame (without FCS) from the wire or a loopback to the
+    /// host; `sent` is when it left its sender, if known (for its IEEE 1588
+    /// stamp).
+    ///
+    /// The receive queue is chosen first (RSS) and only that queue's lock is
+    /// taken, so frames for different queues are placed concurrently. Without
+    /// `wait`, a busy queue makes this return false before anything changed;
+    /// otherwise the frame is consumed (placed, or dropped and counted) and
+    /// this returns true.
+    pub(crate) fn rx_frame(&self, frame: &[u8], sent: Option<u64>, wait: bool) -> bool {
+        let view = self.mem.get();
+        let mut done = RxDone::new(view.as_deref());
+        let consumed = self.rx_one(frame, sent, wait, &mut done);
+        self.rx_done(&mut done);
+        consumed
+    }
+
+    /// [`Self::rx_frame`] of a batch: what was placed is left in `done`.
+    fn rx_one<'v>(
+        &'v self,
+        frame: &[u8],
+        sent: Option<u64>,
+        wait: bool,
+        done: &mut RxDone<'v>,
+    ) -> bool {
+        if !M::rx_link(self) {
+            self.errors.rx_no_link();
+            return true;
+        }
+        if !M::rx_enabled(self) {
+            self.errors.rx_disabled();
+            return true;
+        }
+        if let Some(xon) = pause_frame(frame) {
+            let c = M::PAUSE_RX;
+            self.stat_add(if xon { c.xon } else { c.xoff }, 1);
+            return true;
+        }
+        let (hash, ty) = self.rss_hash(frame);
+        let qi =
+            M::steer(self, frame).unwrap_or_else(|| self.rx_queue_for(hash, ty)) % self.rxq.len();
+        if !done.hold(&self.rxq, qi, wait) {
+            return false;
+        }
+        if self.rx_passes(qi, frame) {
+            let ts = self.rx_timestamp(frame, sent);
+            if let Some((sec, clear)) = M::rx_security(self, frame) {
+                let placed = clear.as_deref().unwrap_or(frame);
+                self.rx_to_queue(qi, placed, (hash, ty), ts, sec, done);
+            } else if !M::rx_place(self, qi, frame, hash, ty, ts) {
+                let sec = RxSecurity::default();
+                self.rx_to_queue(qi, frame, (hash, ty), ts, sec, done);
+            }
+        }
+        true
+    }
+
+    /// Counts a frame placed into queue `qi` (the frames counted so far on
+    /// another queue are added to the statistics first).
+    fn rx_count(&self, done: &mut RxDone, qi: usize, frame: &[u8]) {
+        if done.qi != qi {
+            self.count_tally(Dir::Rx, done.qi, &mut done.tally);
+            done.qi = qi;
+        }
+        done.tally.add(frame);
+    }
+
+    /// Ends a receive batch: the queue lock it held is released, its frames
+    /// are counted, then every queue it placed frames into is signalled once.
+    pub(crate) fn rx_done(&self, done: &mut RxDone) {
+        done.held = None;
+        self.count_tally(Dir::Rx, done.qi, &mut done.tally);
+        while done.signal != 0 {
+            let qi = done.signal.trailing_zeros() as usize;
+            done.signal &= done.signal - 1;
+            M::queue_interrupt(self, qi, Dir::Rx);
+        }
+    }
+
+    /// RSS hash of a frame when MRQC enables it (§7.1.2.8 of both parts).
+    pub(crate) fn rss_hash(&self, frame: &[u8]) -> (u32, HashType) {
+        // The layout's fields one by one: a copy of the whole (`let l =
+        // M::LAYOUT`) costs a memcpy per frame.
+        let mrqc = self.regs.peek(M::LAYOUT.mrqc);
+        if frame.len() < ETH_HLEN || !M::rss_enabled(mrqc) {
+            return (0, HashType::None);
+        }
+        let rssrk = M::LAYOUT.rssrk;
+        rss::hash_with_regs(|i| self.regs.peek(rssrk + 4 * i), mrqc, frame)
+    }
+
+    /// Queue for a frame: RETA entry `hash[6:0]` when RSS hashed it, else
+    /// queue 0.
+    pub(crate) fn rx_queue_for(&self, hash: u32, ty: HashType) -> usize {
+        rss::reta_queue(|i| self.regs.peek(M::LAYOUT.reta + 4 * i), hash, ty)
+    }
+
+    /// Injected faults, size checks and the part's filters (queue `qi`'s
+    /// lock held): whether the frame goes on to its queue. A frame that does
+    /// not is counted where the part counts it.
+    fn rx_passes(&self, qi: usize, frame: &[u8]) -> bool {
+        match self.faults.take_rx() {
+            Some(RxFault::Corrupt) => {
+                // A frame with a bad FCS: counted, not delivered.
+                self.stat_add(M::LAYOUT.crcerrs, 1);
+                return false;
+            }
+            Some(RxFault::Drop) => {
+                // The frame finds no receive buffer.
+                M::count_rx_miss(self, qi);
+                return false;
+            }
+            None => {}
+        }
+        if frame.len() < ETH_HLEN {
+            self.stat_add(M::LAYOUT.ruc, 1);
+            return false;
+        }
+        if frame.len() > M::max_frame(self, frame) {
+            self.stat_add(M::LAYOUT.roc, 1);
+            return false;
+        }
+        if !M::rx_accept(self, frame) {
+            self.errors.rx_filtered();
+            return false;
+        }
+        true
+    }
+
+    /// IEEE 1588 receive stamp (82576 §7.9.2.3, 82599 §7.9.1.1): TSYNCRXCTL's
+    /// type, the part's message selection ([`Model::ptp_match`]) and the
+    /// ETQF filters with the 1588 bit for L2 messages. The latch is taken when
+    /// the frame passed the address filters, before a receive buffer is known
+    /// (a frame then dropped for lack of descriptors leaves the latch locked,
+    /// as the drivers' `*_ptp_rx_hang` expect).
+    fn rx_timestamp(&self, frame: &[u8], sent: Option<u64>) -> bool {
+        if !self.rx_stamping() {
+            return false;
+        }
+        let mut ts = self.ts();
+        if !ts.rx_enabled() {
+            return false;
+        }
+        let (etqf, etqf_enable) = (M::LAYOUT.etqf, M::LAYOUT.etqf_enable);
+        let m = M::ptp_match(self);
+        let regs = &self.regs;
+        let filter = RxFilter {
+            kind: ts.rxctl() & ptp::TSYNCRXCTL_TYPE_MASK,
+            v1_ctrl: m.v1_ctrl,
+            v2_msg: m.v2_msg,
+            udp_port: m.udp_port,
+            l2_1588: |et: u16| {
+                (0..8).any(|i| {
+                    let q = regs.peek(etqf + 4 * i);
+                    q & etqf_enable != 0 && q & ETQF_1588 != 0 && q as u16 == et
+                })
+            },
+        };
+        ts.rx_stamp(self.env.clock.now_ns(), sent, frame, &filter)
+    }
+
+    /// The VLAN filter table has the VLAN ID of a tagged frame (§7.1.1.3 of
+    /// the 82576, §7.1.2.2 of the 82599).
+    pub(crate) fn vfta_has(&self, f: &[u8]) -> bool {
+        let vid = u32::from(u16::from_be_bytes([f[14], f[15]]) & 0xfff);
+        self.regs.peek(M::LAYOUT.vfta + 4 * (vid >> 5)) & (1 << (vid & 31)) != 0
+    }
+
+    /// The receive address entry whose low register is at `ral` (the high
+    /// one follows) is valid, holds `dst` and has none of `asel` set (the
+    /// address select bits that make it match something else).
+    pub(crate) fn rar_holds(&self, ral: u32, dst: &[u8], asel: u32) -> bool {
+        let rah = self.regs.peek(ral + 4);
+        if rah & (1 << 31) == 0 || rah & asel != 0 {
+            return false;
+        }
+        let lo = self.regs.peek(ral).to_le_bytes();
+        let hi = (rah as u16).to_le_bytes();
+        dst == [lo[0], lo[1], lo[2], lo[3], hi[0], hi[1]]
+    }
+
+    /// The multicast table has `dst`: 12 of its bits, chosen by the
+    /// multicast offset `mo` (RCTL.MO, MCSTCTRL.MO), index the table.
+    pub(crate) fn mta_has(&self, dst: &[u8], mo: u32) -> bool {
+        let (b4, b5) = (u32::from(dst[4]), u32::from(dst[5]));
+        let hash = match mo & 3 {
+            0 => (b4 >> 4) | (b5 << 4),
+            1 => (b4 >> 3) | (b5 << 5),
+            2 => (b4 >> 2) | (b5 << 6),
+            _ => b4 | (b5 << 8),
+        } & 0xfff;
+        self.regs.peek(M::LAYOUT.mta + 4 * (hash >> 5)) & (1 << (hash & 31)) != 0
+    }
+
+    /// Places a frame into receive queue `qi` (its lock held), spanning
+    /// descriptors if needed.
+    pub(crate) fn rx_to_queue(
+        &self,
+        qi: usize,
+        frame: &[u8],
+        (hash, ty): (u32, HashType),
+        ts: bool,
+        sec: RxSecurity,
+        done: &mut RxDone,
+    ) {
+        let base = M::rxq_base(qi);
+        if self.regs.peek(base + q::DCTL) & QUEUE_ENABLE == 0 {
+            M::count_rx_miss(self, qi);
+            return;
+        }
+        let mut r = match Ring::from_block(|o| self.regs.peek(o), base) {
+            Ok(r) => r,
+            Err(e) => {
+                self.errors.ring();
+                log::debug!("{}: rx queue {qi}: {e}", M::NAME);
+                M::count_rx_miss(self, qi);
+                return;
+            }
+        };
+        // VLAN strip: the tag goes to the descriptor.
+        let vet = self.regs.peek(M::LAYOUT.vet) as u16;
+        let tagged = frame.len() >= 18 && u16::from_be_bytes([frame[12], frame[13]]) == vet;
+        let (vlan, status_vp) = if tagged && M::vlan_strip(self, qi) {
+            (u16::from_be_bytes([frame[14], frame[15]]), RXD_STAT_VP)
+        } else {
+            (0, 0)
+        };
+        let parts: [&[u8]; 2] = if status_vp != 0 {
+            [&frame[..12], &frame[16..]]
+        } else {
+            [frame, &[]]
+        };
+        let total = parts[0].len() + parts[1].len();
+        let bufsize = match (self.regs.peek(base + M::LAYOUT.srrctl) & M::LAYOUT.srrctl_bsize)
+            as usize
+            * 1024
+        {
+            0 => 2048,
+            n => n,
+        };
+        if r.pending() < total.div_ceil(bufsize) as u32 {
+            M::count_rx_miss(self, qi);
+            return;
+        }
+        let Some((mem, descs)) = done.ring_mem(&r) else {
+            // Bus mastering off (PCI COMMAND.BME): the frame cannot be placed.
+            self.errors.dma_blocked();
+            return;
+        };
+        let ptype = rss::packet_type(frame);
+        let st = M::rx_status(self, frame, ptype, hash);
+        let pkt_info = ptype | sec.ptype | rss::descriptor_type(ty);
+        let eop_bits = st.csum | sec.status | if ts { ptp::RXD_STAT_TS } else { 0 };
+        let frame_parts = (&parts, total);
+        let placed = ring::place_frame(mem, descs, &mut r, frame_parts, bufsize, |last, len| {
+            rx_writeback(
+                pkt_info,
+                st.hash,
+                rx_status(last, status_vp, eop_bits),
+                len,
+                vlan,
+            )
+        });
+        let ok = placed.is_ok();
+        if !ok {
+            self.errors.dma();
+        }
+        self.regs.poke(base + q::H, r.head);
+        if ok {
+            self.rx_count(done, qi, frame);
+        }
+        done.signal |= 1 << (qi % 128);
+    }
+}

@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: Apache-2.0
+//! Checks of what the repository ships for other tools: the CI templates' nicemu-guest
+//! commands parse with the harness's real flags (and name files that exist), and the libvirt
+//! domain example is well-formed XML whose `<qemu:commandline>` is what `qemu-args` prints, and
+//! the `nicemu-guest` commands of nicemu-guest/README.md parse (and name patches that exist).
+
+use std::path::Path;
+
+use clap::Parser;
+
+use crate::cli::{Cli, QemuArgsArgs, QemuArgsFormat};
+use crate::vm::device::Topology;
+
+const GITHUB: &str = include_str!("../../ci/templates/github-actions.yml");
+const GITLAB: &str = include_str!("../../ci/templates/gitlab-ci.yml");
+const LIBVIRT: &str = include_str!("../examples/libvirt-nicemu-igb.xml");
+const GUEST_README: &str = include_str!("../README.md");
+
+/// The `nicemu-guest …` lines of a Markdown file's `sh` code blocks, trailing `# comments`
+/// dropped, split into words (the README's examples use no quoting).
+fn readme_commands(md: &str) -> Vec<Vec<String>> {
+    let mut in_sh = false;
+    let mut out = Vec::new();
+    for l in md.lines() {
+        let t = l.trim_start();
+        if t.starts_with("```") {
+            in_sh = !in_sh && t == "```sh";
+            continue;
+        }
+        if in_sh && t.starts_with("nicemu-guest ") {
+            let code = t.split(" #").next().unwrap_or(t);
+            out.push(code.split_whitespace().map(str::to_owned).collect());
+        }
+    }
+    out
+}
+
+/// Every nicemu-guest command of a YAML file, folded `>-` blocks joined into one line, with
+/// the CI engines' shard variables given sample values.
+fn commands(yaml: &str) -> Vec<Vec<String>> {
+    let lines: Vec<&str> = yaml.lines().collect();
+    let mut logical = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let l = lines[i];
+        if l.trim_end().ends_with(">-") {
+            let indent = l.len() - l.trim_start().len();
+            let mut joined = String::new();
+            i += 1;
+            while i < lines.len() && lines[i].len() - lines[i].trim_start().len() > indent {
+                joined.push(' ');
+                joined.push_str(lines[i].trim());
+                i += 1;
+            }
+            logical.push(joined);
+        } else {
+            logical.push(l.to_owned());
+            i += 1;
+        }
+    }
+    logical
+        .iter()
+        .filter_map(|l| l.find("target/release/nicemu-guest ").map(|at| &l[at..]))
+        .map(|cmd| {
+            cmd.replace("${{ matrix.shard }}", "2")
+                .replace("${CI_NODE_INDEX}", "2")
+                .replace("${CI_NODE_TOTAL}", "4")
+                .split_whitespace()
+                .map(str::to_owned)
+                .collect()
+        })
+        .collect()
+}
+
+fn check_template(name: &str, yaml: &str) {
+    let cmds = commands(yaml);
+    let verbs: Vec<&str> = cmds.iter().map(|c| c[1].as_str()).collect();
+    for v in ["provision", "run", "merge"] {
+        assert!(
+            verbs.contains(&v),
+            "{name}: no `nicemu-guest {v}` ({verbs:?})"
+        );
+    }
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    for c in &cmds {
+        if let Err(e) = Cli::try_parse_from(c) {
+            panic!("{name}: `{}` is not a valid command: {e}", c.join(" "));
+        }
+        for w in c.windows(2) {
+            if ["--matrix", "--patch"].contains(&w[0].as_str()) {
+                assert!(
+                    repo.join(&w[1]).is_file(),
+                    "{name}: {} {} does not exist",
+                    w[0],
+                    w[1]
+                );
+            }
+            if w[0] == "--shard" {
+                assert!(
+                    crate::matrix::Shard::parse(&w[1]).is_ok(),
+                    "{name}: --shard {}",
+                    w[1]
+                );
+            }
+        }
+    }
+    let run = cmds.iter().find(|c| c[1] == "run").unwrap();
+    assert!(
+        run.iter().any(|w| w == "--shard"),
+        "{name}: the run is not sharded"
+    );
+}
+
+#[test]
+fn ci_templates_use_the_harness_s_real_flags() {
+    check_template("github-actions.yml", GITHUB);
+    check_template("gitlab-ci.yml", GITLAB);
+}
+
+#[test]
+fn the_readme_s_build_examples_are_real_commands() {
+    let cmds = readme_commands(GUEST_README);
+    assert!(cmds.len() >= 8, "{cmds:?}");
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    for c in &cmds {
+        if let Err(e) = Cli::try_parse_from(c) {
+            panic!(
+                "nicemu-guest/README.md: `{}` is not a valid command: {e}",
+                c.join(" ")
+            );
+        }
+        for w in c.windows(2) {
+            if w[0].starts_with("--patch") {
+                assert!(repo.join(&w[1]).is_file(), "README: {} {}", w[0], w[1]);
+            }
+        }
+    }
+    let bad = "```sh\nnicemu-guest run --kernel-trees /x   # typo\n```\n";
+    Cli::try_parse_from(&readme_commands(bad)[0]).unwrap_err();
+}
+
+#[test]
+fn template_checker_catches_a_wrong_flag() {
+    let bad = "run: target/release/nicemu-guest run --shards 1/4\n";
+    let c = commands(bad);
+    Cli::try_parse_from(&c[0]).unwrap_err();
+}
+
+#[test]
+fn libvirt_example_matches_qemu_args() {
+    let doc = roxmltree::Document::parse(LIBVIRT).expect("well-formed XML");
+    let root = doc.root_element();
+    assert_eq!(root.tag_name().name(), "domain");
+    let qemu_ns = "http://libvirt.org/schemas/domain/qemu/1.0";
+    let find = |name: &str| root.descendants().find(|n| n.tag_name().name() == name);
+    let backing = find("memoryBacking").expect("memoryBacking");
+    let has = |tag: &str, attr: &str, val: &str| {
+        backing
+            .children()
+            .any(|n| n.tag_name().name() == tag && n.attribute(attr) == Some(val))
+    };
+    assert!(has("source", "type", "memfd") && has("access", "mode", "shared"));
+    let cmdline = root
+        .children()
+        .find(|n| n.tag_name().name() == "commandline" && n.tag_name().namespace() == Some(qemu_ns))
+        .expect("qemu:commandline");
+    let values: Vec<String> = cmdline
+        .children()
+        .filter(|n| n.tag_name().name() == "arg")
+        .filter_map(|n| n.attribute("value").map(str::to_owned))
+        .collect();
+    let args = QemuArgsArgs {
+        device: "nicemu-igb".into(),
+        topology: Topology::Single,
+        dir: "/tmp/nicemu".into(),
+        mem: 1024,
+        nicemu: None,
+        format: QemuArgsFormat::Qemu,
+    };
+    let (_, q) = crate::qemu_args::vectors(&args, Path::new("nicemu")).unwrap();
+    // libvirt makes the machine, memory and shared backend itself; the devices are ours.
+    let devices: Vec<String> = q.iter().skip(6).cloned().collect();
+    assert_eq!(values, devices);
+}
