@@ -18,6 +18,7 @@ mod qemu_args;
 mod report;
 mod run;
 mod scenario;
+mod signals;
 mod stats;
 mod vm;
 
@@ -27,7 +28,7 @@ use crate::error::{Error, Result};
 
 fn main() {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
-    vm::signals::install();
+    signals::install();
     let cli = cli::Cli::parse();
     let code = match dispatch(cli.command) {
         Ok(code) => code,

@@ -54,7 +54,7 @@ pub fn run_in_root(sid_root: &Path, script: &str, log: &Path, phase: &str) -> Re
         if let Some(st) = child.try_wait().map_err(|e| Error::io(log, e))? {
             break st;
         }
-        if crate::vm::signals::interrupted() {
+        if crate::signals::interrupted() {
             kill_group(&mut child);
             return Err(Error::Interrupted);
         }

@@ -178,7 +178,7 @@ pub(crate) fn debootstrap(
         if let Some(st) = child.try_wait().map_err(|e| Error::io(&debootstrap, e))? {
             break st;
         }
-        if crate::vm::signals::interrupted() {
+        if crate::signals::interrupted() {
             let _ = child.kill();
             let _ = child.wait();
             return Err(Error::Interrupted);

@@ -299,7 +299,7 @@ impl Watch {
                 let _ = child.kill();
             }
         }
-        if crate::vm::signals::interrupted() && !self.interrupted {
+        if crate::signals::interrupted() && !self.interrupted {
             self.interrupted = true;
             let _ = child.kill();
         }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 //! Starting guests: run directories, acceleration choice, devices under test (and the
-//! nicemu process behind them), QEMU launch with a timeout, and signal handling.
+//! nicemu process behind them), QEMU launch with a timeout.
 
 pub mod accel;
 pub mod device;
@@ -10,4 +10,3 @@ pub mod nicemu_proc;
 pub mod pin;
 pub mod regsweep;
 pub mod run_dir;
-pub mod signals;

@@ -98,7 +98,7 @@ impl NicemuProcess {
                     ),
                 });
             }
-            if crate::vm::signals::interrupted() {
+            if crate::signals::interrupted() {
                 return Err(Error::Interrupted);
             }
             if start.elapsed() > SOCKET_TIMEOUT {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-//! SIGINT/SIGTERM handling: the handler only sets a flag; loops poll it, kill their
-//! children and unwind so bind mounts are released.
+//! SIGINT/SIGTERM handling, for every stage (provisioning, builds, guests): the handler
+//! only sets a flag; loops poll it, kill their children and unwind so bind mounts are
+//! released.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
