@@ -102,7 +102,7 @@ pub fn markdown(t: &CaseTable) -> String {
 /// The table as an HTML `<table>` (empty when no cell ran `kselftest`); the reason is the
 /// cell's tooltip.
 pub fn html(t: &CaseTable) -> String {
-    use super::junit::esc;
+    use super::escape::esc;
     if t.rows.is_empty() {
         return String::new();
     }

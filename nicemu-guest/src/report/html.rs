@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use super::junit::esc;
+use super::escape::esc;
 use super::{markdown, svg, RunReport};
 use crate::error::{Error, Result};
 use crate::scenario::Status;

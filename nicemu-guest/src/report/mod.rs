@@ -5,6 +5,7 @@
 pub mod ab;
 pub mod cases;
 pub mod compare;
+pub mod escape;
 pub mod html;
 pub mod json;
 pub mod junit;

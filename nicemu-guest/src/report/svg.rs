@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //! Small hand-written SVG plots for the HTML report: horizontal bars and line series.
 
-use super::junit::esc;
+use super::escape::esc;
 
 /// Series colours.
 const COLOURS: &[&str] = &[
