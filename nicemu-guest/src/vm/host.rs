@@ -17,7 +17,7 @@
 //!   must be a bare file name and lands in the cell directory.
 //! - `pcap FILE`: `tcpdump -nn -e -r CELLDIR/FILE` (FILE a bare name).
 //! - `regsweep FILE`: the statistics sweeps of register trace CELLDIR/FILE (see
-//!   [`super::regsweep`]), computed here; `regcount FILE`: its reads counted.
+//!   [`super::register_trace`]), computed here; `regcount FILE`: its reads counted.
 //!
 //! The guest is the harness's own generated script, but its requests are still checked:
 //! only plain words (letters, digits, `._:=,-`), no paths.
@@ -311,8 +311,8 @@ impl HostActions {
     fn trace_report(&self, verb: &Verb) -> (String, i32, String) {
         type Report = fn(&Path) -> Result<String, String>;
         let (name, f, report): (&str, &String, Report) = match verb {
-            Verb::Regsweep(f) => ("regsweep", f, super::regsweep::report),
-            Verb::Regcount(f) => ("regcount", f, super::regsweep::count_report),
+            Verb::Regsweep(f) => ("regsweep", f, super::register_trace::report),
+            Verb::Regcount(f) => ("regcount", f, super::register_trace::count_report),
             _ => return (String::new(), -2, "refused: not a trace report".into()),
         };
         if f.starts_with('.') {

@@ -8,5 +8,5 @@ pub mod host;
 pub mod launch;
 pub mod nicemu_proc;
 pub mod pin;
-pub mod regsweep;
+pub mod register_trace;
 pub mod run_dir;
