@@ -25,7 +25,7 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 
-use super::stats::parse_ethtool_s;
+use super::counters::parse_ethtool_s;
 use super::{ping, Scenario, ScenarioResult, Section, Target, NEED_IFACE, NEED_PEER};
 use crate::params::Params;
 
@@ -343,7 +343,7 @@ fn check_stats(s: &Section, t: &Target, r: &mut ScenarioResult) {
         r.add_failure("stats: nicemu ctl --json stats printed no counters");
         return;
     };
-    let moved = super::stats::describe_changed(&b, &b2);
+    let moved = super::counters::describe_changed(&b, &b2);
     if !moved.is_empty() {
         r.add_failure(format!(
             "stats: reading nicemu ctl stats changed what the guest read next: {moved}"

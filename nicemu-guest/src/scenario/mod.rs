@@ -15,6 +15,7 @@
 
 pub mod channels;
 pub mod console;
+pub mod counters;
 pub mod cpu;
 pub mod cyclictest;
 pub mod ethtool_ops;
@@ -39,7 +40,6 @@ pub mod result;
 pub mod rss;
 pub mod selftest;
 pub mod setup;
-pub mod stats;
 pub mod xdp;
 pub mod xsk;
 
@@ -158,7 +158,7 @@ pub fn by_name(name: &str) -> Option<Box<dyn Scenario>> {
         "ping" => Box::new(ping::Ping),
         "netperf" => Box::new(netperf::Netperf),
         "cyclictest" => Box::new(cyclictest::Cyclictest),
-        "stats" => Box::new(stats::Stats),
+        "stats" => Box::new(counters::Stats),
         "channels" => Box::new(channels::Channels),
         "qdisc" => Box::new(qdisc::Qdisc),
         "ptp" => Box::new(ptp::Ptp),

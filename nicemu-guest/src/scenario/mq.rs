@@ -20,8 +20,8 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 
+use super::counters::parse_ethtool_s;
 use super::netperf::parse_keyval;
-use super::stats::parse_ethtool_s;
 use super::{num, Scenario, ScenarioResult, Section, Target, NEED_IFACE, NEED_PEER};
 use crate::params::Params;
 
