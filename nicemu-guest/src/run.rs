@@ -255,7 +255,7 @@ fn prepare_kernels(
         .any(|s| s == "kselftest")
         .then(|| {
             let tests = scenario::kselftest::test_names(&plan.matrix.params.get("kselftest.tests"));
-            image::kselftest::optional_tools(&tests)
+            image::kselftest_archive::optional_tools(&tests)
         });
     let mut prepared = Vec::new();
     if plan.matrix.scenarios.iter().any(|s| s == "xsk") {
@@ -559,7 +559,7 @@ fn prepare_kernel(
     sid_root: &Path,
     dir: &RunDir,
     tag: &str,
-    with_ksft: Option<&[image::kselftest::OptionalTool]>,
+    with_ksft: Option<&[image::kselftest_archive::OptionalTool]>,
 ) -> Result<(kernel::GuestKernel, KernelImage)> {
     let kdir = dir.sub(&format!("kernel-{tag}{}", sanitize(&req.name())))?;
     let kern = build::resolve(req, sid_root, &kdir.host)?;
@@ -569,7 +569,7 @@ fn prepare_kernel(
     }
     let mut wanted: Vec<&str> = modules::DRIVERS.to_vec();
     if with_ksft.is_some() {
-        wanted.extend_from_slice(image::kselftest::MODULES);
+        wanted.extend_from_slice(image::kselftest_archive::MODULES);
     }
     let mut mods = modules::collect(&kern.modules_dir, &wanted)?;
     for b in &kern.built_modules {
@@ -587,11 +587,11 @@ fn prepare_kernel(
     println!("image: packing busybox, tools and {} modules", mods.len());
     let mut base = image::base_archive(sid_root, &mods)?;
     if let Some(optional) = with_ksft {
-        provision::kselftest::install_missing(sid_root, provision::kselftest::GUEST_PACKAGES)?;
+        provision::kselftest_build::install_missing(sid_root, provision::kselftest_build::GUEST_PACKAGES)?;
         let packages: Vec<&str> = optional.iter().map(|o| o.package).collect();
-        provision::kselftest::install_missing(sid_root, &packages)?;
-        let ksft = provision::kselftest::ensure(sid_root, &kern.release)?;
-        let extra = image::kselftest::archive(sid_root, &ksft.install(), optional)?;
+        provision::kselftest_build::install_missing(sid_root, &packages)?;
+        let ksft = provision::kselftest_build::ensure(sid_root, &kern.release)?;
+        let extra = image::kselftest_archive::archive(sid_root, &ksft.install(), optional)?;
         println!(
             "image: kselftest of Linux {} with python3 and tools ({} MiB)",
             ksft.version,

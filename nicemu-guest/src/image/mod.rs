@@ -4,7 +4,7 @@
 pub mod cpio;
 pub mod init_script;
 pub mod kernel;
-pub mod kselftest;
+pub mod kselftest_archive;
 pub mod modules;
 pub mod rootfs_path;
 pub mod tools;

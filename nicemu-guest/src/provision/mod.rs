@@ -6,7 +6,7 @@ pub mod build_root;
 pub mod cache;
 pub mod debian_kernel;
 pub mod host_qemu;
-pub mod kselftest;
+pub mod kselftest_build;
 pub mod linux_source;
 pub mod lock;
 pub mod mounts;

@@ -10,7 +10,7 @@ use std::process::Command;
 
 use sha2::{Digest, Sha256};
 
-use super::kselftest::install_missing;
+use super::kselftest_build::install_missing;
 use super::lock::FileLock;
 use crate::cmd::output_ok;
 use crate::error::{Error, Result};
