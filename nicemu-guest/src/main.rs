@@ -91,8 +91,8 @@ fn provision_cmd(args: &cli::ProvisionArgs) -> Result<i32> {
         }
     }
     for k in &args.kernels {
-        let spec = image::kernel::KernelSpec::from_args(k, None)?;
-        let g = image::kernel::resolve(&spec, &p.sid_root)?;
+        let spec = image::guest_kernel::KernelSpec::from_args(k, None)?;
+        let g = image::guest_kernel::resolve(&spec, &p.sid_root)?;
         println!("provision: kernel {}: {}", g.name, g.image.display());
     }
     Ok(0)
@@ -107,7 +107,7 @@ fn list() {
     println!("devices:   {}", devs.join(", "));
     println!(
         "kernels:   {} (or tree:DIR, or --kernel BZIMAGE --modules DIR)",
-        image::kernel::NAMES.join(", ")
+        image::guest_kernel::NAMES.join(", ")
     );
     println!("scenarios: {}", scenario::NAMES.join(", "));
     let topos: Vec<&str> = vm::device::Topology::ALL.iter().map(|t| t.name()).collect();
@@ -128,8 +128,8 @@ fn list() {
 /// prints where.
 fn source(args: &cli::SourceArgs) -> Result<i32> {
     let p = provision::provision()?;
-    let spec = image::kernel::KernelSpec::from_args(&args.kernel, None)?;
-    let k = image::kernel::resolve(&spec, &p.sid_root)?;
+    let spec = image::guest_kernel::KernelSpec::from_args(&args.kernel, None)?;
+    let k = image::guest_kernel::resolve(&spec, &p.sid_root)?;
     let src = provision::linux_source::ensure(&p.sid_root, &k.release)?;
     let paths: Vec<&str> = args.paths.iter().map(String::as_str).collect();
     println!("{}", src.extract(&paths)?.display());

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::error::{Error, Result};
-use crate::image::kernel::KernelSpec;
+use crate::image::guest_kernel::KernelSpec;
 use crate::params::Params;
 use crate::scenario;
 use crate::vm::device::{DeviceKind, Topology};

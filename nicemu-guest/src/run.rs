@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use crate::build::{self, patch::Patch, KernelRequest};
 use crate::cli::RunArgs;
 use crate::error::{Error, Result};
-use crate::image::kernel::{BuiltModule, KernelSpec};
-use crate::image::{self, init_script, kernel, modules};
+use crate::image::guest_kernel::{BuiltModule, KernelSpec};
+use crate::image::{self, guest_kernel, init_script, modules};
 use crate::matrix::{Cell, Matrix, MatrixFile, Overrides, Shard};
 use crate::params::Params;
 use crate::provision::{self, mounts::BindMounts, QemuLauncher};
@@ -247,7 +247,7 @@ fn prepare_kernels(
     prov: &provision::Provisioned,
     dir: &RunDir,
     ab: bool,
-) -> Result<Vec<Result<(kernel::GuestKernel, KernelImage)>>> {
+) -> Result<Vec<Result<(guest_kernel::GuestKernel, KernelImage)>>> {
     let with_ksft = plan
         .matrix
         .scenarios
@@ -307,7 +307,7 @@ impl<'a> Rounds<'a> {
     /// Boots every cell in every round into `report`.
     fn run(
         &mut self,
-        prepared: &[Result<(kernel::GuestKernel, KernelImage)>],
+        prepared: &[Result<(guest_kernel::GuestKernel, KernelImage)>],
         report: &mut RunReport,
     ) -> Result<()> {
         for round in 1..=self.rounds {
@@ -348,7 +348,7 @@ impl<'a> Rounds<'a> {
         &mut self,
         round: u32,
         side: Option<String>,
-        kern: &kernel::GuestKernel,
+        kern: &guest_kernel::GuestKernel,
         img: &KernelImage,
         c: &Cell,
         report: &mut RunReport,
@@ -401,7 +401,7 @@ impl<'a> Rounds<'a> {
         &self,
         round: u32,
         side: Option<&str>,
-        kern: &kernel::GuestKernel,
+        kern: &guest_kernel::GuestKernel,
         c: &Cell,
     ) -> String {
         match side {
@@ -560,7 +560,7 @@ fn prepare_kernel(
     dir: &RunDir,
     tag: &str,
     with_ksft: Option<&[image::kselftest_archive::OptionalTool]>,
-) -> Result<(kernel::GuestKernel, KernelImage)> {
+) -> Result<(guest_kernel::GuestKernel, KernelImage)> {
     let kdir = dir.sub(&format!("kernel-{tag}{}", sanitize(&req.name())))?;
     let kern = build::resolve(req, sid_root, &kdir.host)?;
     println!("kernel {}: {}", kern.name, kern.label);
@@ -587,7 +587,10 @@ fn prepare_kernel(
     println!("image: packing busybox, tools and {} modules", mods.len());
     let mut base = image::base_archive(sid_root, &mods)?;
     if let Some(optional) = with_ksft {
-        provision::kselftest_build::install_missing(sid_root, provision::kselftest_build::GUEST_PACKAGES)?;
+        provision::kselftest_build::install_missing(
+            sid_root,
+            provision::kselftest_build::GUEST_PACKAGES,
+        )?;
         let packages: Vec<&str> = optional.iter().map(|o| o.package).collect();
         provision::kselftest_build::install_missing(sid_root, &packages)?;
         let ksft = provision::kselftest_build::ensure(sid_root, &kern.release)?;

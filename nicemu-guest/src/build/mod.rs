@@ -8,7 +8,7 @@
 //!   kernel's own Debian source against its own build tree ([`module`]) and replace the stock
 //!   ones; the stock kernel boots;
 //! - patches that touch anything else, a `NAME-built` kernel, or a `tree:DIR`: the whole kernel
-//!   is built ([`kernel`]) with x86_64 defconfig + `nicemu-guest/kernel/nicemu.config`;
+//!   is built ([`whole_kernel`]) with x86_64 defconfig + `nicemu-guest/kernel/nicemu.config`;
 //! - patches that only touch Documentation/: said so, the stock kernel boots;
 //! - `--driver-dir DIR`: one driver's sources built against the kernel's build tree.
 //!
@@ -17,19 +17,19 @@
 //! `READY` file exists.
 
 pub mod kbuild;
-pub mod kernel;
 pub mod make;
 pub mod module;
 pub mod patch;
 pub mod resume;
 pub mod tree;
+pub mod whole_kernel;
 
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
-use crate::image::kernel::{self as guest_kernel, GuestKernel, KernelSpec};
+use crate::image::guest_kernel::{self, GuestKernel, KernelSpec};
 use crate::provision::linux_source::KernelSource;
 use patch::Patch;
 use tree::ModuleTree;
@@ -182,7 +182,7 @@ pub fn resolve(req: &KernelRequest, sid_root: &Path, log_dir: &Path) -> Result<G
                     dir.display()
                 )));
             }
-            kernel::from_tree(sid_root, dir, &req.patches, log_dir)?
+            whole_kernel::from_tree(sid_root, dir, &req.patches, log_dir)?
         }
         KernelSpec::Built(base) => {
             let stock = guest_kernel::resolve(&base_spec(base)?, sid_root)?;
@@ -234,7 +234,7 @@ fn built_with_changes(
     log_dir: &Path,
 ) -> Result<GuestKernel> {
     if req.patches.is_empty() {
-        let base = kernel::from_debian_source(sid_root, stock, &[], log_dir)?;
+        let base = whole_kernel::from_debian_source(sid_root, stock, &[], log_dir)?;
         return with_driver_dirs(req, base, sid_root, log_dir);
     }
     if !req.driver_dirs.is_empty() {
@@ -244,12 +244,12 @@ fn built_with_changes(
     // The stock kernel's config is known before any build: a patch it would rebuild whole
     // is built whole at once.
     if let Plan::Modules(_) = plan(&req.patches, module_source(&src, stock, &req.patches)?) {
-        let base = kernel::from_debian_source(sid_root, stock, &[], log_dir)?;
+        let base = whole_kernel::from_debian_source(sid_root, stock, &[], log_dir)?;
         // The built kernel's own config decides (a driver could be built in there).
         if let Plan::Modules(dirs) = plan(&req.patches, module_source(&src, &base, &req.patches)?) {
             let tree = built_tree(sid_root, &base)?;
             let source = module::Source {
-                root: kernel::source_dir(&base)?,
+                root: whole_kernel::source_dir(&base)?,
                 name: format!(
                     "Linux {} (the {} build's source)",
                     src.version, base.release
@@ -261,7 +261,7 @@ fn built_with_changes(
     println!(
         "build: the patches change files outside module directories: building the whole kernel"
     );
-    kernel::from_debian_source(sid_root, stock, &req.patches, log_dir)
+    whole_kernel::from_debian_source(sid_root, stock, &req.patches, log_dir)
 }
 
 fn both_driver_dir_and_patch() -> Error {
@@ -328,7 +328,7 @@ fn with_changes(
         }
         Plan::WholeKernel => {
             println!("build: the patches change files outside module directories: building the whole kernel");
-            kernel::from_debian_source(sid_root, &stock, &req.patches, log_dir)
+            whole_kernel::from_debian_source(sid_root, &stock, &req.patches, log_dir)
         }
     }
 }

@@ -11,7 +11,7 @@ use super::patch::{self, Patch};
 use super::tree::ModuleTree;
 use super::{keep_log, key, make};
 use crate::error::{Error, Result};
-use crate::image::kernel::{BuiltModule, GuestKernel};
+use crate::image::guest_kernel::{BuiltModule, GuestKernel};
 
 /// The marker of a finished module build: one `NAME\tRELPATH\tSTAMP` line per module.
 const READY: &str = "READY";

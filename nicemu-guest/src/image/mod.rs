@@ -2,8 +2,8 @@
 //! The guest image: kernel, modules, tools and the generated `/init`, packed as a newc cpio.
 
 pub mod cpio;
+pub mod guest_kernel;
 pub mod init_script;
-pub mod kernel;
 pub mod kselftest_archive;
 pub mod modules;
 pub mod rootfs_path;

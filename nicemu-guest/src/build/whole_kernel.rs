@@ -12,7 +12,7 @@ use super::patch::{self, Patch};
 use super::{builds_dir, key, make, BUILDS_IN_ROOT};
 use crate::cmd::output_ok;
 use crate::error::{Error, Result};
-use crate::image::kernel::GuestKernel;
+use crate::image::guest_kernel::GuestKernel;
 use crate::provision::linux_source;
 
 /// The config fragment merged onto x86_64_defconfig.
