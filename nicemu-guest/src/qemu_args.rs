@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 //! `qemu-args`: the nicemu command and the QEMU arguments for a device set, the same ones
-//! `run` uses (`run::nicemu_cell`), for launchers other than the harness (virtme-ng's
+//! `run` uses (`vm::nicemu_args`), for launchers other than the harness (virtme-ng's
 //! `--qemu-opts`, libvirt's `<qemu:commandline>`, a script). vfio-user and vhost-user need
 //! guest RAM QEMU can share: `-object memory-backend-memfd,…,share=on` as the machine's memory.
 
@@ -39,13 +39,13 @@ pub fn vectors(args: &QemuArgsArgs, nicemu: &Path) -> Result<(Vec<String>, Vec<S
     ];
     let nicemu_args = match dev.nicemu_kind() {
         Some(kind) => {
-            let c = crate::run::nicemu_cell(
+            let c = crate::vm::nicemu_args::nicemu_cell(
                 nicemu,
                 kind,
                 args.topology,
                 dev,
                 &dir,
-                crate::run::PortOpts::default(),
+                crate::vm::nicemu_args::PortOpts::default(),
                 2,
             );
             qemu.extend(c.qemu);

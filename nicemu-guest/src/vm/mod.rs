@@ -6,6 +6,7 @@ pub mod accel;
 pub mod device;
 pub mod host;
 pub mod launch;
+pub mod nicemu_args;
 pub mod nicemu_proc;
 pub mod pin;
 pub mod register_trace;
