@@ -5,11 +5,12 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::build::{self, patch::Patch, KernelRequest};
+use crate::build::prepare::{self, guest_mem_mb, KernelImage};
+use crate::build::{patch::Patch, KernelRequest};
 use crate::cli::RunArgs;
 use crate::error::{Error, Result};
-use crate::image::guest_kernel::{BuiltModule, KernelSpec};
-use crate::image::{self, guest_kernel, init_script, modules};
+use crate::image::guest_kernel::{GuestKernel, KernelSpec};
+use crate::image::{self, init_script};
 use crate::matrix::{Cell, Matrix, MatrixFile, Overrides, Shard};
 use crate::params::Params;
 use crate::provision::{self, mounts::BindMounts, QemuLauncher};
@@ -129,7 +130,15 @@ pub fn run(args: &RunArgs) -> Result<RunReport> {
         timeout: Duration::from_secs(plan.timeout),
     };
     let rounds = rounds_of(args)?;
-    let prepared = prepare_kernels(&plan, &prov, &dir, plan.is_ab(args, rounds))?;
+    let tags = kernel_tags(plan.requests.len(), plan.is_ab(args, rounds));
+    let prepared = prepare::kernels(
+        &plan.requests,
+        &plan.matrix.scenarios,
+        &plan.matrix.params,
+        &prov.sid_root,
+        &dir,
+        &tags,
+    )?;
     Rounds::new(&ctx, &plan, &dir, rounds).run(&prepared, &mut report)?;
     if !args.keep_images {
         remove_images(&dir.host);
@@ -240,44 +249,6 @@ fn nicemu_binary(args: &RunArgs, plan: &Plan) -> Result<Option<PathBuf>> {
     Ok(Some(bin))
 }
 
-/// Every kernel prepared (built) once, before the rounds boot it again and
-/// again. A patch that does not apply, a failed build or a bad tree ends the
-/// run (exit 2); any other failure is the kernel's cells' result.
-fn prepare_kernels(
-    plan: &Plan,
-    prov: &provision::Provisioned,
-    dir: &RunDir,
-    ab: bool,
-) -> Result<Vec<Result<(guest_kernel::GuestKernel, KernelImage)>>> {
-    let with_ksft = plan
-        .matrix
-        .scenarios
-        .iter()
-        .any(|s| s == "kselftest")
-        .then(|| {
-            let tests = scenario::kselftest::test_names(&plan.matrix.params.get("kselftest.tests"));
-            image::kselftest_archive::optional_tools(&tests)
-        });
-    let mut prepared = Vec::new();
-    if plan.matrix.scenarios.iter().any(|s| s == "xsk") {
-        provision::xsk::ensure(&prov.sid_root)?;
-    }
-    for (ki, kreq) in plan.requests.iter().enumerate() {
-        let tag = if ab {
-            side_name(ki).to_ascii_lowercase() + "-"
-        } else {
-            String::new()
-        };
-        prepared.push(
-            match prepare_kernel(kreq, &prov.sid_root, dir, &tag, with_ksft.as_deref()) {
-                Err(e @ (Error::Interrupted | Error::Build(_) | Error::Usage(_))) => return Err(e),
-                p => p,
-            },
-        );
-    }
-    Ok(prepared)
-}
-
 /// The rounds of a run: every cell of every kernel, booted once per round,
 /// with the progress counter and the accelerator resolved at the first boot.
 struct Rounds<'a> {
@@ -308,7 +279,7 @@ impl<'a> Rounds<'a> {
     /// Boots every cell in every round into `report`.
     fn run(
         &mut self,
-        prepared: &[Result<(guest_kernel::GuestKernel, KernelImage)>],
+        prepared: &[Result<(GuestKernel, KernelImage)>],
         report: &mut RunReport,
     ) -> Result<()> {
         for round in 1..=self.rounds {
@@ -349,7 +320,7 @@ impl<'a> Rounds<'a> {
         &mut self,
         round: u32,
         side: Option<String>,
-        kern: &guest_kernel::GuestKernel,
+        kern: &GuestKernel,
         img: &KernelImage,
         c: &Cell,
         report: &mut RunReport,
@@ -402,7 +373,7 @@ impl<'a> Rounds<'a> {
         &self,
         round: u32,
         side: Option<&str>,
-        kern: &guest_kernel::GuestKernel,
+        kern: &GuestKernel,
         c: &Cell,
     ) -> String {
         match side {
@@ -454,6 +425,19 @@ fn rounds_of(args: &RunArgs) -> Result<u32> {
         )),
         n => Ok(n),
     }
+}
+
+/// The tag of each kernel's directory: "a-" and "b-" in an A/B run, else none.
+fn kernel_tags(kernels: usize, ab: bool) -> Vec<String> {
+    (0..kernels)
+        .map(|ki| {
+            if ab {
+                side_name(ki).to_ascii_lowercase() + "-"
+            } else {
+                String::new()
+            }
+        })
+        .collect()
 }
 
 /// "A" for the first kernel of an A/B run, "B" for the second.
@@ -541,101 +525,6 @@ struct Ctx<'a> {
     timeout: Duration,
 }
 
-/// One kernel ready to boot: the packed base archive, its module names, its directory in
-/// the run and the path QEMU sees for the bzImage, plus the modules the harness built.
-struct KernelImage {
-    base: Vec<u8>,
-    mod_names: Vec<String>,
-    kdir: RunDir,
-    guest_path: String,
-    built: Vec<BuiltModule>,
-}
-
-/// Resolves (and builds) a kernel, packs its modules — the harness's builds in place of the
-/// stock ones — with the tools (and, for `kselftest`, the selftests of that kernel's own
-/// source with python3 and their tools, `with_ksft` naming the optional ones), copies the
-/// bzImage where QEMU sees it.
-fn prepare_kernel(
-    req: &KernelRequest,
-    sid_root: &Path,
-    dir: &RunDir,
-    tag: &str,
-    with_ksft: Option<&[image::kselftest_archive::OptionalTool]>,
-) -> Result<(guest_kernel::GuestKernel, KernelImage)> {
-    let kdir = dir.sub(&format!("kernel-{tag}{}", sanitize(&req.name())))?;
-    let kern = build::resolve(req, sid_root, &kdir.host)?;
-    println!("kernel {}: {}", kern.name, kern.label);
-    if let Some(log) = &kern.build_log {
-        println!("kernel {}: build log {}", kern.name, log.display());
-    }
-    let mut wanted: Vec<&str> = modules::DRIVERS.to_vec();
-    if with_ksft.is_some() {
-        wanted.extend_from_slice(image::kselftest_archive::MODULES);
-    }
-    let mut mods = modules::collect(&kern.modules_dir, &wanted)?;
-    for b in &kern.built_modules {
-        match mods.iter_mut().find(|m| m.name == b.name) {
-            Some(m) => m.data = std::fs::read(&b.ko).map_err(|e| Error::io(&b.ko, e))?,
-            None => println!(
-                "kernel {}: built module {} is not one the guest loads; not used",
-                kern.name, b.name
-            ),
-        }
-    }
-    let names: Vec<String> = mods.iter().map(|m| m.name.clone()).collect();
-    let (host, guest) = kdir.file("vmlinuz");
-    std::fs::copy(&kern.image, &host).map_err(|e| Error::io(&host, e))?;
-    println!("image: packing busybox, tools and {} modules", mods.len());
-    let mut base = image::base_archive(sid_root, &mods)?;
-    if let Some(optional) = with_ksft {
-        provision::kselftest_build::install_missing(
-            sid_root,
-            provision::kselftest_build::GUEST_PACKAGES,
-        )?;
-        let packages: Vec<&str> = optional.iter().map(|o| o.package).collect();
-        provision::kselftest_build::install_missing(sid_root, &packages)?;
-        let ksft = provision::kselftest_build::ensure(sid_root, &kern.release)?;
-        let extra = image::kselftest_archive::archive(sid_root, &ksft.install(), optional)?;
-        println!(
-            "image: kselftest of Linux {} with python3 and tools ({} MiB)",
-            ksft.version,
-            extra.len() >> 20
-        );
-        base.extend_from_slice(&extra);
-    }
-    let mem = guest_mem_mb(0, base.len());
-    if mem > 1024 {
-        println!(
-            "image: the initramfs is {} MiB: guests get at least {mem} MiB of RAM",
-            base.len() >> 20
-        );
-    }
-    let built = kern.built_modules.clone();
-    Ok((
-        kern,
-        KernelImage {
-            base,
-            mod_names: names,
-            kdir,
-            guest_path: guest,
-            built,
-        },
-    ))
-}
-
-/// A kernel name as a directory name ("tree:linux" → "tree_linux").
-fn sanitize(name: &str) -> String {
-    name.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "-_.+".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
-}
-
 /// The kernel part of a cell directory's name: the base kernel (at most 10 characters),
 /// "+p" when patches or a driver directory were applied ("sid+igb-stats-mutex" →
 /// "sid+p"). The sockets nicemu makes inside the cell directory must stay under the
@@ -646,22 +535,11 @@ fn cell_kernel_name(name: &str) -> String {
         Some((b, _)) => (b, true),
         None => (name, false),
     };
-    let mut short: String = sanitize(base).chars().take(10).collect();
+    let mut short: String = run_dir::sanitize(base).chars().take(10).collect();
     if changed {
         short.push_str("+p");
     }
     short
-}
-
-/// Guest RAM (MiB) for an initramfs of `initrd_bytes`: while the kernel unpacks it, the
-/// archive and its files are in memory at once (Documentation/filesystems/
-/// ramfs-rootfs-initramfs.rst), so twice the archive plus 768 MiB for the kernel and the
-/// scenarios, in 256 MiB steps; `asked` (`--mem`) when that is more. A 1 GiB guest fails
-/// "Initramfs unpacking failed: write error" with the ~330 MiB kselftest archive that
-/// carries bpftrace.
-pub fn guest_mem_mb(asked: u32, initrd_bytes: usize) -> u32 {
-    let mib = u32::try_from(initrd_bytes >> 20).unwrap_or(u32::MAX / 4);
-    asked.max((2 * mib + 768).next_multiple_of(256))
 }
 
 fn spec(ctx: &Ctx, accel: Accel, img: &KernelImage, initrd: String, d: &RunDir) -> BootSpec {
@@ -937,16 +815,6 @@ fn remove_images(dir: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn guest_ram_grows_with_a_large_initramfs_only() {
-        // The usual kselftest image (~90 MiB) keeps --mem's 1 GiB default.
-        assert_eq!(guest_mem_mb(1024, 90 << 20), 1024);
-        // With bpftrace (~360 MiB): 2 × 360 + 768 = 1488, rounded up to 1536.
-        assert_eq!(guest_mem_mb(1024, 360 << 20), 1536);
-        // A larger --mem stays.
-        assert_eq!(guest_mem_mb(4096, 360 << 20), 4096);
-    }
 
     /// A run directory under the default cache plus a patched kernel's cell must leave room
     /// for nicemu's sockets (the whole name made `1-sid+igb-stats-mutex-nicemu-igb/igb0.sock`

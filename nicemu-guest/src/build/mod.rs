@@ -20,6 +20,7 @@ pub mod kbuild;
 pub mod make;
 pub mod module;
 pub mod patch;
+pub mod prepare;
 pub mod resume;
 pub mod tree;
 pub mod whole_kernel;

@@ -65,3 +65,16 @@ pub fn new_id() -> String {
         .unwrap_or(0);
     format!("{secs}-{}", std::process::id())
 }
+
+/// A kernel name as a directory name ("tree:linux" → "tree_linux").
+pub fn sanitize(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.+".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
