@@ -64,7 +64,7 @@ fn dispatch(cmd: cli::Command) -> Result<i32> {
                 .map(|f| report::json::read(f))
                 .collect::<Result<Vec<_>>>()?;
             let m = report::merge::merge(&reports)?;
-            run::write_outputs(&m, None, &args.out)?;
+            report::outputs::write(&m, None, &args.out)?;
             println!("{}", report::markdown::render(&m));
             Ok(i32::from(!m.passed()))
         }
@@ -72,7 +72,7 @@ fn dispatch(cmd: cli::Command) -> Result<i32> {
         cli::Command::Experiment(x) => run_experiment(&x),
         cli::Command::Report(args) => {
             let r = report::json::read(&args.file)?;
-            run::write_outputs(&r, None, &args.out)?;
+            report::outputs::write(&r, None, &args.out)?;
             println!("{}", report::markdown::render(&r));
             Ok(0)
         }

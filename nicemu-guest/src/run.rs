@@ -144,12 +144,17 @@ pub fn run(args: &RunArgs) -> Result<RunReport> {
         remove_images(&dir.host);
     }
     report.wall_secs = (started.elapsed().as_secs_f64() * 10.0).round() / 10.0;
-    report.env = Some(run_env(&prov, nicemu_bin.as_deref(), args.pin, args.smp));
+    report.env = Some(report::run_env::measure(
+        &prov,
+        nicemu_bin.as_deref(),
+        args.pin,
+        args.smp,
+    ));
     if plan.is_ab(args, rounds) && rounds > 1 {
         report.ab = Some(report::ab::summarise(&report, rounds, &args.main_metrics));
     }
-    write_outputs(&report, Some(&dir.host), &args.out)?;
-    print_reports(args, &plan, &report);
+    report::outputs::write(&report, Some(&dir.host), &args.out)?;
+    report::terminal::reports(&report, ab_kernels(args, &plan));
     println!("results: {}", dir.host.join("results.json").display());
     Ok(report)
 }
@@ -362,7 +367,7 @@ impl<'a> Rounds<'a> {
         r.side = side;
         r.round = (self.rounds > 1).then_some(round);
         r.wall_secs = (t0.elapsed().as_secs_f64() * 10.0).round() / 10.0;
-        print_cell(self.done, self.total, &r);
+        report::terminal::cell(self.done, self.total, &r);
         Ok(r)
     }
 
@@ -391,29 +396,15 @@ impl<'a> Rounds<'a> {
     }
 }
 
-/// The Markdown report, and for an A/B of one round the side-by-side
-/// comparison (with rounds, the A/B verdicts are part of the report).
-fn print_reports(args: &RunArgs, plan: &Plan, report: &RunReport) {
-    println!("\n{}", report::markdown::render(report));
-    if report.ab.is_some() {
-        return;
-    }
-    if let (Some(a), Some(b)) = (&args.kernel_a, &args.kernel_b) {
-        let ka = plan
-            .requests
-            .first()
-            .map(|k| k.name())
-            .unwrap_or_else(|| a.clone());
-        let kb = plan
-            .requests
-            .get(1)
-            .map(|k| k.name())
-            .unwrap_or_else(|| b.clone());
-        println!(
-            "{}",
-            report::compare::render(&report.only_kernel(&ka), &report.only_kernel(&kb))
-        );
-    }
+/// The kernels of an A/B run (`--kernel-a/-b`) by their names in the report.
+fn ab_kernels(args: &RunArgs, plan: &Plan) -> Option<(String, String)> {
+    let (a, b) = (args.kernel_a.as_ref()?, args.kernel_b.as_ref()?);
+    let name = |i: usize, or: &String| {
+        plan.requests
+            .get(i)
+            .map_or_else(|| or.clone(), |k| k.name())
+    };
+    Some((name(0, a), name(1, b)))
 }
 
 /// `--rounds`: at least 1; more only with two kernels (A/B).
@@ -447,73 +438,6 @@ fn side_name(kernel_index: usize) -> &'static str {
     } else {
         "B"
     }
-}
-
-/// What the run's numbers depend on: host cores, load, nicemu and QEMU versions.
-/// Host CPUs available to this process.
-fn host_cores() -> usize {
-    std::thread::available_parallelism().map_or(0, |n| n.get())
-}
-
-fn run_env(
-    prov: &provision::Provisioned,
-    nicemu: Option<&Path>,
-    pin: bool,
-    smp: u32,
-) -> report::ab::RunEnv {
-    let first_line = |cmd: &mut std::process::Command| {
-        cmd.output()
-            .ok()
-            .filter(|o| o.status.success())
-            .and_then(|o| {
-                String::from_utf8_lossy(&o.stdout)
-                    .lines()
-                    .next()
-                    .map(str::to_owned)
-            })
-    };
-    let qemu_version = match &prov.qemu {
-        QemuLauncher::Host(q) => first_line(std::process::Command::new(q).arg("--version")),
-        QemuLauncher::Chroot(root) => first_line(
-            std::process::Command::new("chroot")
-                .arg(root)
-                .args(["qemu-system-x86_64", "--version"]),
-        ),
-    };
-    report::ab::RunEnv {
-        host_cores: host_cores(),
-        nicemu_version: nicemu
-            .and_then(|n| first_line(std::process::Command::new(n).arg("--version"))),
-        qemu_version,
-        pinning: pin.then(|| crate::vm::pin::PinPlan::new(smp, host_cores()).describe()),
-        load_avg: std::fs::read_to_string("/proc/loadavg")
-            .ok()
-            .and_then(|l| l.split_whitespace().next().and_then(|x| x.parse().ok())),
-    }
-}
-
-/// Writes results.json / report.html / junit.xml into `dir` (if given) and wherever
-/// `out` asks.
-pub fn write_outputs(
-    report: &RunReport,
-    dir: Option<&Path>,
-    out: &crate::cli::Outputs,
-) -> Result<()> {
-    if let Some(d) = dir {
-        report::json::write(report, &d.join("results.json"))?;
-        report::html::write(report, &d.join("report.html"))?;
-        report::junit::write(report, &d.join("junit.xml"))?;
-    }
-    if let Some(p) = &out.json {
-        report::json::write(report, p)?;
-    }
-    if let Some(p) = &out.html {
-        report::html::write(report, p)?;
-    }
-    if let Some(p) = &out.junit {
-        report::junit::write(report, p)?;
-    }
-    Ok(())
 }
 
 struct Ctx<'a> {
@@ -655,7 +579,7 @@ fn run_cell(
     let mut s = spec(ctx, accel, img, initrd_guest, d);
     let (mut nicemu, mut host) = attach_ports(ctx, dev, d, &mut s)?;
     if ctx.args.pin {
-        let plan = crate::vm::pin::PinPlan::new(ctx.args.smp, host_cores());
+        let plan = crate::vm::pin::PinPlan::new(ctx.args.smp, crate::vm::pin::host_cores());
         s.pin = Some((plan, nicemu.as_ref().map(|n| n.pid())));
     }
     let out = launch::boot(&s, host.as_mut())?;
@@ -760,32 +684,6 @@ fn console_tail(out: &launch::BootOutcome, console: &Console, s: &BootSpec) -> V
         tail.extend(last.into_iter().rev());
     }
     tail
-}
-
-fn print_cell(done: usize, total: usize, r: &CellRun) {
-    let who = format!("[{done}/{total}] {} / {}", r.kernel, r.device);
-    if let Some(s) = r
-        .setup
-        .as_ref()
-        .filter(|s| s.status == scenario::Status::Fail)
-    {
-        println!(
-            "{who}: network setup FAIL ({})",
-            s.reason.as_deref().unwrap_or("")
-        );
-    }
-    for sr in &r.scenarios {
-        let extra = match (&sr.reason, &sr.summary) {
-            (Some(x), _) => format!(" ({x})"),
-            (None, Some(s)) => format!(" — {s}"),
-            _ => String::new(),
-        };
-        println!("{who}: {} {}{extra}", sr.scenario, sr.status);
-    }
-    if let Some(e) = &r.error {
-        println!("{who}: {e}");
-    }
-    println!("{who}: {} in {:.0} s", r.boot, r.wall_secs);
 }
 
 fn round(d: Duration) -> f64 {

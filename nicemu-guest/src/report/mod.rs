@@ -11,7 +11,10 @@ pub mod json;
 pub mod junit;
 pub mod markdown;
 pub mod merge;
+pub mod outputs;
+pub mod run_env;
 pub mod svg;
+pub mod terminal;
 
 use serde::{Deserialize, Serialize};
 

@@ -98,6 +98,11 @@ pub fn apply(plan: &PinPlan, qemu: u32, nicemu: Option<u32>) -> bool {
     true
 }
 
+/// Host CPUs available to this process.
+pub fn host_cores() -> usize {
+    std::thread::available_parallelism().map_or(0, |n| n.get())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
