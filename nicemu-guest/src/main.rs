@@ -4,6 +4,7 @@
 #![cfg_attr(test, allow(clippy::too_many_lines))]
 
 mod build;
+mod cell;
 mod cli;
 mod cmd;
 #[cfg(test)]

@@ -2,35 +2,23 @@
 //! The `run` command: build the matrix, provision, build one image per kernel, boot one
 //! guest per (kernel, device) cell, evaluate the scenarios, report.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use crate::build::prepare::{self, guest_mem_mb, KernelImage};
+use crate::build::prepare::{self, KernelImage};
 use crate::build::{patch::Patch, KernelRequest};
+use crate::cell::{kvm_probe, not_booted, run_cell, Ctx};
 use crate::cli::RunArgs;
 use crate::error::{Error, Result};
 use crate::image::guest_kernel::{GuestKernel, KernelSpec};
-use crate::image::{self, init_script};
 use crate::matrix::{Cell, Matrix, MatrixFile, Overrides, Shard};
 use crate::params::Params;
 use crate::provision::{self, mounts::BindMounts, QemuLauncher};
 use crate::report::{self, CellRun, RunReport};
-use crate::scenario::{self, setup, Console, Scenario, ScenarioResult, Target};
+use crate::scenario::{self, Scenario};
 use crate::vm::accel::{self, Accel};
-use crate::vm::device::{DeviceKind, Topology, MAX_VIRTIO_QUEUES, TEST_MAC};
-use crate::vm::host::HostActions;
-use crate::vm::launch::{self, BootSpec, Exit};
-use crate::vm::nicemu_args::{nicemu_cell, PortOpts};
-use crate::vm::nicemu_proc::{self, NicemuProcess};
+use crate::vm::nicemu_proc;
 use crate::vm::run_dir::{self, RunDir};
-
-/// Kernel command line for test boots (no IPv6: no stray frames disturb the counters).
-/// `no_timer_check`: on a loaded host a TCG guest's timer check can fail and panic the boot
-/// ("IO-APIC + timer doesn't work"), seen here at load 10 on 2 cores.
-const APPEND: &str = "console=ttyS0 quiet panic=-1 ipv6.disable=1 no_timer_check";
-/// The same with IPv6, for runs with `kselftest` (the selftests open IPv6 sockets and test
-/// both address families, as the netdev CI does).
-const APPEND_V6: &str = "console=ttyS0 quiet panic=-1 no_timer_check";
 
 /// Host seconds allowed for a boot to reach userspace before the scenarios' own budgets.
 const BOOT_BUDGET: u64 = 120;
@@ -141,7 +129,7 @@ pub fn run(args: &RunArgs) -> Result<RunReport> {
     )?;
     Rounds::new(&ctx, &plan, &dir, rounds).run(&prepared, &mut report)?;
     if !args.keep_images {
-        remove_images(&dir.host);
+        run_dir::remove_images(&dir.host);
     }
     report.wall_secs = (started.elapsed().as_secs_f64() * 10.0).round() / 10.0;
     report.env = Some(report::run_env::measure(
@@ -440,15 +428,6 @@ fn side_name(kernel_index: usize) -> &'static str {
     }
 }
 
-struct Ctx<'a> {
-    args: &'a RunArgs,
-    prov: &'a provision::Provisioned,
-    matrix: &'a Matrix,
-    scenarios: &'a [Box<dyn Scenario>],
-    nicemu_bin: Option<&'a Path>,
-    timeout: Duration,
-}
-
 /// The kernel part of a cell directory's name: the base kernel (at most 10 characters),
 /// "+p" when patches or a driver directory were applied ("sid+igb-stats-mutex" →
 /// "sid+p"). The sockets nicemu makes inside the cell directory must stay under the
@@ -464,250 +443,6 @@ fn cell_kernel_name(name: &str) -> String {
         short.push_str("+p");
     }
     short
-}
-
-fn spec(ctx: &Ctx, accel: Accel, img: &KernelImage, initrd: String, d: &RunDir) -> BootSpec {
-    BootSpec {
-        launcher: ctx.prov.qemu.clone(),
-        accel,
-        smp: ctx.args.smp,
-        mem_mb: guest_mem_mb(ctx.args.mem, img.base.len()),
-        kernel: img.guest_path.clone(),
-        initrd,
-        append: if ctx.matrix.scenarios.iter().any(|s| s == "kselftest") {
-            APPEND_V6.to_owned()
-        } else {
-            APPEND.to_owned()
-        },
-        extra: Vec::new(),
-        timeout: ctx.timeout,
-        serial_log: d.host.join("serial.log"),
-        qemu_log: d.host.join("qemu.log"),
-        done_marker: init_script::END_MARKER,
-        pin: None,
-    }
-}
-
-fn kvm_probe(ctx: &Ctx, img: &KernelImage) -> Result<bool> {
-    let pdir = img.kdir.sub("kvm-probe")?;
-    let (host, guest) = pdir.file("initrd.cpio");
-    image::write_initrd(&img.base, &init_script::render(&img.mod_names, ""), &host)?;
-    let mut s = spec(ctx, Accel::Kvm, img, guest, &pdir);
-    s.append = format!("{APPEND} {}", init_script::PROBE_ARG);
-    s.timeout = accel::PROBE_TIMEOUT;
-    s.done_marker = init_script::PROBE_MARKER;
-    let out = launch::boot(&s, None)?;
-    Ok(Console::parse(&out.console).probe_ok)
-}
-
-fn target(topology: Topology, dev: DeviceKind) -> Target {
-    Target {
-        module_version: None,
-        device: dev.name().to_owned(),
-        mac: TEST_MAC.to_owned(),
-        driver: dev.driver().to_owned(),
-        peer_mac: topology.macs().get(1).map(|m| m.to_string()),
-        host_actions: dev.nicemu_kind().is_some(),
-        unsupported: scenario::NAMES
-            .iter()
-            .filter_map(|s| {
-                dev.unsupported(s)
-                    .map(|why| (s.to_string(), why.to_owned()))
-            })
-            .collect(),
-    }
-}
-
-fn not_booted(
-    c: &Cell,
-    kernel: &str,
-    why: &str,
-    scenarios: &[Box<dyn Scenario>],
-    d: &RunDir,
-) -> CellRun {
-    CellRun {
-        kernel: kernel.to_owned(),
-        kernel_label: kernel.to_owned(),
-        kernel_release: String::new(),
-        device: c.device.name().into(),
-        cell: c.index,
-        boot: "not booted".into(),
-        secs_to_userspace: None,
-        secs_to_result: None,
-        wall_secs: 0.0,
-        error: Some(why.to_owned()),
-        setup: None,
-        scenarios: scenarios
-            .iter()
-            .map(|s| ScenarioResult::fail(s.name(), "not run (guest not booted)"))
-            .collect(),
-        console_tail: Vec::new(),
-        dir: d.host.to_string_lossy().into_owned(),
-        side: None,
-        round: None,
-    }
-}
-
-/// Queue pairs of nicemu virtio-net ports (`virtio.queues`, 1 to 16).
-fn virtio_queues(ctx: &Ctx) -> usize {
-    (ctx.matrix.params.num("virtio.queues") as usize).clamp(1, MAX_VIRTIO_QUEUES)
-}
-
-/// Boots one guest for `cell` (starting nicemu for its ports) and evaluates the scenarios.
-fn run_cell(
-    ctx: &Ctx,
-    cell: &Cell,
-    accel: Accel,
-    img: &KernelImage,
-    d: &RunDir,
-) -> Result<CellRun> {
-    let dev = cell.device;
-    let mut t = target(ctx.matrix.topology, dev);
-    t.module_version = img
-        .built
-        .iter()
-        .find(|b| b.name == t.driver)
-        .map(|b| b.stamp.clone())
-        .filter(|s| !s.is_empty());
-    let body = scenario::render_body(ctx.scenarios, &t, &ctx.matrix.params);
-    let (initrd_host, initrd_guest) = d.file("initrd.cpio");
-    image::write_initrd(
-        &img.base,
-        &init_script::render(&img.mod_names, &body),
-        &initrd_host,
-    )?;
-    let mut s = spec(ctx, accel, img, initrd_guest, d);
-    let (mut nicemu, mut host) = attach_ports(ctx, dev, d, &mut s)?;
-    if ctx.args.pin {
-        let plan = crate::vm::pin::PinPlan::new(ctx.args.smp, crate::vm::pin::host_cores());
-        s.pin = Some((plan, nicemu.as_ref().map(|n| n.pid())));
-    }
-    let out = launch::boot(&s, host.as_mut())?;
-    let mut nicemu_note = None;
-    if let Some(n) = nicemu.as_mut() {
-        if let Some(st) = n.exited() {
-            nicemu_note = Some(format!("nicemu exited early ({st}): {}", n.log_tail(3)));
-        }
-        n.stop();
-    }
-    let console = Console::parse(&out.console);
-    let setup_result = setup::parse(console.sections.get(setup::NAME), &t);
-    let results: Vec<ScenarioResult> = ctx
-        .scenarios
-        .iter()
-        .map(|sc| scenario::evaluate(sc.as_ref(), &console, &t))
-        .collect();
-    Ok(CellRun {
-        kernel: String::new(),
-        kernel_label: String::new(),
-        kernel_release: String::new(),
-        device: dev.name().into(),
-        cell: cell.index,
-        boot: boot_text(&out, &s),
-        secs_to_userspace: out.to_userspace.map(round),
-        secs_to_result: out.to_done.map(round),
-        wall_secs: 0.0,
-        error: nicemu_note,
-        setup: Some(setup_result),
-        scenarios: results,
-        console_tail: console_tail(&out, &console, &s),
-        dir: d.host.to_string_lossy().into_owned(),
-        side: None,
-        round: None,
-    })
-}
-
-/// The guest's network ports: nicemu started for a nicemu device (its QEMU
-/// arguments into `s`, and the host actions its guest may ask for), else
-/// QEMU's own device.
-fn attach_ports(
-    ctx: &Ctx,
-    dev: DeviceKind,
-    d: &RunDir,
-    s: &mut BootSpec,
-) -> Result<(Option<NicemuProcess>, Option<HostActions>)> {
-    let topo = ctx.matrix.topology;
-    if let (Some(kind), Some(bin)) = (dev.nicemu_kind(), ctx.nicemu_bin) {
-        let c = nicemu_cell(
-            bin,
-            kind,
-            topo,
-            dev,
-            d,
-            PortOpts::of(&ctx.matrix.params, &ctx.matrix.scenarios),
-            virtio_queues(ctx),
-        );
-        let log = d.host.join("nicemu.log");
-        println!("  nicemu {} (log {})", c.args.join(" "), log.display());
-        let nicemu = NicemuProcess::start(bin, &c.args, &c.sockets, &log)?;
-        s.extra = c.qemu;
-        return Ok((Some(nicemu), Some(c.host)));
-    }
-    s.extra = dev.qemu_args(
-        &d.guest.to_string_lossy(),
-        &[],
-        topo.macs(),
-        virtio_queues(ctx),
-    );
-    Ok((None, None))
-}
-
-/// How the boot ended, in a word or a sentence.
-fn boot_text(out: &launch::BootOutcome, s: &BootSpec) -> String {
-    match (&out.exit, out.to_done) {
-        (_, Some(_)) => "ok".to_owned(),
-        (Exit::TimedOut, None) => format!("timeout after {} s", s.timeout.as_secs()),
-        (Exit::Exited(code), None) => format!(
-            "qemu exited ({}) before the end marker",
-            code.map(|c| c.to_string())
-                .unwrap_or_else(|| "signal".into())
-        ),
-    }
-}
-
-/// The console's last lines for a broken boot (scenario failures carry their
-/// own reasons), with QEMU's last log lines when the guest never reached
-/// userspace.
-fn console_tail(out: &launch::BootOutcome, console: &Console, s: &BootSpec) -> Vec<String> {
-    if out.to_done.is_some() {
-        return Vec::new();
-    }
-    let mut tail = out.tail(15);
-    if console.boot_uptime.is_none() {
-        let qlog = std::fs::read_to_string(&s.qemu_log).unwrap_or_default();
-        let last: Vec<String> = qlog
-            .lines()
-            .rev()
-            .take(5)
-            .map(|l| format!("qemu: {l}"))
-            .collect();
-        tail.extend(last.into_iter().rev());
-    }
-    tail
-}
-
-fn round(d: Duration) -> f64 {
-    (d.as_secs_f64() * 10.0).round() / 10.0
-}
-
-/// Removes the large per-run copies (kernel, initramfs) and leftover sockets, keeping logs.
-fn remove_images(dir: &Path) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in entries.flatten() {
-        let p: PathBuf = e.path();
-        let name = e.file_name().to_string_lossy().into_owned();
-        let Ok(ft) = e.file_type() else { continue };
-        if ft.is_dir() {
-            remove_images(&p);
-        } else if name == "vmlinuz"
-            || name == "initrd.cpio"
-            || std::os::unix::fs::FileTypeExt::is_socket(&ft)
-        {
-            let _ = std::fs::remove_file(&p);
-        }
-    }
 }
 
 #[cfg(test)]

@@ -78,3 +78,23 @@ pub fn sanitize(name: &str) -> String {
         })
         .collect()
 }
+
+/// Removes the large per-run copies (kernel, initramfs) and leftover sockets, keeping logs.
+pub fn remove_images(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let p: PathBuf = e.path();
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Ok(ft) = e.file_type() else { continue };
+        if ft.is_dir() {
+            remove_images(&p);
+        } else if name == "vmlinuz"
+            || name == "initrd.cpio"
+            || std::os::unix::fs::FileTypeExt::is_socket(&ft)
+        {
+            let _ = std::fs::remove_file(&p);
+        }
+    }
+}

@@ -1,0 +1,266 @@
+// SPDX-License-Identifier: Apache-2.0
+//! One cell of a run: its initramfs (the scenarios' script for its device), nicemu started
+//! for its ports, the boot, and the scenarios evaluated from the console into a
+//! [`CellRun`]; and the row of a cell that did not boot.
+
+use std::path::Path;
+use std::time::Duration;
+
+use crate::build::prepare::{guest_mem_mb, KernelImage};
+use crate::cli::RunArgs;
+use crate::error::Result;
+use crate::image::{self, init_script};
+use crate::matrix::{Cell, Matrix};
+use crate::provision;
+use crate::report::CellRun;
+use crate::scenario::{self, setup, Console, Scenario, ScenarioResult, Target};
+use crate::vm::accel::{self, Accel};
+use crate::vm::device::{DeviceKind, Topology, MAX_VIRTIO_QUEUES, TEST_MAC};
+use crate::vm::host::HostActions;
+use crate::vm::launch::{self, BootSpec, Exit};
+use crate::vm::nicemu_args::{nicemu_cell, PortOpts};
+use crate::vm::nicemu_proc::NicemuProcess;
+use crate::vm::run_dir::RunDir;
+
+/// Kernel command line for test boots (no IPv6: no stray frames disturb the counters).
+/// `no_timer_check`: on a loaded host a TCG guest's timer check can fail and panic the boot
+/// ("IO-APIC + timer doesn't work"), seen here at load 10 on 2 cores.
+const APPEND: &str = "console=ttyS0 quiet panic=-1 ipv6.disable=1 no_timer_check";
+/// The same with IPv6, for runs with `kselftest` (the selftests open IPv6 sockets and test
+/// both address families, as the netdev CI does).
+const APPEND_V6: &str = "console=ttyS0 quiet panic=-1 no_timer_check";
+
+/// What every cell of a run shares: the options, the provisioned QEMU, the matrix, the
+/// scenarios, nicemu's binary and the per-guest timeout.
+pub(crate) struct Ctx<'a> {
+    pub(crate) args: &'a RunArgs,
+    pub(crate) prov: &'a provision::Provisioned,
+    pub(crate) matrix: &'a Matrix,
+    pub(crate) scenarios: &'a [Box<dyn Scenario>],
+    pub(crate) nicemu_bin: Option<&'a Path>,
+    pub(crate) timeout: Duration,
+}
+
+fn spec(ctx: &Ctx, accel: Accel, img: &KernelImage, initrd: String, d: &RunDir) -> BootSpec {
+    BootSpec {
+        launcher: ctx.prov.qemu.clone(),
+        accel,
+        smp: ctx.args.smp,
+        mem_mb: guest_mem_mb(ctx.args.mem, img.base.len()),
+        kernel: img.guest_path.clone(),
+        initrd,
+        append: if ctx.matrix.scenarios.iter().any(|s| s == "kselftest") {
+            APPEND_V6.to_owned()
+        } else {
+            APPEND.to_owned()
+        },
+        extra: Vec::new(),
+        timeout: ctx.timeout,
+        serial_log: d.host.join("serial.log"),
+        qemu_log: d.host.join("qemu.log"),
+        done_marker: init_script::END_MARKER,
+        pin: None,
+    }
+}
+
+pub(crate) fn kvm_probe(ctx: &Ctx, img: &KernelImage) -> Result<bool> {
+    let pdir = img.kdir.sub("kvm-probe")?;
+    let (host, guest) = pdir.file("initrd.cpio");
+    image::write_initrd(&img.base, &init_script::render(&img.mod_names, ""), &host)?;
+    let mut s = spec(ctx, Accel::Kvm, img, guest, &pdir);
+    s.append = format!("{APPEND} {}", init_script::PROBE_ARG);
+    s.timeout = accel::PROBE_TIMEOUT;
+    s.done_marker = init_script::PROBE_MARKER;
+    let out = launch::boot(&s, None)?;
+    Ok(Console::parse(&out.console).probe_ok)
+}
+
+fn target(topology: Topology, dev: DeviceKind) -> Target {
+    Target {
+        module_version: None,
+        device: dev.name().to_owned(),
+        mac: TEST_MAC.to_owned(),
+        driver: dev.driver().to_owned(),
+        peer_mac: topology.macs().get(1).map(|m| m.to_string()),
+        host_actions: dev.nicemu_kind().is_some(),
+        unsupported: scenario::NAMES
+            .iter()
+            .filter_map(|s| {
+                dev.unsupported(s)
+                    .map(|why| (s.to_string(), why.to_owned()))
+            })
+            .collect(),
+    }
+}
+
+pub(crate) fn not_booted(
+    c: &Cell,
+    kernel: &str,
+    why: &str,
+    scenarios: &[Box<dyn Scenario>],
+    d: &RunDir,
+) -> CellRun {
+    CellRun {
+        kernel: kernel.to_owned(),
+        kernel_label: kernel.to_owned(),
+        kernel_release: String::new(),
+        device: c.device.name().into(),
+        cell: c.index,
+        boot: "not booted".into(),
+        secs_to_userspace: None,
+        secs_to_result: None,
+        wall_secs: 0.0,
+        error: Some(why.to_owned()),
+        setup: None,
+        scenarios: scenarios
+            .iter()
+            .map(|s| ScenarioResult::fail(s.name(), "not run (guest not booted)"))
+            .collect(),
+        console_tail: Vec::new(),
+        dir: d.host.to_string_lossy().into_owned(),
+        side: None,
+        round: None,
+    }
+}
+
+/// Queue pairs of nicemu virtio-net ports (`virtio.queues`, 1 to 16).
+fn virtio_queues(ctx: &Ctx) -> usize {
+    (ctx.matrix.params.num("virtio.queues") as usize).clamp(1, MAX_VIRTIO_QUEUES)
+}
+
+/// Boots one guest for `cell` (starting nicemu for its ports) and evaluates the scenarios.
+pub(crate) fn run_cell(
+    ctx: &Ctx,
+    cell: &Cell,
+    accel: Accel,
+    img: &KernelImage,
+    d: &RunDir,
+) -> Result<CellRun> {
+    let dev = cell.device;
+    let mut t = target(ctx.matrix.topology, dev);
+    t.module_version = img
+        .built
+        .iter()
+        .find(|b| b.name == t.driver)
+        .map(|b| b.stamp.clone())
+        .filter(|s| !s.is_empty());
+    let body = scenario::render_body(ctx.scenarios, &t, &ctx.matrix.params);
+    let (initrd_host, initrd_guest) = d.file("initrd.cpio");
+    image::write_initrd(
+        &img.base,
+        &init_script::render(&img.mod_names, &body),
+        &initrd_host,
+    )?;
+    let mut s = spec(ctx, accel, img, initrd_guest, d);
+    let (mut nicemu, mut host) = attach_ports(ctx, dev, d, &mut s)?;
+    if ctx.args.pin {
+        let plan = crate::vm::pin::PinPlan::new(ctx.args.smp, crate::vm::pin::host_cores());
+        s.pin = Some((plan, nicemu.as_ref().map(|n| n.pid())));
+    }
+    let out = launch::boot(&s, host.as_mut())?;
+    let mut nicemu_note = None;
+    if let Some(n) = nicemu.as_mut() {
+        if let Some(st) = n.exited() {
+            nicemu_note = Some(format!("nicemu exited early ({st}): {}", n.log_tail(3)));
+        }
+        n.stop();
+    }
+    let console = Console::parse(&out.console);
+    let setup_result = setup::parse(console.sections.get(setup::NAME), &t);
+    let results: Vec<ScenarioResult> = ctx
+        .scenarios
+        .iter()
+        .map(|sc| scenario::evaluate(sc.as_ref(), &console, &t))
+        .collect();
+    Ok(CellRun {
+        kernel: String::new(),
+        kernel_label: String::new(),
+        kernel_release: String::new(),
+        device: dev.name().into(),
+        cell: cell.index,
+        boot: boot_text(&out, &s),
+        secs_to_userspace: out.to_userspace.map(round),
+        secs_to_result: out.to_done.map(round),
+        wall_secs: 0.0,
+        error: nicemu_note,
+        setup: Some(setup_result),
+        scenarios: results,
+        console_tail: console_tail(&out, &console, &s),
+        dir: d.host.to_string_lossy().into_owned(),
+        side: None,
+        round: None,
+    })
+}
+
+/// The guest's network ports: nicemu started for a nicemu device (its QEMU
+/// arguments into `s`, and the host actions its guest may ask for), else
+/// QEMU's own device.
+fn attach_ports(
+    ctx: &Ctx,
+    dev: DeviceKind,
+    d: &RunDir,
+    s: &mut BootSpec,
+) -> Result<(Option<NicemuProcess>, Option<HostActions>)> {
+    let topo = ctx.matrix.topology;
+    if let (Some(kind), Some(bin)) = (dev.nicemu_kind(), ctx.nicemu_bin) {
+        let c = nicemu_cell(
+            bin,
+            kind,
+            topo,
+            dev,
+            d,
+            PortOpts::of(&ctx.matrix.params, &ctx.matrix.scenarios),
+            virtio_queues(ctx),
+        );
+        let log = d.host.join("nicemu.log");
+        println!("  nicemu {} (log {})", c.args.join(" "), log.display());
+        let nicemu = NicemuProcess::start(bin, &c.args, &c.sockets, &log)?;
+        s.extra = c.qemu;
+        return Ok((Some(nicemu), Some(c.host)));
+    }
+    s.extra = dev.qemu_args(
+        &d.guest.to_string_lossy(),
+        &[],
+        topo.macs(),
+        virtio_queues(ctx),
+    );
+    Ok((None, None))
+}
+
+/// How the boot ended, in a word or a sentence.
+fn boot_text(out: &launch::BootOutcome, s: &BootSpec) -> String {
+    match (&out.exit, out.to_done) {
+        (_, Some(_)) => "ok".to_owned(),
+        (Exit::TimedOut, None) => format!("timeout after {} s", s.timeout.as_secs()),
+        (Exit::Exited(code), None) => format!(
+            "qemu exited ({}) before the end marker",
+            code.map(|c| c.to_string())
+                .unwrap_or_else(|| "signal".into())
+        ),
+    }
+}
+
+/// The console's last lines for a broken boot (scenario failures carry their
+/// own reasons), with QEMU's last log lines when the guest never reached
+/// userspace.
+fn console_tail(out: &launch::BootOutcome, console: &Console, s: &BootSpec) -> Vec<String> {
+    if out.to_done.is_some() {
+        return Vec::new();
+    }
+    let mut tail = out.tail(15);
+    if console.boot_uptime.is_none() {
+        let qlog = std::fs::read_to_string(&s.qemu_log).unwrap_or_default();
+        let last: Vec<String> = qlog
+            .lines()
+            .rev()
+            .take(5)
+            .map(|l| format!("qemu: {l}"))
+            .collect();
+        tail.extend(last.into_iter().rev());
+    }
+    tail
+}
+
+fn round(d: Duration) -> f64 {
+    (d.as_secs_f64() * 10.0).round() / 10.0
+}
