@@ -377,7 +377,7 @@ impl<'a> Rounds<'a> {
             None => format!(
                 "{}-{}-{}",
                 c.index + 1,
-                cell_kernel_name(&kern.name),
+                run_dir::cell_kernel_name(&kern.name),
                 c.device.name()
             ),
         }
@@ -425,46 +425,5 @@ fn side_name(kernel_index: usize) -> &'static str {
         "A"
     } else {
         "B"
-    }
-}
-
-/// The kernel part of a cell directory's name: the base kernel (at most 10 characters),
-/// "+p" when patches or a driver directory were applied ("sid+igb-stats-mutex" →
-/// "sid+p"). The sockets nicemu makes inside the cell directory must stay under the
-/// unix socket path limit (108 bytes) however long the patch names are; results.json keeps
-/// the full name.
-fn cell_kernel_name(name: &str) -> String {
-    let (base, changed) = match name.split_once('+') {
-        Some((b, _)) => (b, true),
-        None => (name, false),
-    };
-    let mut short: String = run_dir::sanitize(base).chars().take(10).collect();
-    if changed {
-        short.push_str("+p");
-    }
-    short
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A run directory under the default cache plus a patched kernel's cell must leave room
-    /// for nicemu's sockets (the whole name made `1-sid+igb-stats-mutex-nicemu-igb/igb0.sock`
-    /// 108 bytes long, one over the limit).
-    #[test]
-    fn cell_names_stay_short_whatever_the_patches() {
-        assert_eq!(cell_kernel_name("sid"), "sid");
-        assert_eq!(cell_kernel_name("sid+igb-stats-mutex"), "sid+p");
-        assert_eq!(
-            cell_kernel_name("tree:/home/me/src/linux-next+a+b"),
-            "tree__home+p"
-        );
-        let run = "/root/.cache/nicemu/sid-root/var/lib/nicemu-runs/1796161598-16192";
-        let cell = format!(
-            "{run}/99-{}-nicemu-ixgbe/ixgbe1.sock",
-            cell_kernel_name("trixie-rt+igb-stats-mutex+ixgbe-xps")
-        );
-        assert!(cell.len() < 108, "{} bytes: {cell}", cell.len());
     }
 }
