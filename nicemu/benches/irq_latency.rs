@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //! Interrupt latency without a VM: from a device thread raising MSI-X
 //! vector 0 to the client's eventfd becoming readable, through the
-//! function's signaller thread (`nicemu::vfio::signaller`), against the
+//! function's signaller thread (`nicemu::irq::signaller`), against the
 //! write the raising thread made itself before (which a client could make
 //! wait), and against a raise from a thread serving another function of the
 //! same client process (the two ports of one VM), which writes it at the end
@@ -15,7 +15,8 @@ use std::os::fd::{AsRawFd, BorrowedFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use nicemu::vfio::irq::{signal_unprepared, EventIrq};
+use nicemu::irq::eventfd::signal_unprepared;
+use nicemu::vfio::irq::EventIrq;
 use nicemu_device_models::InterruptSink;
 use vfio_bindings::bindings::vfio::{
     VFIO_IRQ_SET_ACTION_TRIGGER, VFIO_IRQ_SET_DATA_EVENTFD, VFIO_PCI_MSIX_IRQ_INDEX,

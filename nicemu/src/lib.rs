@@ -9,6 +9,7 @@ pub mod config;
 pub mod control;
 pub mod error;
 pub mod fdb;
+pub mod irq;
 pub mod latency;
 pub mod outfile;
 pub mod poll;

@@ -3,7 +3,7 @@
 //! `vfio-user-pci`) by the [`nicemu_vfio_user_server`] crate.
 //!
 //! [`NicPort`] adapts a device model ([`NicFunction`]) and its interrupts
-//! ([`EventIrq`], written by the function's own threads or its [`signaller`]) to the
+//! ([`EventIrq`], written by the function's own threads or its [`signaller`](crate::irq::signaller)) to the
 //! server's [`PciDevice`], and traces register accesses on the way;
 //! [`VfioPort`] runs the server on its own thread. The server accepts one client at a time;
 //! when the client goes away (VM shut down, QEMU killed, malformed stream)
@@ -11,7 +11,6 @@
 //! while serving is contained to the connection.
 
 pub mod irq;
-pub mod signaller;
 
 use std::fs::File;
 use std::os::unix::net::UnixStream;
@@ -169,7 +168,7 @@ impl PciDevice for NicPort {
 
     /// Notes the client's process (SO_PEERCRED): another port the same
     /// process is served writes this one's interrupts itself
-    /// ([`signaller`]).
+    /// ([`signaller`](crate::irq::signaller)).
     fn client_connected(&mut self, client: &UnixStream) {
         match crate::socket::peer_pid(client) {
             Ok(pid) => self.irq.set_client(pid),

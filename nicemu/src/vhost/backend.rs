@@ -33,10 +33,10 @@ use super::counters::{add, inc, PortCounters, QueueCounters};
 use super::offload::{self as voff, accept, NetHdr, MAX_HDR_LEN};
 use super::rx::{self, RxOutcome};
 use super::tx::{self, TxChainError, MAX_TX_BYTES};
+use crate::irq::eventfd::Signalled;
+use crate::irq::signaller::{IrqTargets, Signaller, Target};
 use crate::latency::{Doorbell, PortLatency, TimedWire};
 use crate::switch::Switch;
-use crate::vfio::irq::Signalled;
-use crate::vfio::signaller::{IrqTargets, Signaller, Target};
 
 /// Most guest memory regions of a vhost-user connection (QEMU sends a
 /// handful; the protocol's SET_MEM_TABLE carries at most 8).
@@ -329,7 +329,7 @@ pub struct NetBackend {
     /// GSO kinds this port's driver accepts now (`offload::accept`).
     accept: Arc<AtomicU8>,
     token: u64,
-    /// Writes the call eventfds ([`crate::vfio::signaller`]): no thread that
+    /// Writes the call eventfds ([`crate::irq::signaller`]): no thread that
     /// places a frame or takes a chain waits for the frontend.
     signaller: OnceLock<Signaller>,
     /// Receive coalescing is on (`coalesce=on`; [`Self::set_coalesce`]).
@@ -827,7 +827,7 @@ impl NetBackend {
     }
 
     /// Signals the used ring of `vr` to the guest without ever blocking
-    /// (a full call eventfd coalesces; see [`crate::vfio::irq`]).
+    /// (a full call eventfd coalesces; see [`crate::irq::eventfd`]).
     /// Starts the thread that signals the port's call eventfds.
     pub fn start_signaller(self: &Arc<Self>) -> Result<(), crate::error::Error> {
         let weak = Arc::downgrade(self);

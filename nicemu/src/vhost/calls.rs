@@ -6,7 +6,7 @@
 //! lock and replaces it whenever the frontend sends `SET_VRING_CALL` (QEMU
 //! does on every MSI-X mask and unmask of the queue's vector), closing the
 //! old one. nicemu writes a duplicate of its own, so no vring lock is held
-//! while a write may wait ([`crate::vfio::signaller`]). Duplicating,
+//! while a write may wait ([`crate::irq::signaller`]). Duplicating,
 //! checking `O_NONBLOCK` and closing on every interrupt cost three system
 //! calls per write; this cache keeps the duplicate while the vring holds
 //! the same fd.
@@ -24,7 +24,7 @@ use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::vfio::irq::make_non_blocking;
+use crate::irq::eventfd::make_non_blocking;
 
 /// One vring's call fd as last duplicated.
 #[derive(Debug)]

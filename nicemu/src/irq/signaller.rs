@@ -49,7 +49,7 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::irq::{signal, Signalled};
+use super::eventfd::{signal, Signalled};
 use crate::latency::{self, PortLatency};
 
 /// Slots (interrupt vectors, virtqueues) one signaller serves.
@@ -114,7 +114,7 @@ pub type Target = Arc<File>;
 /// What a signaller signals: a port's interrupt fds by slot.
 pub trait IrqTargets: Send + Sync {
     /// The fd slot `slot` is signalled through now, if any, made
-    /// non-blocking when the port took it ([`super::irq::make_non_blocking`];
+    /// non-blocking when the port took it ([`super::eventfd::make_non_blocking`];
     /// the client may clear the flag at any time, and a write then waits on
     /// this port's thread alone, at most [`WRITE_LIMIT`]).
     fn target(&self, slot: usize) -> Option<Target>;
