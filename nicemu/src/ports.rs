@@ -299,11 +299,11 @@ fn start_function(
             rx.recycle(frame);
         }
     })?;
+    let (timer_dev, timer_irq) = (dev.clone(), irq.clone());
     timer::spawn(
         &spec.id,
         timer,
-        dev.clone(),
-        irq.clone(),
+        move |now| timer_irq.serving(|| timer_dev.on_timer(now)),
         Arc::new(MonotonicClock),
         lat.clone(),
     )?;

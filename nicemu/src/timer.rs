@@ -9,8 +9,6 @@ use std::time::Duration;
 use nicemu_device_models::{Clock, TimerSink};
 
 use crate::latency::PortLatency;
-use crate::vfio::irq::EventIrq;
-use crate::vfio::SharedDevice;
 
 /// The earliest armed deadline of one device.
 #[derive(Debug, Default)]
@@ -53,22 +51,23 @@ impl DeviceTimer {
     }
 }
 
-/// Starts the timer thread of a device. It is one of the device's own
-/// threads: the interrupts a deadline raises it writes itself
-/// ([`EventIrq::serving`]).
+/// Starts the timer thread of a device: each time a deadline has passed it
+/// calls `on_deadline` with the time (the device's
+/// [`on_timer`](nicemu_device_models::PciFunction::on_timer)). It is one of
+/// the device's own threads: `on_deadline` writes the interrupts the
+/// deadline raised on it (a vfio-user function wraps the call in its
+/// `EventIrq::serving`).
 pub fn spawn(
     id: &str,
     timer: Arc<DeviceTimer>,
-    dev: SharedDevice,
-    irq: Arc<EventIrq>,
+    on_deadline: impl Fn(u64) + Send + 'static,
     clock: Arc<dyn Clock>,
     lat: Arc<PortLatency>,
 ) -> Result<(), crate::error::Error> {
     crate::threads::spawn(format!("timer-{id}"), move || {
         lat.threads.enter("timer");
         loop {
-            let now = timer.wait(clock.as_ref());
-            irq.serving(|| dev.on_timer(now));
+            on_deadline(timer.wait(clock.as_ref()));
         }
     })?;
     Ok(())
