@@ -6,7 +6,7 @@
 //! Limits (vfio-user §"VFIO_USER_DMA_MAP"; kernel VFIO type1 answers the same
 //! errnos): at most [`MAX_DMA_MAPS`] mappings (advertised as `max_dma_maps`)
 //! and [`MAX_DMA_TOTAL`] bytes mapped; a mapping must lie inside its file,
-//! which must not be able to shrink ([`crate::memfile`]); an UNMAP names one
+//! which must not be able to shrink ([`nicemu_memfile`]); an UNMAP names one
 //! mapping exactly. Mappings of the same file share one descriptor.
 
 use std::fs::File;
@@ -18,7 +18,7 @@ use vm_memory::{FileOffset, GuestAddress, GuestMemoryMmap, GuestRegionMmap};
 
 use crate::codec::DmaMapFlags;
 use crate::limits::{MAX_DMA_MAPS, MAX_DMA_TOTAL};
-use crate::memfile::{self, MemFileError};
+use nicemu_memfile::MemFileError;
 
 /// Guest memory made of the client's mappings, bounds-checked on every access.
 pub type GuestRam = GuestMemoryMmap<()>;
@@ -187,7 +187,8 @@ impl DmaTable {
         offset: u64,
         f: File,
     ) -> Result<Arc<GuestRegionMmap>, DmaError> {
-        memfile::pin_range(&f, offset, size).map_err(|source| DmaError::File { addr, source })?;
+        nicemu_memfile::pin_range(&f, offset, size)
+            .map_err(|source| DmaError::File { addr, source })?;
         let file = self.shared_file(f).map_err(|e| DmaError::Map {
             addr,
             reason: e.to_string(),
@@ -278,7 +279,7 @@ impl DmaTable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memfile::testutil::memfd;
+    use nicemu_memfile::testutil::memfd;
     use vm_memory::Bytes;
 
     const RW: DmaMapFlags = DmaMapFlags(3);

@@ -8,7 +8,7 @@
 //! the client assigns to its interrupts (SET_IRQS). The server owns the
 //! rest: the socket's framing and descriptors, the codec ([`codec`]), typed
 //! requests, a dispatcher with one method per command, and the client's DMA
-//! mappings ([`dma`], checked by [`memfile`]).
+//! mappings ([`dma`], checked by [`nicemu_memfile`]).
 //!
 //! ```no_run
 //! # use std::fs::File;
@@ -46,7 +46,6 @@ mod endpoint;
 mod error;
 mod fds;
 pub mod limits;
-pub mod memfile;
 mod request;
 mod server;
 

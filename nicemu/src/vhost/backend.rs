@@ -48,7 +48,7 @@ pub const MAX_MEM_TOTAL: u64 = 1 << 40;
 /// Checks a vhost-user memory table (SET_MEM_TABLE or ADD_MEM_REGION, as
 /// the vhost-user-backend crate mapped it): at most [`MAX_MEM_REGIONS`] and
 /// [`MAX_MEM_TOTAL`] bytes, each region inside a file that cannot shrink
-/// ([`nicemu_vfio_user_server::memfile`]), so no access is SIGBUS.
+/// ([`nicemu_memfile`]), so no access is SIGBUS.
 pub fn check_memory(mem: &GuestMemoryMmap<()>) -> Result<(), String> {
     use vm_memory::{GuestMemoryBackend, GuestMemoryRegion};
     if mem.num_regions() > MAX_MEM_REGIONS {
@@ -65,7 +65,7 @@ pub fn check_memory(mem: &GuestMemoryMmap<()>) -> Result<(), String> {
         let Some(fo) = r.file_offset() else {
             return Err("a region without a file".into());
         };
-        nicemu_vfio_user_server::memfile::pin_range(fo.file(), fo.start(), r.len())
+        nicemu_memfile::pin_range(fo.file(), fo.start(), r.len())
             .map_err(|e| format!("region at {:#x}: {e}", r.start_addr().0))?;
     }
     Ok(())

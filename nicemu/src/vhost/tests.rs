@@ -23,10 +23,7 @@ fn mem() -> GuestMemoryMmap<()> {
 /// As [`mem`], over a sealable memfd as QEMU shares guest RAM (what a
 /// backend accepts as its memory table).
 fn shared_mem() -> GuestMemoryMmap<()> {
-    file_mem(
-        nicemu_vfio_user_server::memfile::testutil::memfd(0x40_0000, true),
-        0x40_0000,
-    )
+    file_mem(nicemu_memfile::testutil::memfd(0x40_0000, true), 0x40_0000)
 }
 
 /// Descriptors of chains laid out from table index `first`: each inner slice
@@ -821,7 +818,7 @@ fn file_mem(file: std::fs::File, size: usize) -> GuestMemoryMmap<()> {
 #[test]
 fn memory_tables_that_could_sigbus_are_refused() {
     use super::backend::{check_memory, MAX_MEM_REGIONS};
-    use nicemu_vfio_user_server::memfile::testutil::memfd;
+    use nicemu_memfile::testutil::memfd;
     // A region larger than its file, a file that could shrink, a good one.
     assert!(check_memory(&file_mem(memfd(4096, true), 1 << 20)).is_err());
     assert!(check_memory(&file_mem(memfd(1 << 20, false), 1 << 20)).is_err());
