@@ -1,45 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 //! Interrupt signalling that never makes a thread of another port wait for
-//! a client.
-//!
-//! An interrupt fd (a vfio-user SET_IRQS eventfd, a vhost-user call eventfd)
-//! is a file description nicemu shares with its client, and the client may
-//! clear `O_NONBLOCK` on it at any instant — also between nicemu's check of
-//! the flag and its write, when a full eventfd then makes the write wait until
-//! the client reads. An eventfd has no per-call non-blocking write (`pwritev2`
-//! with `RWF_NOWAIT` answers `EOPNOTSUPP` on Linux 6.18) and cannot be reopened
-//! as a private description (an anonymous inode). So only the port's own
-//! threads write its fds, and never while holding a device lock:
-//!
-//! - a thread of another port (delivering a frame through the switch) or the
-//!   control socket sets the slot's pending bit and wakes the port's
-//!   signaller thread, which writes; pending interrupts merge, as a masked
-//!   MSI-X vector's do (PCI 3.0 §6.8.3.5);
-//! - the port's own server, receive and timer threads (a vhost-user port's
-//!   queue workers and deliverer) write what they raised themselves once the
-//!   message, frame or deadline is done ([`Signaller::serving`]), so a
-//!   doorbell's or an ICS write's interrupt reaches the client before the
-//!   next reply, as a device's MSI-X write precedes a later read completion.
-//!
-//! - a thread of another port whose client is the very process this port's
-//!   client is (both connections' SO_PEERCRED pid, [`Signaller::set_client`]:
-//!   the two ports of one VM) writes what it raised for this port itself at
-//!   the end of its pass, as if it were the port's own: a client that holds
-//!   that write up holds up a thread serving only itself. Which ports one
-//!   QEMU serves is that QEMU's choice; nicemu's `netns` topology puts both
-//!   ends of a test in one VM, where this saves the hop to the signaller
-//!   thread on every interrupt.
-//!   A port whose fd held such a write up until the watchdog loses the
-//!   shortcut until its client or fds change: its interrupts go through its
-//!   signaller thread, so the other port's thread waits once, not on every
-//!   doorbell.
-//!
-//! A write that waits longer than [`WRITE_LIMIT`] is interrupted by the
-//! process's watchdog thread (a signal to the writer, `EINTR`) and counts as
-//! coalesced, so a client that keeps its eventfd full and blocking slows only
-//! its own port. When the port's fds are replaced or removed (SET_IRQS,
-//! reset, disconnect) a signaller write still waiting on an old one is
-//! interrupted at once ([`Signaller::release`]) and its interrupt dropped.
+//! a client, which may clear `O_NONBLOCK` on the fd it shares with nicemu at
+//! any instant. Raising marks a slot pending ([`Signaller::raise`]); the
+//! port's own threads write what they raised at the end of their pass
+//! ([`Signaller::serving`]), as does a thread serving another port of the
+//! same client process ([`Signaller::set_client`]); the port's signaller
+//! thread writes the rest. A write that waits longer than [`WRITE_LIMIT`] is
+//! interrupted by the process's watchdog thread; [`Signaller::release`]
+//! interrupts one on an fd that was replaced. Why, and each case: the nicemu
+//! README, "Interrupt fds" (`nicemu/README.md`).
 
 use std::cell::{Cell, RefCell};
 use std::fs::File;
