@@ -99,6 +99,7 @@ pub struct Cli {
 pub enum Command {
     /// Inspect and steer a running nicemu through its control socket:
     /// list, stats, trace, capture, link, fault.
+    #[command(arg_required_else_help = true)]
     Ctl(control::client::CtlArgs),
 }
 

@@ -10,6 +10,8 @@ fn main() {
     let cli = match nicemu::Cli::try_parse() {
         Ok(c) => c,
         Err(e) if !e.use_stderr() => e.exit(), // --help, --version
+        // `nicemu ctl` without a verb: clap's usage (or help) as clap lays it out, exit 2.
+        Err(e) if missing_verb(e.kind()) => e.exit(),
         Err(e) => {
             eprintln!("nicemu: {}", one_line(&e.to_string()));
             std::process::exit(2);
@@ -29,6 +31,16 @@ fn main() {
         eprintln!("nicemu: {e}");
         std::process::exit(2);
     }
+}
+
+/// A command given without its subcommand, which clap answers with a usage or help text
+/// that reads only as the lines it is laid out in.
+fn missing_verb(kind: clap::error::ErrorKind) -> bool {
+    use clap::error::ErrorKind;
+    matches!(
+        kind,
+        ErrorKind::MissingSubcommand | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    )
 }
 
 /// A clap error on one line: "error: " and the "--help" hint dropped, the rest

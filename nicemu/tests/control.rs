@@ -227,6 +227,87 @@ fn ctl_without_a_running_nicemu_says_what_to_do() {
 }
 
 #[test]
+fn ctl_without_a_verb_prints_clap_s_usage_on_several_lines() {
+    let ctl = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_nicemu"))
+            .arg("ctl")
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    // Nothing at all: the verbs, as clap lays out its help.
+    let out = ctl(&[]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("Usage: nicemu ctl"), "{err}");
+    assert!(
+        err.lines().any(|l| l.trim_start().starts_with("capture")),
+        "{err}"
+    );
+    assert!(err.lines().count() > 5, "{err}");
+    assert!(err.lines().all(|l| l.len() < 200), "{err}");
+    // A socket but no verb: clap's error and usage, on their own lines.
+    let out = ctl(&["--control", "/nonexistent/ctl.sock"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.lines().any(|l| l.starts_with("Usage: nicemu ctl")),
+        "{err}"
+    );
+    assert!(err.lines().count() > 2, "{err}");
+}
+
+#[test]
+fn plain_file_names_land_in_the_output_directory_wherever_ctl_runs() {
+    let n = Nicemu::start(
+        "ctl-cwd",
+        &[
+            "--device",
+            "igb,id=igb0,socket={dir}/a.sock,mac=52:54:00:00:00:0a",
+            "--control",
+            "{dir}/ctl.sock",
+        ],
+        &["a.sock", "ctl.sock"],
+    );
+    let elsewhere =
+        std::env::temp_dir().join(format!("nicemu-it-elsewhere-{}", std::process::id()));
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let ctl = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_nicemu"))
+            .current_dir(&elsewhere)
+            .arg("ctl")
+            .arg("--control")
+            .arg(n.path("ctl.sock"))
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let ok = |o: &std::process::Output| {
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    ok(&ctl(&["capture", "igb0", "x.pcap"]));
+    ok(&ctl(&["capture", "igb0", "stop"]));
+    assert!(
+        n.path("x.pcap").is_file(),
+        "the capture is in the output directory"
+    );
+    ok(&ctl(&["trace", "igb0", "on", "--file", "t.trace"]));
+    ok(&ctl(&["trace", "igb0", "off"]));
+    assert!(
+        n.path("t.trace").is_file(),
+        "the trace is in the output directory"
+    );
+    assert!(!elsewhere.join("x.pcap").exists() && !elsewhere.join("t.trace").exists());
+    // A path with a directory still means that path: outside the output directory, refused.
+    let sub = ctl(&["capture", "igb0", "./y.pcap"]);
+    assert_eq!(sub.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&sub.stderr).contains("not a file in the output directory"));
+    let _ = std::fs::remove_dir_all(&elsewhere);
+    let (_, dir) = n.stop();
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
 fn virtio_ports_in_list_stats_and_link() {
     let n = Nicemu::start(
         "ctl-vn",

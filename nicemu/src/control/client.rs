@@ -4,7 +4,7 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use clap::{Args, Subcommand, ValueEnum};
 
@@ -47,8 +47,9 @@ pub enum UpDown {
 pub enum Verb {
     /// Devices, ports, links, queues and the guest driver state seen.
     List,
-    /// A device's hardware counters (totals; reading them does not clear what
-    /// the guest reads) and its switch port counters.
+    /// A device's hardware counters and its switch port counters.
+    ///
+    /// The counters are totals: reading them does not clear what the guest reads.
     Stats {
         /// Device id (the id= of a --device).
         dev: String,
@@ -87,8 +88,9 @@ pub enum Verb {
         /// up or down.
         state: UpDown,
     },
-    /// Where a port's transactions spend their time: count, p50, p90, p99
-    /// and max of each latency stage (doorbell or kick → frame handed to
+    /// Where a port's transactions spend their time inside nicemu.
+    ///
+    /// Count, p50, p90, p99 and max of each latency stage (doorbell or kick → frame handed to
     /// the switch → pass done; a peer's frame → placed in the ring;
     /// interrupt raised → eventfd written, the write alone; doorbell →
     /// interrupt written), and how long each of the port's threads waited
@@ -151,8 +153,14 @@ impl Verb {
     }
 }
 
-/// Paths are resolved here: nicemu may run in another directory.
+/// The file name sent to nicemu: a plain name (no directory) as it is, a name in nicemu's
+/// output directory wherever this client runs; any other path made absolute here, since
+/// nicemu may run in another directory (it accepts that only inside its output directory).
 fn absolute(p: &Path) -> String {
+    let mut parts = p.components();
+    if matches!(parts.next(), Some(Component::Normal(_))) && parts.next().is_none() {
+        return p.display().to_string();
+    }
     std::path::absolute(p)
         .unwrap_or_else(|_| p.to_path_buf())
         .display()
