@@ -95,6 +95,7 @@ pub fn default_timeout(scenarios: &[Box<dyn Scenario>], params: &Params) -> u64 
 pub fn run(args: &RunArgs) -> Result<RunReport> {
     let started = Instant::now();
     let plan = Plan::new(args)?;
+    crate::preflight::check_paths(args, &plan.matrix)?;
     let nicemu_bin = nicemu_binary(args, &plan)?;
     let prov = provision::provision()?;
     let chroot = match &prov.qemu {

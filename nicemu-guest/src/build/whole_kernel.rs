@@ -135,7 +135,7 @@ pub fn source_dir(k: &GuestKernel) -> Result<PathBuf> {
 
 /// A Linux tree: a top Makefile with VERSION/PATCHLEVEL, Kconfig and arch/x86; built in place
 /// trees are refused (kbuild's O= builds need a clean source tree).
-fn check_tree(dir: &Path) -> Result<PathBuf> {
+pub fn check_tree(dir: &Path) -> Result<PathBuf> {
     let d = dir
         .canonicalize()
         .map_err(|e| Error::Usage(format!("--kernel-tree {}: {e}", dir.display())))?;
