@@ -2,7 +2,9 @@
 //! Checks of what the repository ships for other tools: the CI templates' nicemu-guest
 //! commands parse with the harness's real flags (and name files that exist), and the libvirt
 //! domain example is well-formed XML whose `<qemu:commandline>` is what `qemu-args` prints, and
-//! the `nicemu-guest` commands of nicemu-guest/README.md parse (and name patches that exist).
+//! the user docs (README.md, nicemu-guest/README.md, the book in docs/) stay within 200 README
+//! lines and 120-column prose, with `nicemu-guest` commands that parse (naming patches that
+//! exist).
 
 use std::path::Path;
 
@@ -16,8 +18,9 @@ const GITLAB: &str = include_str!("../../ci/templates/gitlab-ci.yml");
 const LIBVIRT: &str = include_str!("../examples/libvirt-nicemu-igb.xml");
 const GUEST_README: &str = include_str!("../README.md");
 
-/// The `nicemu-guest …` lines of a Markdown file's `sh` code blocks, trailing `# comments`
-/// dropped, split into words (the README's examples use no quoting).
+/// The `nicemu-guest …` lines (also written `target/release/nicemu-guest …`) of a Markdown
+/// file's `sh` code blocks, trailing `# comments` dropped, split into words (the docs'
+/// examples use no quoting).
 fn readme_commands(md: &str) -> Vec<Vec<String>> {
     let mut in_sh = false;
     let mut out = Vec::new();
@@ -27,9 +30,60 @@ fn readme_commands(md: &str) -> Vec<Vec<String>> {
             in_sh = !in_sh && t == "```sh";
             continue;
         }
+        let t = t.strip_prefix("target/release/").unwrap_or(t);
         if in_sh && t.starts_with("nicemu-guest ") {
             let code = t.split(" #").next().unwrap_or(t);
             out.push(code.split_whitespace().map(str::to_owned).collect());
+        }
+    }
+    out
+}
+
+/// The repository's user documentation: README.md, nicemu-guest/README.md and every page of
+/// the book under docs/src, as (path relative to the repository, text).
+fn user_docs() -> Vec<(String, String)> {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut paths = vec![
+        "README.md".to_owned(),
+        "CHANGELOG.md".to_owned(),
+        "nicemu-guest/README.md".to_owned(),
+    ];
+    let mut dirs = vec![repo.join("docs/src")];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).expect("docs/src") {
+            let p = e.expect("a directory entry").path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|x| x == "md") {
+                let rel = p.strip_prefix(&repo).expect("under the repository");
+                paths.push(rel.to_string_lossy().into_owned());
+            }
+        }
+    }
+    paths.sort();
+    paths
+        .into_iter()
+        .map(|p| {
+            let text = std::fs::read_to_string(repo.join(&p)).expect("readable docs");
+            (p, text)
+        })
+        .collect()
+}
+
+/// Lines of prose (outside code blocks and tables) longer than `max` characters, as
+/// "line number: length".
+fn long_prose_lines(md: &str, max: usize) -> Vec<String> {
+    let mut in_code = false;
+    let mut out = Vec::new();
+    for (i, l) in md.lines().enumerate() {
+        let t = l.trim_start();
+        if t.starts_with("```") {
+            in_code = !in_code;
+            continue;
+        }
+        let len = l.chars().count();
+        if !in_code && !t.starts_with('|') && len > max {
+            out.push(format!("{}: {len}", i + 1));
         }
     }
     out
@@ -118,25 +172,53 @@ fn ci_templates_use_the_harness_s_real_flags() {
 }
 
 #[test]
-fn the_readme_s_build_examples_are_real_commands() {
-    let cmds = readme_commands(GUEST_README);
-    assert!(cmds.len() >= 8, "{cmds:?}");
+fn the_docs_nicemu_guest_commands_are_real_commands() {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    for c in &cmds {
-        if let Err(e) = Cli::try_parse_from(c) {
-            panic!(
-                "nicemu-guest/README.md: `{}` is not a valid command: {e}",
-                c.join(" ")
-            );
-        }
-        for w in c.windows(2) {
-            if w[0].starts_with("--patch") {
-                assert!(repo.join(&w[1]).is_file(), "README: {} {}", w[0], w[1]);
+    let mut total = 0;
+    for (path, md) in user_docs() {
+        let cmds = readme_commands(&md);
+        total += cmds.len();
+        for c in &cmds {
+            if let Err(e) = Cli::try_parse_from(c) {
+                panic!("{path}: `{}` is not a valid command: {e}", c.join(" "));
+            }
+            for w in c.windows(2) {
+                if w[0].starts_with("--patch") && !w[1].starts_with("my-") {
+                    assert!(repo.join(&w[1]).is_file(), "{path}: {} {}", w[0], w[1]);
+                }
             }
         }
     }
+    let guest = readme_commands(GUEST_README);
+    assert!(guest.len() >= 8, "nicemu-guest/README.md: {guest:?}");
+    assert!(total >= 20, "{total} commands in the docs");
     let bad = "```sh\nnicemu-guest run --kernel-trees /x   # typo\n```\n";
     Cli::try_parse_from(&readme_commands(bad)[0]).unwrap_err();
+    let bad = "```sh\ntarget/release/nicemu-guest run --kernel-trees /x\n```\n";
+    Cli::try_parse_from(&readme_commands(bad)[0]).unwrap_err();
+}
+
+#[test]
+fn the_readme_is_short_and_prose_lines_fit_120_columns() {
+    let docs = user_docs();
+    let readme = &docs
+        .iter()
+        .find(|(p, _)| p == "README.md")
+        .expect("README")
+        .1;
+    let lines = readme.lines().count();
+    assert!(lines <= 200, "README.md has {lines} lines (at most 200)");
+    for (path, md) in &docs {
+        let long = long_prose_lines(md, 120);
+        assert!(
+            long.is_empty(),
+            "{path}: prose lines over 120 characters: {long:?}"
+        );
+    }
+    let md = "```\n{}\n```\n| {} |\n{}\n";
+    let long = "x".repeat(121);
+    let md = md.replace("{}", &long);
+    assert_eq!(long_prose_lines(&md, 120), vec!["5: 121"]);
 }
 
 #[test]
