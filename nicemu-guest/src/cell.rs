@@ -45,8 +45,8 @@ fn spec(ctx: &Ctx, accel: Accel, img: &KernelImage, initrd: String, d: &RunDir) 
     BootSpec {
         launcher: ctx.prov.qemu.clone(),
         accel,
-        smp: ctx.args.smp,
-        mem_mb: guest_mem_mb(ctx.args.mem, img.base.len()),
+        smp: ctx.args.guest.smp,
+        mem_mb: guest_mem_mb(ctx.args.guest.mem, img.base.len()),
         kernel: img.guest_path.clone(),
         initrd,
         append: if ctx.matrix.scenarios.iter().any(|s| s == "kselftest") {
@@ -153,8 +153,8 @@ pub(crate) fn run_cell(
     )?;
     let mut s = spec(ctx, accel, img, initrd_guest, d);
     let (mut nicemu, mut host) = attach_ports(ctx, dev, d, &mut s)?;
-    if ctx.args.pin {
-        let plan = crate::vm::pin::PinPlan::new(ctx.args.smp, crate::vm::pin::host_cores());
+    if ctx.args.guest.pin {
+        let plan = crate::vm::pin::PinPlan::new(ctx.args.guest.smp, crate::vm::pin::host_cores());
         s.pin = Some((plan, nicemu.as_ref().map(|n| n.pid())));
     }
     let out = launch::boot(&s, host.as_mut())?;

@@ -195,6 +195,20 @@ pub struct RunArgs {
     /// Run only shard K of N (cells round robin), e.g. --shard 2/4.
     #[arg(long)]
     pub shard: Option<String>,
+    /// How each guest boots.
+    #[command(flatten)]
+    pub guest: GuestArgs,
+    /// Renderings to write besides the run directory's results.json/report.html/junit.xml.
+    #[command(flatten)]
+    pub out: Outputs,
+    /// Keep the kernel and initramfs copies in the run directory.
+    #[arg(long)]
+    pub keep_images: bool,
+}
+
+/// How each guest boots: options `run` and `experiment` share.
+#[derive(Debug, Args, Clone)]
+pub struct GuestArgs {
     /// Acceleration: auto tries a short KVM boot and falls back to TCG.
     #[arg(long, value_enum, default_value = "auto")]
     pub accel: Accel,
@@ -210,12 +224,6 @@ pub struct RunArgs {
     /// Per-guest timeout in seconds (boot + all scenarios); default from the scenarios.
     #[arg(long)]
     pub timeout: Option<u64>,
-    /// Renderings to write besides the run directory's results.json/report.html/junit.xml.
-    #[command(flatten)]
-    pub out: Outputs,
-    /// Keep the kernel and initramfs copies in the run directory.
-    #[arg(long)]
-    pub keep_images: bool,
     /// nicemu binary (default: next to nicemu-guest, else on PATH).
     #[arg(long)]
     pub nicemu: Option<PathBuf>,
@@ -247,27 +255,12 @@ pub struct ExperimentArgs {
     /// Print the experiment's README and exit.
     #[arg(long)]
     pub readme: bool,
-    /// Acceleration: auto tries a short KVM boot and falls back to TCG.
-    #[arg(long, value_enum, default_value = "auto")]
-    pub accel: Accel,
-    /// Guest vCPUs.
-    #[arg(long, default_value_t = 2)]
-    pub smp: u32,
-    /// Pin vCPU i to host core i (mod cores) and nicemu's threads to the next core.
-    #[arg(long)]
-    pub pin: bool,
-    /// Guest RAM in MiB.
-    #[arg(long, default_value_t = 1024)]
-    pub mem: u32,
-    /// Per-guest timeout in seconds.
-    #[arg(long)]
-    pub timeout: Option<u64>,
+    /// How each guest boots (the same options as `run`'s).
+    #[command(flatten)]
+    pub guest: GuestArgs,
     /// Renderings to write besides the run directory's.
     #[command(flatten)]
     pub out: Outputs,
-    /// nicemu binary (default: next to nicemu-guest, else on PATH).
-    #[arg(long)]
-    pub nicemu: Option<PathBuf>,
 }
 
 /// Options of `merge`.

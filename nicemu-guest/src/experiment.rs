@@ -174,14 +174,9 @@ impl Experiment {
             main_metrics: self.main.clone(),
             topology: None,
             shard: None,
-            accel: x.accel,
-            smp: x.smp,
-            pin: x.pin,
-            mem: x.mem,
-            timeout: x.timeout,
+            guest: x.guest.clone(),
             out: x.out.clone(),
             keep_images: false,
-            nicemu: x.nicemu.clone(),
         };
         Ok((args, patch))
     }
@@ -276,6 +271,32 @@ mod tests {
             .unwrap();
         assert_eq!(a.devices, ["nicemu-ixgbe"]);
         assert_eq!(a.params.last().map(String::as_str), Some("qdisc.size=128"));
+        let (a, _) = e
+            .run_args(&args(&[
+                "qdisc-trylock",
+                "--aa",
+                "--accel",
+                "tcg",
+                "--smp",
+                "4",
+                "--pin",
+                "--mem",
+                "2048",
+                "--timeout",
+                "900",
+                "--nicemu",
+                "/opt/nicemu",
+            ]))
+            .unwrap();
+        let g = &a.guest;
+        assert_eq!(
+            (g.accel, g.smp, g.pin, g.mem, g.timeout),
+            (crate::vm::accel::Accel::Tcg, 4, true, 2048, Some(900))
+        );
+        assert_eq!(
+            g.nicemu.as_deref(),
+            Some(std::path::Path::new("/opt/nicemu"))
+        );
         let err = e.run_args(&args(&["qdisc-trylock", "--patch", "/nonexistent.patch"]));
         assert!(err
             .unwrap_err()

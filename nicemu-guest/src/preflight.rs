@@ -35,7 +35,7 @@ pub fn check_paths(args: &RunArgs, matrix: &Matrix) -> Result<()> {
             dir(flag, d)?;
         }
     }
-    if let Some(n) = &args.nicemu {
+    if let Some(n) = &args.guest.nicemu {
         file("--nicemu", n)?;
     }
     outputs(&args.out)

@@ -136,8 +136,8 @@ pub fn run(args: &RunArgs) -> Result<RunReport> {
     report.env = Some(report::run_env::measure(
         &prov,
         nicemu_bin.as_deref(),
-        args.pin,
-        args.smp,
+        args.guest.pin,
+        args.guest.smp,
     ));
     if plan.is_ab(args, rounds) && rounds > 1 {
         report.ab = Some(report::ab::summarise(&report, rounds, &args.main_metrics));
@@ -177,6 +177,7 @@ impl Plan {
             .filter_map(|s| scenario::by_name(s))
             .collect();
         let timeout = args
+            .guest
             .timeout
             .unwrap_or_else(|| default_timeout(&scenarios, &matrix.params));
         println!(
@@ -214,8 +215,8 @@ impl Plan {
             run_dir: dir.host.to_string_lossy().into_owned(),
             accel: String::new(),
             topology: self.matrix.topology.name().to_owned(),
-            smp: args.smp,
-            mem_mb: args.mem,
+            smp: args.guest.smp,
+            mem_mb: args.guest.mem,
             scenarios: self.matrix.scenarios.clone(),
             params: self.matrix.params.clone(),
             shard: self.shard.map(|s| s.to_string()),
@@ -233,7 +234,7 @@ fn nicemu_binary(args: &RunArgs, plan: &Plan) -> Result<Option<PathBuf>> {
     if !plan.cells.iter().any(|c| c.device.nicemu_kind().is_some()) {
         return Ok(None);
     }
-    let bin = nicemu_proc::find_binary(args.nicemu.as_deref())?;
+    let bin = nicemu_proc::find_binary(args.guest.nicemu.as_deref())?;
     if plan.matrix.scenarios.iter().any(|s| s == "faults") {
         match crate::vm::host::ensure_tcpdump() {
             Ok(m) => println!("{m}"),
@@ -322,7 +323,7 @@ impl<'a> Rounds<'a> {
         let a = match self.accel {
             Some(a) => a,
             None => {
-                let a = accel::resolve(self.ctx.args.accel, || kvm_probe(self.ctx, img))?;
+                let a = accel::resolve(self.ctx.args.guest.accel, || kvm_probe(self.ctx, img))?;
                 report.accel = a.qemu_name().to_owned();
                 self.accel = Some(a);
                 a
