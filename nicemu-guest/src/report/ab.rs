@@ -6,8 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
-
+use super::ab_record::{AbMetric, AbSummary};
 use super::compare::{flatten, fmt_num, interesting};
 use super::{CellRun, RunReport};
 use crate::stats::verdict::{self, Verdict};
@@ -16,82 +15,6 @@ use crate::stats::verdict::{self, Verdict};
 pub const METHOD: &str = "Mann–Whitney U, two-sided, 5 % (exact without ties); \
     95 % CI: percentile bootstrap of median(B)/median(A), 10 000 resamples, fixed seed; \
     detectable effect at 80 % power from the rounds' CV";
-
-/// What the numbers of a run depend on, besides accel, vCPUs and kernels (in the report).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct RunEnv {
-    /// Host CPUs online.
-    pub host_cores: usize,
-    /// `nicemu --version`, when nicemu served a device.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub nicemu_version: Option<String>,
-    /// `qemu-system-x86_64 --version` (first line).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub qemu_version: Option<String>,
-    /// Host cores QEMU's and nicemu's threads were pinned to, if any.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pinning: Option<String>,
-    /// Host load average (1 min) when the run started: the machine may be shared.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub load_avg: Option<f64>,
-}
-
-impl RunEnv {
-    /// One line: "host 2 cores (load 3.1), nicemu 0.1.0, QEMU emulator version 11.1.3,
-    /// pinned vCPU0→0 vCPU1→1 nicemu→0".
-    pub fn line(&self) -> String {
-        let mut s = format!("host {} cores", self.host_cores);
-        if let Some(l) = self.load_avg {
-            s.push_str(&format!(" (load {l:.1})"));
-        }
-        // The versions name themselves ("nicemu 0.1.0", "QEMU emulator version 11.1.3 …").
-        for v in [&self.nicemu_version, &self.qemu_version]
-            .into_iter()
-            .flatten()
-        {
-            s.push_str(&format!(", {v}"));
-        }
-        if let Some(p) = &self.pinning {
-            s.push_str(&format!(", pinned {p}"));
-        }
-        s
-    }
-}
-
-/// One metric of one device and scenario across the rounds.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct AbMetric {
-    /// Device kind.
-    pub device: String,
-    /// Scenario.
-    pub scenario: String,
-    /// Flattened metric key ("tests.UDP_STREAM.messages_per_s").
-    pub metric: String,
-    /// One of the experiment's main metrics (printed in the headline table).
-    pub main: bool,
-    /// A's values in round order.
-    pub a: Vec<f64>,
-    /// B's values in round order.
-    pub b: Vec<f64>,
-    /// The verdict (absent when a side has no finite values).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub verdict: Option<Verdict>,
-}
-
-/// All metrics of an A/B run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct AbSummary {
-    /// Kernel label of side A.
-    pub a_label: String,
-    /// Kernel label of side B.
-    pub b_label: String,
-    /// Rounds asked for (boots per side).
-    pub rounds: u32,
-    /// How the verdicts are reached ([`METHOD`]).
-    pub method: String,
-    /// Per metric.
-    pub metrics: Vec<AbMetric>,
-}
 
 /// The side of a cell: its `side` field, else A for the first kernel of the report.
 fn side_of(c: &CellRun, first_kernel: &str) -> bool {
@@ -457,21 +380,6 @@ mod tests {
                 m.verdict.as_ref().unwrap().headline()
             );
         }
-    }
-
-    #[test]
-    fn env_line_names_each_version_once() {
-        let e = RunEnv {
-            host_cores: 2,
-            nicemu_version: Some("nicemu 0.1.0".into()),
-            qemu_version: Some("QEMU emulator version 11.1.3".into()),
-            pinning: Some("vCPU0→0 nicemu→0".into()),
-            load_avg: Some(10.04),
-        };
-        assert_eq!(
-            e.line(),
-            "host 2 cores (load 10.0), nicemu 0.1.0, QEMU emulator version 11.1.3, pinned vCPU0→0 nicemu→0"
-        );
     }
 
     #[test]

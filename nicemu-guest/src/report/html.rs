@@ -90,7 +90,7 @@ pub fn render(report: &RunReport) -> String {
 }
 
 /// The A/B verdicts: a table of the main metrics and per-round dots for each.
-fn ab_section(ab: &super::ab::AbSummary, report: &RunReport) -> String {
+fn ab_section(ab: &super::ab_record::AbSummary, report: &RunReport) -> String {
     let mut s = format!(
         "<h2>A/B verdict ({} round(s) per side)</h2>\n<p>A: {} · B: {} · accel {} · {} vCPU{}</p>\n<p>{}</p>\n\
          <table><tr><th>device</th><th>metric</th><th>A median (min–max)</th><th>B median (min–max)</th><th>verdict</th><th>test</th><th>noise</th></tr>\n",

@@ -3,6 +3,7 @@
 //! HTML with SVG plots, JUnit XML; merging shard results and comparing two runs.
 
 pub mod ab;
+pub mod ab_record;
 pub mod cases;
 pub mod compare;
 pub mod escape;
@@ -54,10 +55,10 @@ pub struct RunReport {
     pub runs: Vec<CellRun>,
     /// What the numbers depend on: host cores, nicemu and QEMU versions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub env: Option<ab::RunEnv>,
+    pub env: Option<run_env::RunEnv>,
     /// A/B runs: per metric the samples of both sides and the verdict.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ab: Option<ab::AbSummary>,
+    pub ab: Option<ab_record::AbSummary>,
 }
 
 /// Results of booting one guest: one kernel, one device under test (plus its peer).

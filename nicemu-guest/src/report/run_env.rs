@@ -1,12 +1,54 @@
 // SPDX-License-Identifier: Apache-2.0
-//! The run's environment as the report records it: host cores, load, nicemu's and QEMU's
-//! versions, the pinning.
+//! The run's environment as the report records it (host cores, load, nicemu's and QEMU's
+//! versions, the pinning), and its measurement.
 
 use std::path::Path;
 
-use super::ab::RunEnv;
+use serde::{Deserialize, Serialize};
+
 use crate::provision::{Provisioned, QemuLauncher};
 use crate::vm::pin::{host_cores, PinPlan};
+
+/// What the numbers of a run depend on, besides accel, vCPUs and kernels (in the report).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunEnv {
+    /// Host CPUs online.
+    pub host_cores: usize,
+    /// `nicemu --version`, when nicemu served a device.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nicemu_version: Option<String>,
+    /// `qemu-system-x86_64 --version` (first line).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qemu_version: Option<String>,
+    /// Host cores QEMU's and nicemu's threads were pinned to, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pinning: Option<String>,
+    /// Host load average (1 min) when the run started: the machine may be shared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_avg: Option<f64>,
+}
+
+impl RunEnv {
+    /// One line: "host 2 cores (load 3.1), nicemu 0.1.0, QEMU emulator version 11.1.3,
+    /// pinned vCPU0→0 vCPU1→1 nicemu→0".
+    pub fn line(&self) -> String {
+        let mut s = format!("host {} cores", self.host_cores);
+        if let Some(l) = self.load_avg {
+            s.push_str(&format!(" (load {l:.1})"));
+        }
+        // The versions name themselves ("nicemu 0.1.0", "QEMU emulator version 11.1.3 …").
+        for v in [&self.nicemu_version, &self.qemu_version]
+            .into_iter()
+            .flatten()
+        {
+            s.push_str(&format!(", {v}"));
+        }
+        if let Some(p) = &self.pinning {
+            s.push_str(&format!(", pinned {p}"));
+        }
+        s
+    }
+}
 
 /// What the run's numbers depend on: host cores, load, nicemu and QEMU versions.
 pub fn measure(prov: &Provisioned, nicemu: Option<&Path>, pin: bool, smp: u32) -> RunEnv {
@@ -38,5 +80,25 @@ pub fn measure(prov: &Provisioned, nicemu: Option<&Path>, pin: bool, smp: u32) -
         load_avg: std::fs::read_to_string("/proc/loadavg")
             .ok()
             .and_then(|l| l.split_whitespace().next().and_then(|x| x.parse().ok())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn env_line_names_each_version_once() {
+        let e = RunEnv {
+            host_cores: 2,
+            nicemu_version: Some("nicemu 0.1.0".into()),
+            qemu_version: Some("QEMU emulator version 11.1.3".into()),
+            pinning: Some("vCPU0→0 nicemu→0".into()),
+            load_avg: Some(10.04),
+        };
+        assert_eq!(
+            e.line(),
+            "host 2 cores (load 10.0), nicemu 0.1.0, QEMU emulator version 11.1.3, pinned vCPU0→0 nicemu→0"
+        );
     }
 }
