@@ -213,6 +213,11 @@ pub fn compiler_package(config: &str) -> Option<String> {
     Some(gcc.to_owned())
 }
 
+/// Parallel jobs for make: the host's CPUs.
+pub fn jobs() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

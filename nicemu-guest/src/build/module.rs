@@ -7,9 +7,10 @@
 
 use std::path::{Path, PathBuf};
 
+use super::make;
 use super::patch::{self, Patch};
+use super::store::{keep_log, key};
 use super::tree::ModuleTree;
-use super::{keep_log, key, make};
 use crate::error::{Error, Result};
 use crate::image::guest_kernel::{BuiltModule, GuestKernel};
 
@@ -192,11 +193,6 @@ pub fn from_driver_dirs(
 
 fn build_dir(tree: &ModuleTree, m: &str, log: &Path, phase: &str) -> Result<()> {
     make::run_in_root(&tree.root, &tree.make_modules(m), log, phase).map(|_| ())
-}
-
-/// Parallel jobs for make: the host's CPUs.
-pub fn jobs() -> usize {
-    std::thread::available_parallelism().map_or(2, |n| n.get())
 }
 
 /// Ends the line [`stamp_dir`] appends.

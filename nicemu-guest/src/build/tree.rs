@@ -102,17 +102,17 @@ impl ModuleTree {
     /// ccache's base directory is the builds directory, so the same file in another build
     /// directory (another patch's module build, a driver directory) is a cache hit.
     pub fn make_modules(&self, m: &str) -> String {
-        let jobs = super::module::jobs();
+        let jobs = super::make::jobs();
         match &self.kind {
             Kind::Headers => format!(
                 "CCACHE_BASEDIR={} make -C {} M={m} -j{jobs} CCACHE=ccache \
                  DEBIAN_KERNEL_USE_CCACHE=1 modules",
-                super::BUILDS_IN_ROOT,
+                super::store::BUILDS_IN_ROOT,
                 self.dir
             ),
             Kind::Built { cc } => format!(
                 "CCACHE_BASEDIR={} make -C {} M={m} -j{jobs} CC='ccache {cc}' HOSTCC={cc} modules",
-                super::BUILDS_IN_ROOT,
+                super::store::BUILDS_IN_ROOT,
                 self.dir
             ),
         }
@@ -120,7 +120,7 @@ impl ModuleTree {
 
     /// `ROOT/var/lib/nicemu-builds` and its path inside the root.
     pub fn builds_dir(&self) -> (PathBuf, &'static str) {
-        super::builds_dir(&self.root)
+        super::store::builds_dir(&self.root)
     }
 }
 

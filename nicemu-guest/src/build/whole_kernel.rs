@@ -8,8 +8,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use super::make;
 use super::patch::{self, Patch};
-use super::{builds_dir, key, make, BUILDS_IN_ROOT};
+use super::store::{builds_dir, key, BUILDS_IN_ROOT};
 use crate::cmd::output_ok;
 use crate::error::{Error, Result};
 use crate::image::guest_kernel::GuestKernel;
@@ -236,7 +237,7 @@ fn make_command(cc: &Compiler, src: &str, b: &str, id: &str) -> String {
     format!(
         "CCACHE_BASEDIR={BUILDS_IN_ROOT} make -C {src} O={b}/out -j{} CC='ccache {cc}' HOSTCC={cc} \
          LOCALVERSION={LOCALVERSION} KBUILD_BUILD_USER=nicemu KBUILD_BUILD_HOST=build-{}",
-        super::module::jobs(),
+        super::make::jobs(),
         &id[..12],
         cc = cc.name,
     )
