@@ -15,6 +15,7 @@
 
 pub mod channels;
 pub mod console;
+pub mod contract;
 pub mod counters;
 pub mod cpu;
 pub mod cyclictest;
@@ -40,89 +41,18 @@ pub mod result;
 pub mod rss;
 pub mod selftest;
 pub mod setup;
+pub mod target;
+pub mod values;
 pub mod xdp;
 pub mod xsk;
 
 pub use console::{Console, Section};
+pub use contract::{Scenario, NEED_IFACE, NEED_PEER};
 pub use result::{ScenarioResult, Status};
+pub use target::{Target, DUT_IP, PEER_IP};
+pub use values::{describe_rc, num, round};
 
 use crate::params::Params;
-
-/// Address of the device under test inside the guest's emulated network.
-pub const DUT_IP: &str = "192.168.100.1";
-/// Address of the peer (in netns `peer`).
-pub const PEER_IP: &str = "192.168.100.2";
-
-/// What a scenario runs against: one NIC in the guest, maybe with a peer.
-#[derive(Debug, Clone)]
-pub struct Target {
-    /// The MAC the device was given (lower case); the guest finds its interface by it.
-    pub mac: String,
-    /// The Linux driver expected to bind ("igb", "e1000e", "ixgbe").
-    pub driver: String,
-    /// MAC of the peer port, if the topology has one.
-    pub peer_mac: Option<String>,
-    /// True when the harness serves host-side actions (`nicemu_host`, a nicemu device
-    /// under test with a control socket).
-    pub host_actions: bool,
-    /// Scenarios that do not apply to the device, with the reason (SKIPped, not run).
-    pub unsupported: Vec<(String, String)>,
-    /// The `MODULE_VERSION` the harness stamped into the driver it built (`--patch`,
-    /// `--driver-dir`); `probe` checks `/sys/module/DRIVER/version` against it.
-    pub module_version: Option<String>,
-    /// The device kind's name ("nicemu-igb"; empty in parser tests that do not need it).
-    pub device: String,
-}
-
-#[cfg(test)]
-impl Target {
-    /// A parser-test target: `driver` with host actions, MAC "x", the peer's "y" if any.
-    pub fn for_test(driver: &str, peer_mac: Option<&str>) -> Target {
-        Target {
-            mac: "x".into(),
-            driver: driver.into(),
-            peer_mac: peer_mac.map(str::to_owned),
-            host_actions: true,
-            unsupported: Vec::new(),
-            module_version: None,
-            device: String::new(),
-        }
-    }
-}
-
-impl Target {
-    /// Why `scenario` does not apply to this device, if so.
-    pub fn unsupported(&self, scenario: &str) -> Option<&str> {
-        self.unsupported
-            .iter()
-            .find(|(s, _)| s == scenario)
-            .map(|(_, why)| why.as_str())
-    }
-}
-
-/// One test scenario.
-pub trait Scenario {
-    /// Short name used on the command line and in markers.
-    fn name(&self) -> &'static str;
-    /// The guest shell snippet (runs in a subshell with `SCEN`, `MAC`, `DRIVER`, `IFACE`,
-    /// `PEER_IFACE`, `DUT_IP`, `PEER_IP` set, and `HOST_ACTIONS=1` when `nicemu_host` is served).
-    fn script(&self, p: &Params) -> String;
-    /// True if the scenario needs a peer on the network.
-    fn needs_peer(&self) -> bool {
-        false
-    }
-    /// True if the scenario asks the harness for host-side actions (`nicemu_host`: nicemu
-    /// ctl, pcap reading); it is skipped on devices without a control socket.
-    fn needs_host(&self) -> bool {
-        false
-    }
-    /// Rough guest seconds the scenario takes under TCG (for the default timeout).
-    fn budget_secs(&self, _p: &Params) -> u64 {
-        30
-    }
-    /// Turns this scenario's console section into a result.
-    fn parse(&self, section: &Section, target: &Target) -> ScenarioResult;
-}
 
 /// All scenario names, in run order.
 pub const NAMES: &[&str] = &[
@@ -254,40 +184,4 @@ pub fn evaluate(scenario: &dyn Scenario, console: &Console, target: &Target) -> 
             r
         }
     }
-}
-
-/// Shell lines every scenario needing the DUT starts with.
-pub const NEED_IFACE: &str =
-    "if [ -z \"$IFACE\" ]; then nicemu_kv iface none; exit 1; fi\nnicemu_kv iface \"$IFACE\"\n";
-
-/// Shell lines every scenario needing the peer starts with (after [`NEED_IFACE`]).
-pub const NEED_PEER: &str =
-    "if [ -z \"$PEER_IFACE\" ] || [ \"$PEER_OK\" != 1 ]; then nicemu_kv peer none; exit 1; fi\n";
-
-/// Parses a number that may carry a unit suffix or thousands separators ("1,234", "12ms").
-pub fn num(s: &str) -> Option<f64> {
-    let t: String = s
-        .trim()
-        .chars()
-        .filter(|c| *c != ',')
-        .take_while(|c| c.is_ascii_digit() || *c == '.' || *c == '-' || *c == 'e' || *c == '+')
-        .collect();
-    t.parse().ok()
-}
-
-/// Explains a tool's exit status printed by `nicemu_out` (`TAG_rc`): 124/143 mean the
-/// guest-side `timeout` stopped it.
-pub fn describe_rc(rc: Option<&str>) -> String {
-    match rc {
-        Some("124") | Some("143") => "timed out".into(),
-        Some("127") => "tool not found in the guest".into(),
-        Some(rc) => format!("exit {rc}"),
-        None => "not run".into(),
-    }
-}
-
-/// Rounds to `digits` decimals (for tidy JSON).
-pub fn round(v: f64, digits: i32) -> f64 {
-    let f = 10f64.powi(digits);
-    (v * f).round() / f
 }
