@@ -211,7 +211,7 @@ mod tests {
             for (k, v) in &e.params {
                 p.set(k, v).unwrap_or_else(|err| panic!("{name}: {err}"));
             }
-            p.validate().unwrap_or_else(|err| panic!("{name}: {err}"));
+            crate::param_ranges::validate(&p).unwrap_or_else(|err| panic!("{name}: {err}"));
             assert!(
                 e.rounds >= 4,
                 "{name}: fewer than 4 rounds can never reach 5 %"

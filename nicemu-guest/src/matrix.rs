@@ -210,7 +210,7 @@ fn params_of(file: BTreeMap<String, toml::Value>, cli: &[String]) -> Result<Para
     for p in cli {
         params.set_pair(p)?;
     }
-    params.validate()?;
+    crate::param_ranges::validate(&params)?;
     Ok(params)
 }
 

@@ -6,6 +6,9 @@
 //! Every key of [`crate::params::KNOWN`] has a rule here (a test checks it, and that every
 //! default passes its own rule).
 
+use crate::error::Error;
+use crate::params::Params;
+
 /// What one parameter accepts.
 #[derive(Debug, Clone, Copy)]
 pub enum Allowed {
@@ -186,6 +189,23 @@ fn names(v: &str) -> bool {
     !v.is_empty() && v.split(',').map(str::trim).all(name)
 }
 
+/// Checks every value of `params` is shell-safe and what its parameter takes ([`RULES`]):
+/// a number in range, a known word.
+pub fn validate(params: &Params) -> crate::error::Result<()> {
+    for (k, v) in &params.0 {
+        check(k, v).map_err(Error::Usage)?;
+        let ok = v
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || ",.:_-/".contains(c));
+        if !ok {
+            return Err(Error::Usage(format!(
+                "parameter {k}={v:?}: only letters, digits and , . : _ - / are allowed"
+            )));
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -254,5 +274,20 @@ mod tests {
         assert!(check("qdisc.rate", "fast").is_err());
         check("kselftest.tests", "ping.py,hw/rss_ctx.py").unwrap();
         assert!(check("kselftest.tests", "").is_err());
+    }
+
+    #[test]
+    fn a_value_out_of_its_range_is_refused_with_what_is_allowed() {
+        let mut p = Params::default();
+        p.set_pair("netperf.duration=abc").unwrap();
+        let e = validate(&p).unwrap_err().to_string();
+        assert!(e.contains("netperf.duration=abc"), "{e}");
+        assert!(e.contains("an integer from 1 to 3600"), "{e}");
+        let mut p = Params::default();
+        p.set_pair("virtio.queues=17").unwrap();
+        assert!(validate(&p).is_err());
+        let mut p = Params::default();
+        p.set_pair("virtio.queues=16").unwrap();
+        validate(&p).unwrap();
     }
 }
