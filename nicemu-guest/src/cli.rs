@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::vm::accel::Accel;
 use crate::vm::device::Topology;
@@ -280,6 +280,25 @@ pub struct CompareArgs {
     /// Results of A, then of B; or one file holding exactly two kernels.
     #[arg(required = true, num_args = 1..=2)]
     pub files: Vec<PathBuf>,
+    /// Show the metrics matching GLOB (`SCENARIO.KEY`, `*` any characters, e.g.
+    /// `netperf.*`, `*.p99`); repeatable. Default: each scenario's headline metrics.
+    #[arg(long = "metric", value_name = "GLOB")]
+    pub metrics: Vec<String>,
+    /// Show every metric (internal latency rows included).
+    #[arg(long)]
+    pub all: bool,
+    /// markdown (tables), or text: at most 75 columns, verdicts first, a Tested-on block.
+    #[arg(long, value_enum, default_value = "markdown")]
+    pub format: TextFormat,
+}
+
+/// How `report` and `compare` print.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TextFormat {
+    /// Markdown tables.
+    Markdown,
+    /// Plain text of at most 75 columns for a mail or cover letter.
+    Text,
 }
 
 /// Options of `report`.
@@ -287,6 +306,9 @@ pub struct CompareArgs {
 pub struct ReportArgs {
     /// A results JSON file.
     pub file: PathBuf,
+    /// markdown (tables), or text: at most 75 columns, verdicts first, a Tested-on block.
+    #[arg(long, value_enum, default_value = "markdown")]
+    pub format: TextFormat,
     /// Outputs.
     #[command(flatten)]
     pub out: Outputs,

@@ -76,7 +76,10 @@ fn dispatch(cmd: cli::Command) -> Result<i32> {
         cli::Command::Report(args) => {
             let r = report::json::read(&args.file)?;
             report::outputs::write(&r, None, &args.out)?;
-            println!("{}", report::markdown::render(&r));
+            match args.format {
+                cli::TextFormat::Markdown => println!("{}", report::markdown::render(&r)),
+                cli::TextFormat::Text => print!("{}", report::text::report(&r)),
+            }
             Ok(0)
         }
     }
@@ -158,7 +161,11 @@ fn compare(args: &cli::CompareArgs) -> Result<i32> {
         [a, b] => (report::json::read(a)?, report::json::read(b)?),
         _ => return Err(Error::Usage("compare takes one or two files".into())),
     };
-    println!("{}", report::compare::render(&a, &b));
+    let select = report::metric_select::Select::from_args(&args.metrics, args.all);
+    match args.format {
+        cli::TextFormat::Markdown => println!("{}", report::compare::render(&a, &b, &select)),
+        cli::TextFormat::Text => print!("{}", report::text::compare(&a, &b, &select)),
+    }
     Ok(0)
 }
 

@@ -144,7 +144,10 @@ pub fn run(args: &RunArgs) -> Result<RunReport> {
     }
     report::outputs::write(&report, Some(&dir.host), &args.out)?;
     report::terminal::reports(&report, ab_kernels(args, &plan));
-    println!("results: {}", dir.host.join("results.json").display());
+    print!(
+        "\n{}",
+        report::terminal::locations(&report, &dir.host, &args.out)
+    );
     Ok(report)
 }
 

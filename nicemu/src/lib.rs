@@ -30,11 +30,14 @@ use std::path::PathBuf;
 
 use clap::Parser;
 
+/// `nicemu --version`: the crate version and the git commit it was built from.
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("NICEMU_COMMIT"), ")");
+
 /// Command line of `nicemu`.
 #[derive(Debug, Parser)]
 #[command(
     name = "nicemu",
-    version,
+    version = VERSION,
     about = "Emulated Intel igb (82576) / ixgbe (82599) NICs and virtio-net ports for QEMU VMs",
     long_about = "Serves emulated PCI network functions to QEMU over vfio-user \
 (-device '{\"driver\":\"vfio-user-pci\",\"socket\":{\"type\":\"unix\",\"path\":SOCKET}}', \
@@ -152,4 +155,21 @@ pub fn run(cli: Cli) -> Result<(), error::Error> {
     log::info!("signal {sig}: shutting down");
     running.remove_sockets();
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_version_names_the_commit_it_was_built_from() {
+        let v = super::VERSION;
+        let commit = v
+            .strip_prefix(concat!(env!("CARGO_PKG_VERSION"), " ("))
+            .and_then(|r| r.strip_suffix(')'))
+            .unwrap_or_else(|| panic!("{v}"));
+        assert!(
+            commit == "unknown"
+                || (commit.len() == 12 && commit.chars().all(|c| c.is_ascii_hexdigit())),
+            "{v}"
+        );
+    }
 }

@@ -4,7 +4,9 @@
 
 use std::collections::BTreeMap;
 
+use super::metric_select::Select;
 use super::{CellRun, RunReport};
+use crate::scenario::ScenarioResult;
 
 /// Flattens numeric leaves of a metric value into `prefix.key` → number. Arrays of objects
 /// are indexed by their `thread` field (or position); arrays of numbers are skipped.
@@ -107,20 +109,33 @@ pub fn fmt_num(v: f64) -> String {
     }
 }
 
-/// Renders the comparison as Markdown.
-pub fn render(a: &RunReport, b: &RunReport) -> String {
-    let mut s = format!(
-        "## nicemu-guest compare\n\n- **A**: {}\n- **B**: {}\n\n",
-        label(a),
-        label(b)
-    );
-    s.push_str("| device | scenario | metric | A | B | Δ |\n|---|---|---|---:|---:|---:|\n");
+/// One line of a comparison: a scenario's status (`metric` empty) or one metric, A and B.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    /// Device kind.
+    pub device: String,
+    /// Scenario.
+    pub scenario: String,
+    /// Flattened metric key; empty for the status row.
+    pub metric: String,
+    /// A's status or value (`—` when A has none).
+    pub a: String,
+    /// B's status or value.
+    pub b: String,
+    /// The change: `changed` for a status, `+10.4%` / `=` for a value, empty if unknown.
+    pub delta: String,
+}
+
+/// The rows of A against B, per device and scenario: the status, then the metrics `select`
+/// keeps (histograms and bookkeeping never).
+pub fn rows(a: &RunReport, b: &RunReport, select: &Select) -> Vec<Row> {
     let mut scenarios: Vec<String> = a.scenarios.clone();
     for x in &b.scenarios {
         if !scenarios.contains(x) {
             scenarios.push(x.clone());
         }
     }
+    let mut out = Vec::new();
     for (ca, cb) in pair(a, b) {
         let device = ca.or(cb).map(|c| c.device.clone()).unwrap_or_default();
         for sc in &scenarios {
@@ -129,35 +144,29 @@ pub fn render(a: &RunReport, b: &RunReport) -> String {
             if ra.is_none() && rb.is_none() {
                 continue;
             }
-            let st = |r: Option<&crate::scenario::ScenarioResult>| {
+            let row = |metric: &str, a: String, b: String, delta: String| Row {
+                device: device.clone(),
+                scenario: sc.clone(),
+                metric: metric.to_owned(),
+                a,
+                b,
+                delta,
+            };
+            let st = |r: Option<&ScenarioResult>| {
                 r.map(|r| r.status.to_string())
                     .unwrap_or_else(|| "—".into())
             };
             let (sa, sb) = (st(ra), st(rb));
-            s.push_str(&format!(
-                "| {device} | {sc} | status | {sa} | {sb} | {} |\n",
-                if sa == sb { "" } else { "changed" }
-            ));
-            let mut ma = BTreeMap::new();
-            let mut mb = BTreeMap::new();
-            if let Some(r) = ra {
-                flatten(
-                    "",
-                    &serde_json::to_value(&r.metrics).unwrap_or_default(),
-                    &mut ma,
-                );
-            }
-            if let Some(r) = rb {
-                flatten(
-                    "",
-                    &serde_json::to_value(&r.metrics).unwrap_or_default(),
-                    &mut mb,
-                );
-            }
+            let changed = if sa == sb { "" } else { "changed" };
+            out.push(row("", sa, sb, changed.into()));
+            let (ma, mb) = (numbers(ra), numbers(rb));
             let mut keys: Vec<&String> = ma.keys().chain(mb.keys()).collect();
             keys.sort();
             keys.dedup();
-            for k in keys.into_iter().filter(|k| interesting(k)) {
+            for k in keys
+                .into_iter()
+                .filter(|k| interesting(k) && select.keeps(sc, k))
+            {
                 let (va, vb) = (ma.get(k), mb.get(k));
                 let delta = match (va, vb) {
                     (Some(x), Some(y)) if x == y => "=".into(),
@@ -167,13 +176,49 @@ pub fn render(a: &RunReport, b: &RunReport) -> String {
                     _ => String::new(),
                 };
                 let show = |v: Option<&f64>| v.map(|v| fmt_num(*v)).unwrap_or_else(|| "—".into());
-                s.push_str(&format!(
-                    "| {device} | {sc} | {k} | {} | {} | {delta} |\n",
-                    show(va),
-                    show(vb)
-                ));
+                out.push(row(k, show(va), show(vb), delta));
             }
         }
+    }
+    out
+}
+
+/// A result's numeric metrics, flattened.
+fn numbers(r: Option<&ScenarioResult>) -> BTreeMap<String, f64> {
+    let mut m = BTreeMap::new();
+    if let Some(r) = r {
+        flatten(
+            "",
+            &serde_json::to_value(&r.metrics).unwrap_or_default(),
+            &mut m,
+        );
+    }
+    m
+}
+
+/// The A and B lines of a comparison's header.
+pub fn labels(a: &RunReport, b: &RunReport) -> (String, String) {
+    (label(a), label(b))
+}
+
+/// Renders the comparison as Markdown.
+pub fn render(a: &RunReport, b: &RunReport, select: &Select) -> String {
+    let mut s = format!(
+        "## nicemu-guest compare\n\n- **A**: {}\n- **B**: {}\n\n",
+        label(a),
+        label(b)
+    );
+    s.push_str("| device | scenario | metric | A | B | Δ |\n|---|---|---|---:|---:|---:|\n");
+    for r in rows(a, b, select) {
+        let metric = if r.metric.is_empty() {
+            "status"
+        } else {
+            &r.metric
+        };
+        s.push_str(&format!(
+            "| {} | {} | {metric} | {} | {} | {} |\n",
+            r.device, r.scenario, r.a, r.b, r.delta
+        ));
     }
     s
 }
@@ -193,7 +238,7 @@ mod tests {
                 cell("trixie", "nicemu-igb", 0.6, 450.0, false),
             ],
         );
-        let md = render(&a, &b);
+        let md = render(&a, &b, &Select::All);
         assert!(md.contains("**A**: sid 1.0 (run ra)"), "{md}");
         assert!(
             md.contains("| qemu-igb | ping | rtt_avg_ms | 0.500 | 0.600 | +20.0% |"),
@@ -212,7 +257,11 @@ mod tests {
         let text = include_str!("../../tests/fixtures/ab-sid-trixie-qemu-igb.results.json");
         let r: RunReport = serde_json::from_str(text).unwrap();
         assert_eq!(r.kernels(), ["sid", "trixie"]);
-        let md = render(&r.only_kernel("sid"), &r.only_kernel("trixie"));
+        let md = render(
+            &r.only_kernel("sid"),
+            &r.only_kernel("trixie"),
+            &Select::All,
+        );
         assert!(md.contains("**A**: sid 7.2.13+deb14-amd64"), "{md}");
         assert!(md.contains("**B**: trixie 6.12.117+deb13-amd64"));
         assert!(md.contains(

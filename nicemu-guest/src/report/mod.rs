@@ -12,10 +12,12 @@ pub mod json;
 pub mod junit;
 pub mod markdown;
 pub mod merge;
+pub mod metric_select;
 pub mod outputs;
 pub mod run_env;
 pub mod svg;
 pub mod terminal;
+pub mod text;
 
 use serde::{Deserialize, Serialize};
 
