@@ -490,10 +490,7 @@ fn no_two_files_of_nicemu_guest_import_each_other() {
     assert_no_cycles("nicemu-guest");
 }
 
-// nicemu/src/vfio/irq.rs and vfio/signaller.rs import each other; issue 34 item 1 moves the
-// signalling out of vfio/. Drop the `ignore` when it lands.
 #[test]
-#[ignore = "vfio/irq.rs <-> vfio/signaller.rs until issue 34 item 1 lands"]
 fn no_two_files_of_nicemu_import_each_other() {
     assert_no_cycles("nicemu");
 }
