@@ -39,6 +39,10 @@ pub enum Command {
     /// Print the nicemu command and the QEMU arguments for a device set, for any launcher
     /// (vng --qemu-opts, libvirt's <qemu:commandline>, a shell script).
     QemuArgs(QemuArgsArgs),
+    /// Run virtme-ng (`vng -r …`/`vng -b …`, the arguments after `--`) inside the sid root on
+    /// nicemu's emulated NICs: nicemu started for the device set, the QEMU options added,
+    /// nicemu stopped when vng exits.
+    Vng(VngArgs),
     /// Fetch the exact Debian source of a guest kernel and extract parts of it (to write a
     /// patch against); prints the tree root.
     Source(SourceArgs),
@@ -66,6 +70,29 @@ pub struct QemuArgsArgs {
     /// argv, one per line), vng (a `vng --qemu-opts` value).
     #[arg(long, value_enum, default_value = "shell")]
     pub format: QemuArgsFormat,
+}
+
+/// Options of `vng`.
+#[derive(Debug, Args)]
+pub struct VngArgs {
+    /// Device under test: nicemu-igb, nicemu-ixgbe or nicemu-virtio.
+    #[arg(long, default_value = "nicemu-igb")]
+    pub device: String,
+    /// Ports: single (one), netns (two on one switch), mixed (igb0 + ixgbe1).
+    #[arg(long, value_enum, default_value = "single")]
+    pub topology: Topology,
+    /// Guest RAM in MiB when vng's arguments give no --memory.
+    #[arg(long, default_value_t = 1024)]
+    pub mem: u32,
+    /// Acceleration: auto (KVM only where it runs stock guests), kvm or tcg (--disable-kvm).
+    #[arg(long, value_enum, default_value = "auto")]
+    pub accel: Accel,
+    /// nicemu binary (default: next to nicemu-guest, else on PATH).
+    #[arg(long)]
+    pub nicemu: Option<PathBuf>,
+    /// vng's own arguments, after `--` (e.g. -- -r /boot/vmlinuz-… -e 'ip -br link').
+    #[arg(last = true, required = true)]
+    pub vng_args: Vec<String>,
 }
 
 /// Output forms of `qemu-args`.
@@ -165,6 +192,15 @@ pub struct RunArgs {
     /// the same as --kernel tree:DIR. DIR is never written to; rebuilds are incremental.
     #[arg(long)]
     pub kernel_tree: Option<PathBuf>,
+    /// A full kernel config for every kernel the harness builds (sid → built whole; a
+    /// --kernel-tree's own .config is used without it); what the scenarios need and it
+    /// lacks is added and named.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// A config fragment merged (as merge_config.sh does) into every built kernel's config,
+    /// in order (repeatable); options the final config lacks are warned about.
+    #[arg(long = "config-fragment")]
+    pub config_fragments: Vec<PathBuf>,
     /// Build every named Debian kernel whole from its source (sid → sid-built), even without
     /// a patch.
     #[arg(long)]

@@ -168,6 +168,8 @@ impl Experiment {
             driver_dirs_a: Vec::new(),
             driver_dirs_b: Vec::new(),
             kernel_tree: None,
+            config: None,
+            config_fragments: Vec::new(),
             build_kernel: false,
             params,
             rounds,

@@ -5,6 +5,8 @@
 
 mod build;
 mod cell;
+#[cfg(test)]
+mod ci_templates_tests;
 mod cli;
 mod cmd;
 #[cfg(test)]
@@ -24,6 +26,7 @@ mod scenario;
 mod signals;
 mod stats;
 mod vm;
+mod vng;
 
 use clap::Parser;
 
@@ -56,6 +59,7 @@ fn dispatch(cmd: cli::Command) -> Result<i32> {
             Ok(0)
         }
         cli::Command::Source(args) => source(&args),
+        cli::Command::Vng(args) => vng::run(&args),
         cli::Command::Run(args) => {
             let r = run::run(&args)?;
             Ok(i32::from(!r.passed()))
@@ -93,7 +97,7 @@ fn provision_cmd(args: &cli::ProvisionArgs) -> Result<i32> {
     match &p.qemu {
         provision::QemuLauncher::Host(q) => println!("provision: QEMU {}", q.display()),
         provision::QemuLauncher::Chroot(r) => {
-            println!("provision: QEMU via chroot {}", r.display())
+            println!("provision: QEMU inside the sid root {}", r.display())
         }
     }
     for k in &args.kernels {

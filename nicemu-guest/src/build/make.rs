@@ -7,7 +7,7 @@
 use std::io::Write;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use crate::cmd::stdout_ok;
@@ -29,9 +29,8 @@ pub fn run_in_root(sid_root: &Path, script: &str, log: &Path, phase: &str) -> Re
     let _ = writeln!(file, "### {phase}\n### {script}");
     let log_start = file.metadata().map_or(0, |m| m.len());
     let err = file.try_clone().map_err(|e| Error::io(log, e))?;
-    let mut cmd = Command::new("chroot");
-    cmd.arg(sid_root)
-        .args(["sh", "-c", script])
+    let mut cmd = crate::provision::enter::in_root(sid_root);
+    cmd.args(["sh", "-c", script])
         .env("CCACHE_DIR", CCACHE_DIR)
         .env("CCACHE_MAXSIZE", "8G")
         .env("LC_ALL", "C")
@@ -192,11 +191,12 @@ pub fn ensure_packages(sid_root: &Path, packages: &[String]) -> Result<()> {
 }
 
 fn installed(sid_root: &Path, pkg: &str) -> bool {
-    stdout_ok(
-        Command::new("chroot")
-            .arg(sid_root)
-            .args(["dpkg-query", "-W", "-f=${Status}", pkg]),
-    )
+    stdout_ok(crate::provision::enter::in_root(sid_root).args([
+        "dpkg-query",
+        "-W",
+        "-f=${Status}",
+        pkg,
+    ]))
     .is_ok_and(|s| s.contains("install ok installed"))
 }
 

@@ -16,6 +16,7 @@
 //! by source version, config and the patches' contents; an entry is used only once its
 //! `READY` file exists.
 
+pub mod config_input;
 pub mod kbuild;
 pub mod make;
 pub mod module;
@@ -24,6 +25,7 @@ pub mod prepare;
 pub mod resume;
 pub mod store;
 pub mod tree;
+pub mod tree_mirror;
 pub mod whole_kernel;
 
 use std::path::{Path, PathBuf};
@@ -43,6 +45,9 @@ pub struct KernelRequest {
     pub patches: Vec<Patch>,
     /// Driver source directories built against its build tree (`--driver-dir`).
     pub driver_dirs: Vec<PathBuf>,
+    /// What a whole-kernel build's `.config` is made from (`--config`, `--config-fragment`, a
+    /// tree's own `.config`).
+    pub config: config_input::ConfigInput,
 }
 
 impl KernelRequest {
@@ -52,6 +57,7 @@ impl KernelRequest {
             spec,
             patches: Vec::new(),
             driver_dirs: Vec::new(),
+            config: config_input::ConfigInput::default(),
         }
     }
 
@@ -182,10 +188,22 @@ pub fn resolve(req: &KernelRequest, sid_root: &Path, log_dir: &Path) -> Result<G
                     dir.display()
                 )));
             }
-            whole_kernel::from_tree(sid_root, dir, &req.patches, log_dir)?
+            whole_kernel::from_tree(sid_root, dir, &req.patches, &req.config, log_dir)?
         }
         KernelSpec::Built(base) => {
             let stock = guest_kernel::resolve(&base_spec(base)?, sid_root)?;
+            built_with_changes(req, &stock, sid_root, log_dir)?
+        }
+        spec if !req.config.is_default() => {
+            // --config / --config-fragment: the kernel is built whole from its source.
+            if matches!(spec, KernelSpec::Custom { .. }) {
+                return Err(Error::Usage(
+                    "--config / --config-fragment need a kernel the harness builds (sid, \
+                     trixie, NAME-built, tree:DIR); a bzImage is built already"
+                        .into(),
+                ));
+            }
+            let stock = guest_kernel::resolve(spec, sid_root)?;
             built_with_changes(req, &stock, sid_root, log_dir)?
         }
         spec => {
@@ -234,7 +252,7 @@ fn built_with_changes(
     log_dir: &Path,
 ) -> Result<GuestKernel> {
     if req.patches.is_empty() {
-        let base = whole_kernel::from_debian_source(sid_root, stock, &[], log_dir)?;
+        let base = whole_kernel::from_debian_source(sid_root, stock, &[], &req.config, log_dir)?;
         return with_driver_dirs(req, base, sid_root, log_dir);
     }
     if !req.driver_dirs.is_empty() {
@@ -244,7 +262,7 @@ fn built_with_changes(
     // The stock kernel's config is known before any build: a patch it would rebuild whole
     // is built whole at once.
     if let Plan::Modules(_) = plan(&req.patches, module_source(&src, stock, &req.patches)?) {
-        let base = whole_kernel::from_debian_source(sid_root, stock, &[], log_dir)?;
+        let base = whole_kernel::from_debian_source(sid_root, stock, &[], &req.config, log_dir)?;
         // The built kernel's own config decides (a driver could be built in there).
         if let Plan::Modules(dirs) = plan(&req.patches, module_source(&src, &base, &req.patches)?) {
             let tree = built_tree(sid_root, &base)?;
@@ -261,7 +279,7 @@ fn built_with_changes(
     println!(
         "build: the patches change files outside module directories: building the whole kernel"
     );
-    whole_kernel::from_debian_source(sid_root, stock, &req.patches, log_dir)
+    whole_kernel::from_debian_source(sid_root, stock, &req.patches, &req.config, log_dir)
 }
 
 fn both_driver_dir_and_patch() -> Error {
@@ -328,7 +346,7 @@ fn with_changes(
         }
         Plan::WholeKernel => {
             println!("build: the patches change files outside module directories: building the whole kernel");
-            whole_kernel::from_debian_source(sid_root, &stock, &req.patches, log_dir)
+            whole_kernel::from_debian_source(sid_root, &stock, &req.patches, &req.config, log_dir)
         }
     }
 }

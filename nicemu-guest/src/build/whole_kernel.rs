@@ -3,11 +3,15 @@
 //! nicemu.config`: igb/ixgbe as modules, virtio-net, MSI-X, PTP, netns, the scenarios'
 //! qdiscs, 8021q, BPF/XDP and the latency tracers), built inside the sid root with ccache,
 //! out of tree (`O=`), from a Debian kernel's own source (with `--patch`es) or from a
-//! developer's tree (`tree:DIR`, bind-mounted read-only, so DIR is never written to).
+//! developer's tree (`tree:DIR`, its source files mirrored into the build directory, so DIR
+//! is only read: [`super::tree_mirror`]). A developer's `.config` or a `--config` replaces
+//! defconfig + fragment, with what the scenarios need added ([`super::config_input`]).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use super::config_input::{self, ConfigInput};
+pub use super::config_input::{unmet_options, FRAGMENT};
 use super::make;
 use super::patch::{self, Patch};
 use super::store::{builds_dir, key, BUILDS_IN_ROOT};
@@ -16,8 +20,6 @@ use crate::error::{Error, Result};
 use crate::image::guest_kernel::GuestKernel;
 use crate::provision::linux_source;
 
-/// The config fragment merged onto x86_64_defconfig.
-pub const FRAGMENT: &str = include_str!("../../kernel/nicemu.config");
 /// LOCALVERSION of every kernel the harness builds ("7.2.13-nicemu").
 pub const LOCALVERSION: &str = "-nicemu";
 
@@ -26,6 +28,7 @@ pub fn from_debian_source(
     sid_root: &Path,
     stock: &GuestKernel,
     patches: &[Patch],
+    config: &ConfigInput,
     log_dir: &Path,
 ) -> Result<GuestKernel> {
     let src = linux_source::ensure(sid_root, &stock.release)?;
@@ -37,6 +40,11 @@ pub fn from_debian_source(
         cc.version.as_bytes(),
     ];
     parts.extend(patches.iter().map(|p| p.text.as_bytes()));
+    // The default configuration keeps the keys builds had before --config existed.
+    let identity = config.identity();
+    if !config.is_default() {
+        parts.push(identity.as_bytes());
+    }
     let id = key(&parts, 16);
     let (host, chroot) = builds_dir(sid_root);
     let b = host.join(format!("kernel-{id}"));
@@ -61,7 +69,15 @@ pub fn from_debian_source(
     }
     let inside = format!("{chroot}/kernel-{id}");
     let log = log_dir.join("build.log");
-    build(sid_root, &cc, &format!("{inside}/src"), &inside, &id, &log)?;
+    build(
+        sid_root,
+        &cc,
+        &format!("{inside}/src"),
+        &inside,
+        &id,
+        config,
+        &log,
+    )?;
     finish(&b, &log)?;
     ready(&b, stock, patches, log_dir)
         .ok_or_else(|| Error::Build(format!("the build in {} left no kernel", b.display())))
@@ -73,27 +89,33 @@ pub fn from_tree(
     sid_root: &Path,
     dir: &Path,
     patches: &[Patch],
+    config: &ConfigInput,
     log_dir: &Path,
 ) -> Result<GuestKernel> {
     let dir = check_tree(dir)?;
-    let mut parts: Vec<&[u8]> = vec![
-        b"tree-v1",
-        dir.as_os_str().as_encoded_bytes(),
-        FRAGMENT.as_bytes(),
-    ];
+    super::tree_mirror::check_state(&dir)?;
+    // The output directory persists per tree (and patches): a new configuration is applied
+    // to it, so only what it changes is rebuilt.
+    let mut parts: Vec<&[u8]> = vec![b"tree-v2", dir.as_os_str().as_encoded_bytes()];
     parts.extend(patches.iter().map(|p| p.text.as_bytes()));
     let id = key(&parts, 16);
     let (host, chroot) = builds_dir(sid_root);
     let b = host.join(format!("tree-{id}"));
     let _lock = crate::provision::lock::FileLock::exclusive(&host.join(format!("tree-{id}.lock")))?;
-    std::fs::create_dir_all(b.join("src")).map_err(|e| Error::io(&b, e))?;
     let cc = ensure_tools(sid_root)?;
-    let _mount;
-    if patches.is_empty() {
-        _mount = Some(ReadOnlyBind::new(&dir, &b.join("src"))?);
-    } else {
-        _mount = None;
-        copy_tree(&dir, &b.join("src"))?;
+    let started = std::time::Instant::now();
+    let files = super::tree_mirror::source_files(&dir)?;
+    let synced = super::tree_mirror::sync(&dir, &b.join("src"), &files)?;
+    println!(
+        "build: tree {}: {} source files, {} copied, {} removed, {} unchanged ({:.0} s)",
+        dir.display(),
+        files.len(),
+        synced.copied,
+        synced.removed,
+        synced.unchanged,
+        started.elapsed().as_secs_f64()
+    );
+    if !patches.is_empty() {
         patch::apply_all(
             &b.join("src"),
             patches,
@@ -102,7 +124,15 @@ pub fn from_tree(
     }
     let inside = format!("{chroot}/tree-{id}");
     let log = log_dir.join("build.log");
-    build(sid_root, &cc, &format!("{inside}/src"), &inside, &id, &log)?;
+    build(
+        sid_root,
+        &cc,
+        &format!("{inside}/src"),
+        &inside,
+        &id,
+        config,
+        &log,
+    )?;
     finish(&b, &log)?;
     let name = dir
         .file_name()
@@ -134,8 +164,8 @@ pub fn source_dir(k: &GuestKernel) -> Result<PathBuf> {
     Ok(src)
 }
 
-/// A Linux tree: a top Makefile with VERSION/PATCHLEVEL, Kconfig and arch/x86; built in place
-/// trees are refused (kbuild's O= builds need a clean source tree).
+/// A Linux tree: a top Makefile with VERSION/PATCHLEVEL, Kconfig and arch/x86 (a `.config`
+/// or an in-place build's objects are fine: only its source files are mirrored).
 pub fn check_tree(dir: &Path) -> Result<PathBuf> {
     let d = dir
         .canonicalize()
@@ -147,12 +177,6 @@ pub fn check_tree(dir: &Path) -> Result<PathBuf> {
     {
         return Err(Error::Usage(format!(
             "--kernel-tree {}: not a Linux kernel tree (needs a top Makefile with VERSION/PATCHLEVEL, Kconfig and arch/x86)",
-            d.display()
-        )));
-    }
-    if d.join(".config").exists() || d.join("include/config").exists() {
-        return Err(Error::Usage(format!(
-            "--kernel-tree {}: it was configured or built in place (.config); run `make mrproper` there, the harness builds out of tree",
             d.display()
         )));
     }
@@ -172,32 +196,27 @@ pub struct Compiler {
 /// The build script: defconfig + fragment, then bzImage and modules, then modules_install.
 /// `b` is the build directory inside the chroot; `O=b/out` persists, so a build that was
 /// interrupted, or a tree that changed, makes only what is missing or out of date.
-fn build(sid_root: &Path, cc: &Compiler, src: &str, b: &str, id: &str, log: &Path) -> Result<()> {
+fn build(
+    sid_root: &Path,
+    cc: &Compiler,
+    src: &str,
+    b: &str,
+    id: &str,
+    config: &ConfigInput,
+    log: &Path,
+) -> Result<()> {
     let make = make_command(cc, src, b, id);
-    let fragment = format!("{b}/nicemu.config");
     let host_b = sid_root.join(&b[1..]);
-    let host_fragment = host_b.join("nicemu.config");
-    std::fs::write(&host_fragment, FRAGMENT).map_err(|e| Error::io(&host_fragment, e))?;
     let removed = super::resume::begin(&host_b, &host_b.join("out"))?;
     if removed > 0 {
         println!("build: resuming an interrupted build; {removed} half-written targets removed");
     }
-    if configured(&host_b) {
+    let identity = config.identity();
+    if configured(&host_b, &identity) {
         println!("build: configuration kept (kbuild re-syncs it if a Kconfig file changed)");
     } else {
-        let config = format!(
-            "set -e; mkdir -p {b}/out; {make} x86_64_defconfig; \
-             {src}/scripts/kconfig/merge_config.sh -m -O {b}/out {b}/out/.config {fragment}; \
-             {make} olddefconfig"
-        );
-        make::run_in_root(
-            sid_root,
-            &config,
-            log,
-            "configuring (x86_64_defconfig + nicemu.config)",
-        )?;
-        report_unmet(&host_b.join("out/.config"));
-        mark_configured(&host_b)?;
+        configure(sid_root, &make, src, b, config, log)?;
+        mark_configured(&host_b, &identity)?;
     }
     make::run_in_root(
         sid_root,
@@ -212,22 +231,114 @@ fn build(sid_root: &Path, cc: &Compiler, src: &str, b: &str, id: &str, log: &Pat
     super::resume::end(&host_b)
 }
 
-/// The stamp written once `out/.config` holds defconfig + the fragment; it holds the fragment.
-const CONFIGURED: &str = "CONFIGURED";
-
-/// Whether `out/.config` of the build directory `b` was made from the current fragment. The
-/// output directory of a tree persists, and configuring again costs ~25 s of an incremental
-/// rebuild; a change to a Kconfig file is still picked up (kbuild's syncconfig runs when
-/// `.config` or any Kconfig is newer than `include/config/auto.conf`).
-fn configured(b: &Path) -> bool {
-    b.join("out/.config").is_file()
-        && std::fs::read_to_string(b.join(CONFIGURED)).is_ok_and(|f| f == FRAGMENT)
+/// Writes `out/.config` of the build in `b` (inside the root) from `config`: defconfig + the
+/// fragment (+ `--config-fragment`s), or a full config (+ fragments) with the scenarios' needs
+/// it lacks added by `scripts/config`; then `olddefconfig`. Says what it changed.
+fn configure(
+    sid_root: &Path,
+    make: &str,
+    src: &str,
+    b: &str,
+    config: &ConfigInput,
+    log: &Path,
+) -> Result<()> {
+    let host_b = sid_root.join(&b[1..]);
+    let write = |name: &str, text: &str| -> Result<String> {
+        let p = host_b.join(name);
+        std::fs::write(&p, text).map_err(|e| Error::io(&p, e))?;
+        Ok(format!("{b}/{name}"))
+    };
+    let mut frags = Vec::new();
+    for (i, f) in config.fragments.iter().enumerate() {
+        frags.push(write(&format!("fragment-{}.config", i + 1), &f.text)?);
+    }
+    let merge = |files: &[String]| {
+        format!(
+            "{src}/scripts/kconfig/merge_config.sh -m -O {b}/out {b}/out/.config {}; ",
+            files.join(" ")
+        )
+    };
+    let (script, phase, before) = match &config.base {
+        None => {
+            let mut files = vec![write("nicemu.config", FRAGMENT)?];
+            files.extend(frags.iter().cloned());
+            let script = format!(
+                "set -e; mkdir -p {b}/out; {make} x86_64_defconfig; {}{make} olddefconfig",
+                merge(&files)
+            );
+            (
+                script,
+                "configuring (x86_64_defconfig + nicemu.config)".to_owned(),
+                None,
+            )
+        }
+        Some(base) => {
+            let base_file = write("base.config", &base.text)?;
+            let add = config_input::additions(&config_input::merged(&base.text, &config.fragments));
+            let mut script = format!("set -e; mkdir -p {b}/out; cp {base_file} {b}/out/.config; ");
+            if !frags.is_empty() {
+                script.push_str(&merge(&frags));
+            }
+            if !add.is_empty() {
+                script.push_str(&format!(
+                    "{src}/scripts/config --file {b}/out/.config {}; ",
+                    add.join(" ")
+                ));
+            }
+            script.push_str(&format!("{make} olddefconfig"));
+            (
+                script,
+                format!("configuring (from {})", base.name),
+                Some(base.text.clone()),
+            )
+        }
+    };
+    make::run_in_root(sid_root, &script, log, &phase)?;
+    let final_config = std::fs::read_to_string(host_b.join("out/.config")).unwrap_or_default();
+    match before {
+        None => report_unmet(&host_b.join("out/.config")),
+        Some(before) => {
+            let changed = config_input::changed(&before, &final_config);
+            if changed.is_empty() {
+                println!("build: config: it has everything the scenarios need; nothing changed");
+            } else {
+                println!(
+                    "build: config: set for the scenarios (scripts/config + olddefconfig): {}",
+                    changed.join(", ")
+                );
+            }
+        }
+    }
+    for f in &config.fragments {
+        let miss = config_input::fragment_misses(f, &final_config);
+        if !miss.is_empty() {
+            println!(
+                "build: config: warning: {}: not in the final .config (unknown to this kernel, \
+                 or a dependency is off): {}",
+                f.name,
+                miss.join(", ")
+            );
+        }
+    }
+    Ok(())
 }
 
-/// Records that `b/out/.config` was made from the current fragment.
-fn mark_configured(b: &Path) -> Result<()> {
+/// The stamp written once `out/.config` is configured; it holds the configuration's identity.
+const CONFIGURED: &str = "CONFIGURED";
+
+/// Whether `out/.config` of the build directory `b` was made from `identity`. The output
+/// directory of a tree persists, and configuring again costs ~25 s of an incremental
+/// rebuild; a change to a Kconfig file is still picked up (kbuild's syncconfig runs when
+/// `.config` or any Kconfig is newer than `include/config/auto.conf`).
+fn configured(b: &Path, identity: &str) -> bool {
+    b.join("out/.config").is_file()
+        && std::fs::read_to_string(b.join(CONFIGURED)).is_ok_and(|f| f == identity)
+}
+
+/// Records that `b/out/.config` was made from `identity`.
+fn mark_configured(b: &Path, identity: &str) -> Result<()> {
     let stamp = b.join(CONFIGURED);
-    std::fs::write(&stamp, FRAGMENT).map_err(|e| Error::io(&stamp, e))
+    std::fs::write(&stamp, identity).map_err(|e| Error::io(&stamp, e))
 }
 
 /// The make command line of a build in `b` (inside the chroot). ccache's base directory is
@@ -257,21 +368,6 @@ fn report_unmet(config_path: &Path) {
             unmet.join(", ")
         );
     }
-}
-
-/// `CONFIG_X=v` lines of `fragment` whose value the final `.config` does not have ("=n"
-/// is met by an absent option or `# CONFIG_X is not set`), as `CONFIG_X=v (got w)`.
-pub fn unmet_options(fragment: &str, config: &str) -> Vec<String> {
-    let have = super::kbuild::parse_config(config);
-    fragment
-        .lines()
-        .filter_map(|l| l.split_once('='))
-        .filter(|(k, _)| k.starts_with("CONFIG_"))
-        .filter_map(|(k, want)| {
-            let got = have.get(k).map(String::as_str).unwrap_or("n");
-            (got != want.trim()).then(|| format!("{k}={want} (got {got})"))
-        })
-        .collect()
 }
 
 /// The compiler the sid root's own kernel was built with (`gcc-16`), else `gcc`.
@@ -312,9 +408,7 @@ fn ensure_tools(sid_root: &Path) -> Result<Compiler> {
     }
     make::ensure_packages(sid_root, &pkgs)?;
     let out = crate::cmd::stdout_ok(
-        Command::new("chroot")
-            .arg(sid_root)
-            .args([name.as_str(), "--version"]),
+        crate::provision::enter::in_root(sid_root).args([name.as_str(), "--version"]),
     )?;
     let version = out.lines().next().unwrap_or_default().trim().to_owned();
     Ok(Compiler { name, version })
@@ -371,50 +465,11 @@ fn link_copy(from: &Path, to: &Path) -> Result<()> {
     output_ok(Command::new("cp").arg("-a").arg(from).arg(to)).map(|_| ())
 }
 
-/// Refreshes `to` from the tree `from` without its .git (mtimes kept, so make stays incremental).
-fn copy_tree(from: &Path, to: &Path) -> Result<()> {
-    remove(to)?;
-    std::fs::create_dir_all(to).map_err(|e| Error::io(to, e))?;
-    let script = format!(
-        "tar -C '{}' --exclude=.git -cf - . | tar -C '{}' -xf -",
-        from.display(),
-        to.display()
-    );
-    output_ok(Command::new("sh").args(["-c", &script])).map(|_| ())
-}
-
 fn remove(d: &Path) -> Result<()> {
     if d.exists() {
         std::fs::remove_dir_all(d).map_err(|e| Error::io(d, e))?;
     }
     Ok(())
-}
-
-/// A read-only bind mount of a developer's tree into the sid root, undone on drop.
-struct ReadOnlyBind {
-    target: PathBuf,
-}
-
-impl ReadOnlyBind {
-    fn new(src: &Path, target: &Path) -> Result<Self> {
-        let _ = Command::new("umount").arg(target).output();
-        output_ok(Command::new("mount").arg("--bind").arg(src).arg(target))?;
-        let me = ReadOnlyBind {
-            target: target.to_path_buf(),
-        };
-        output_ok(
-            Command::new("mount")
-                .args(["-o", "remount,bind,ro"])
-                .arg(target),
-        )?;
-        Ok(me)
-    }
-}
-
-impl Drop for ReadOnlyBind {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.target).output();
-    }
 }
 
 #[cfg(test)]
@@ -475,12 +530,14 @@ mod tests {
     fn a_configuration_is_kept_only_when_made_from_the_same_fragment() {
         let b = std::env::temp_dir().join(format!("nicemu-configured-{}", std::process::id()));
         std::fs::create_dir_all(b.join("out")).unwrap();
-        mark_configured(&b).unwrap();
-        assert!(!configured(&b), "no .config yet");
+        mark_configured(&b, FRAGMENT).unwrap();
+        assert!(!configured(&b, FRAGMENT), "no .config yet");
         std::fs::write(b.join("out/.config"), "CONFIG_IGB=m\n").unwrap();
-        assert!(configured(&b));
-        std::fs::write(b.join(CONFIGURED), "CONFIG_IGB=y\n").unwrap();
-        assert!(!configured(&b), "made from another fragment");
+        assert!(configured(&b, FRAGMENT));
+        assert!(
+            !configured(&b, "CONFIG_IGB=y\n"),
+            "made from another configuration"
+        );
         let _ = std::fs::remove_dir_all(&b);
     }
 }

@@ -7,7 +7,6 @@
 
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::process::Command;
 
 use super::cpio::CpioWriter;
 use super::rootfs_path;
@@ -245,8 +244,7 @@ fn libraries(root: &Path, files: &[String]) -> Result<BTreeSet<String>> {
 
 /// Runs the root's `ldd` on `files` (paths inside the root).
 pub fn ldd<'a>(root: &Path, files: impl IntoIterator<Item = &'a str>) -> Result<Vec<String>> {
-    let out = Command::new("chroot")
-        .arg(root)
+    let out = crate::provision::enter::in_root(root)
         .arg("ldd")
         .args(files)
         .output()

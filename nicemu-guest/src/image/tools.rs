@@ -4,7 +4,6 @@
 
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::process::Command;
 
 use crate::error::{Error, Result};
 
@@ -72,7 +71,7 @@ pub fn closure(root: &Path) -> Result<BTreeSet<String>> {
 
 /// The libraries `ldd` (run inside `root`) lists for `tool`.
 pub fn libraries(root: &Path, tool: &str) -> Result<Vec<String>> {
-    let text = crate::cmd::stdout_ok(Command::new("chroot").arg(root).args(["ldd", tool]))?;
+    let text = crate::cmd::stdout_ok(crate::provision::enter::in_root(root).args(["ldd", tool]))?;
     Ok(parse_ldd(&text))
 }
 

@@ -2,15 +2,14 @@
 //! Debian build roots for kernels of suites other than sid. A trixie kernel's modules must be
 //! built against trixie's `linux-headers-KVER`, whose `linux-kbuild` and compiler (`gcc-14`)
 //! are trixie's: installing them into the sid root would drag sid's packages into a mix apt
-//! refuses. So trixie gets a root of its own, made like the sid root (debootstrap minbase,
-//! default mirror, built in `CACHE/trixie-root.tmp` and renamed when complete); the module
+//! refuses. So trixie gets a root of its own, made like the sid root (mmdebstrap, as root or
+//! rootless, default mirror, built in `CACHE/trixie-root.tmp` and renamed when complete); the module
 //! build then installs the kernel's headers into it ([`crate::build::tree::ModuleTree`]).
 
 use std::path::PathBuf;
 use std::time::Instant;
 
 use super::lock::FileLock;
-use crate::cmd::is_root;
 use crate::error::{Error, Result};
 
 /// What every build root holds before a kernel's headers are added.
@@ -38,10 +37,8 @@ pub fn ensure(suite: &str) -> Result<PathBuf> {
     if root.join(STAMP).is_file() {
         return Ok(root);
     }
-    if !is_root() {
-        return Err(Error::Prerequisite(format!(
-            "creating the Debian {suite} build root needs root (debootstrap); run as root"
-        )));
+    if super::privilege::current() == super::privilege::Privilege::Rootless {
+        super::privilege::check_rootless(true)?;
     }
     let tmp = cache.join(format!("{suite}-root.tmp"));
     for d in [&tmp, &root] {
@@ -51,8 +48,8 @@ pub fn ensure(suite: &str) -> Result<PathBuf> {
         }
     }
     let started = Instant::now();
-    let log = cache.join(format!("debootstrap-{suite}.log"));
-    super::sid_root::debootstrap(suite, PACKAGES, &tmp, &log)?;
+    let log = cache.join(format!("mmdebstrap-{suite}.log"));
+    super::bootstrap::make_root(suite, PACKAGES, &tmp, &log)?;
     let stamp = tmp.join(STAMP);
     std::fs::write(&stamp, PACKAGES.join("\n")).map_err(|e| Error::io(&stamp, e))?;
     std::fs::rename(&tmp, &root).map_err(|e| Error::io(&root, e))?;

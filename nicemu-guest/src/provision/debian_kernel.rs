@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::cmd::{is_root, output_ok, stdout_ok};
+use crate::cmd::{output_ok, stdout_ok};
 use crate::error::{Error, Result};
 
 /// A Debian kernel flavour known by name.
@@ -60,12 +60,6 @@ pub fn ensure(sid_root: &Path, f: Flavour) -> Result<Unpacked> {
     let ready = dir.join("READY");
     if let Some(u) = ready_kernel(&dir, &ready) {
         return Ok(u);
-    }
-    if !is_root() {
-        return Err(Error::Prerequisite(format!(
-            "fetching the {} kernel needs root (chroot into the sid root); run as root",
-            f.name
-        )));
     }
     let _mounts = super::mounts::BindMounts::new(sid_root)?;
     let apt = AptConfig::new(sid_root, f.suite)?;
@@ -134,7 +128,7 @@ fn unpack(
         deb.file_name().unwrap_or_default().to_string_lossy()
     );
     println!("provision: {} kernel: unpacking {}", f.name, deb.display());
-    output_ok(Command::new("chroot").arg(sid_root).args([
+    output_ok(crate::provision::enter::in_root(sid_root).args([
         "dpkg-deb",
         "-x",
         &deb_in,
@@ -144,7 +138,7 @@ fn unpack(
     if !tmp.join("lib").exists() {
         std::os::unix::fs::symlink("usr/lib", tmp.join("lib")).map_err(|e| Error::io(&tmp, e))?;
     }
-    output_ok(Command::new("chroot").arg(sid_root).args([
+    output_ok(crate::provision::enter::in_root(sid_root).args([
         "depmod",
         "-b",
         &format!("/{rel_dir}/root.tmp"),
@@ -228,8 +222,8 @@ impl AptConfig {
     }
 
     pub(crate) fn chroot(&self, tool: &str) -> Command {
-        let mut c = Command::new("chroot");
-        c.arg(&self.root).arg(tool).args(self.options());
+        let mut c = super::enter::command(&self.root, tool);
+        c.args(self.options());
         c.env("DEBIAN_FRONTEND", "noninteractive");
         c
     }
@@ -261,7 +255,7 @@ impl AptConfig {
         for o in self.options() {
             opts.push_str(&format!(" '{o}'"));
         }
-        output_ok(Command::new("chroot").arg(&self.root).args([
+        output_ok(crate::provision::enter::in_root(&self.root).args([
             "sh",
             "-c",
             &format!("cd '{dir_in_root}' && apt-get{opts} download '{pkg}'"),

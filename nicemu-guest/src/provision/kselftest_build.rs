@@ -142,8 +142,7 @@ fn make(sid_root: &Path, tmp_in_root: &str, tmp: &Path) -> Result<()> {
     let out = std::fs::File::create(&log).map_err(|e| Error::io(&log, e))?;
     let err = out.try_clone().map_err(|e| Error::io(&log, e))?;
     let _mounts = super::mounts::BindMounts::new(sid_root)?;
-    let status = Command::new("chroot")
-        .arg(sid_root)
+    let status = crate::provision::enter::in_root(sid_root)
         .arg("make")
         .arg("-C")
         .arg(format!("/{tmp_in_root}/src/tools/testing/selftests"))
@@ -197,17 +196,15 @@ pub fn install_missing(root: &Path, packages: &[&str]) -> Result<()> {
     );
     let _mounts = super::mounts::BindMounts::new(root)?;
     let apt = |args: &[&str]| {
-        let mut c = Command::new("chroot");
-        c.arg(root)
-            .arg("apt-get")
-            .args([
-                "-o",
-                "DPkg::Lock::Timeout=900",
-                "-o",
-                "Acquire::Check-Valid-Until=false",
-            ])
-            .args(args)
-            .env("DEBIAN_FRONTEND", "noninteractive");
+        let mut c = super::enter::command(root, "apt-get");
+        c.args([
+            "-o",
+            "DPkg::Lock::Timeout=900",
+            "-o",
+            "Acquire::Check-Valid-Until=false",
+        ])
+        .args(args)
+        .env("DEBIAN_FRONTEND", "noninteractive");
         c
     };
     let mut install = apt(&["install", "-y", "--no-install-recommends"]);
@@ -223,8 +220,7 @@ pub fn install_missing(root: &Path, packages: &[&str]) -> Result<()> {
 }
 
 fn installed(root: &Path, pkg: &str) -> bool {
-    Command::new("chroot")
-        .arg(root)
+    crate::provision::enter::in_root(root)
         .args(["dpkg-query", "-W", "-f=${Status}", pkg])
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).contains("install ok installed"))

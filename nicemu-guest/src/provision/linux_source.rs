@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 
 use super::debian_kernel::AptConfig;
 use super::lock::FileLock;
-use crate::cmd::{is_root, output_ok, stdout_ok};
+use crate::cmd::{output_ok, stdout_ok};
 use crate::error::{Error, Result};
 
 /// One kernel's source tarball.
@@ -72,11 +72,6 @@ pub fn ensure(sid_root: &Path, release: &str) -> Result<KernelSource> {
         if src.tarball.is_file() {
             return Ok(src);
         }
-    }
-    if !is_root() {
-        return Err(Error::Prerequisite(
-            "fetching the kernel source needs root (chroot into the sid root); run as root".into(),
-        ));
     }
     let _mounts = super::mounts::BindMounts::new(sid_root)?;
     let apt = SourceApt::for_release(sid_root, release, &parts)?;
@@ -152,7 +147,7 @@ fn unpack_source_deb(
         }
     }
     std::fs::create_dir_all(&tmp).map_err(|e| Error::io(&tmp, e))?;
-    output_ok(Command::new("chroot").arg(sid_root).args([
+    output_ok(crate::provision::enter::in_root(sid_root).args([
         "dpkg-deb",
         "-x",
         &format!("/var/lib/nicemu-src/debs/{deb_name}"),
@@ -187,11 +182,7 @@ impl SourceApt {
 
     fn apt_cache(&self) -> Command {
         match self {
-            SourceApt::Sid(root) => {
-                let mut c = Command::new("chroot");
-                c.arg(root).arg("apt-cache");
-                c
-            }
+            SourceApt::Sid(root) => super::enter::command(root, "apt-cache"),
             SourceApt::Suite(apt) => apt.chroot("apt-cache"),
         }
     }
@@ -214,7 +205,7 @@ impl SourceApt {
     fn download(&self, dir_in_root: &str, spec: &str) -> Result<()> {
         match self {
             SourceApt::Suite(apt) => apt.download(dir_in_root, spec),
-            SourceApt::Sid(root) => output_ok(Command::new("chroot").arg(root).args([
+            SourceApt::Sid(root) => output_ok(crate::provision::enter::in_root(root).args([
                 "sh",
                 "-c",
                 &format!("cd '{dir_in_root}' && apt-get download '{spec}'"),

@@ -2,14 +2,17 @@
 //! Provisioning: the cache directory, a QEMU new enough for vfio-user, and the Debian sid
 //! root that supplies the guest kernel, its modules and the guest tools.
 
+pub mod bootstrap;
 pub mod build_root;
 pub mod cache;
 pub mod debian_kernel;
+pub mod enter;
 pub mod host_qemu;
 pub mod kselftest_build;
 pub mod linux_source;
 pub mod lock;
 pub mod mounts;
+pub mod privilege;
 pub mod sid_root;
 pub mod xsk;
 
@@ -22,7 +25,8 @@ use crate::error::Result;
 pub enum QemuLauncher {
     /// The host's own `qemu-system-x86_64` (new enough, has vfio-user-pci).
     Host(PathBuf),
-    /// `chroot SIDROOT qemu-system-x86_64`.
+    /// `qemu-system-x86_64` inside the sid root (chroot as root, bwrap as a user: see
+    /// [`enter`]).
     Chroot(PathBuf),
 }
 
@@ -40,6 +44,10 @@ pub struct Provisioned {
 /// Provisions everything (idempotent; fast when already done).
 pub fn provision() -> Result<Provisioned> {
     let cache = cache::cache_dir()?;
+    if privilege::current() == privilege::Privilege::Rootless {
+        let creating = !sid_root::is_complete(&cache.join(sid_root::DIR_NAME));
+        privilege::check_rootless(creating)?;
+    }
     let sid_root = sid_root::ensure(&cache, sid_root::PACKAGES)?;
     let qemu = match host_qemu::detect() {
         Some(p) => {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 //! Bind mounts of /proc and /dev into the sid root, shared by every nicemu-guest process
-//! that uses the root at the same time.
+//! that uses the root at the same time (as root; rootless commands get their own from bwrap).
 //!
 //! Each user registers itself with a file `SIDROOT/run/nicemu-mounts/PID`; the mounts are made
 //! when missing and undone only by the last live user (files of dead processes are ignored
@@ -26,6 +26,13 @@ impl BindMounts {
     /// Registers this process and bind-mounts `/proc` and `/dev` into `root` unless already
     /// mounted there.
     pub fn new(root: &Path) -> Result<Self> {
+        if super::privilege::current() == super::privilege::Privilege::Rootless {
+            // bwrap gives every command its own /proc and /dev (see enter.rs).
+            return Ok(BindMounts {
+                root: root.to_path_buf(),
+                registered: None,
+            });
+        }
         let users = root.join(USERS_DIR);
         std::fs::create_dir_all(&users).map_err(|e| Error::io(&users, e))?;
         let me_file = users.join(std::process::id().to_string());

@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
-//! The Debian sid root made with debootstrap: QEMU 11, the guest kernel + modules and the
-//! guest tools. Built into `sid-root.tmp` and renamed when complete; a stamp file inside
-//! the root records the package list, so a longer list apt-installs the extra packages.
+//! The Debian sid root (made with mmdebstrap, as root or rootless: [`super::bootstrap`]): QEMU
+//! 11, the guest kernel + modules and the guest tools. Built into `sid-root.tmp` under a lock
+//! and renamed when complete; a stamp file inside the root records the package list, so a
+//! longer list apt-installs the extra packages.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use crate::cmd::{is_root, on_path, output_ok};
+use super::enter;
+use super::lock::FileLock;
+use crate::cmd::output_ok;
 use crate::error::{Error, Result};
 
 /// Packages the sid root must hold.
@@ -94,42 +95,22 @@ fn write_stamp(root: &Path, packages: &[&str]) -> Result<()> {
     std::fs::write(&stamp, text).map_err(|e| Error::io(&stamp, e))
 }
 
-fn require_root(what: &str) -> Result<()> {
-    if is_root() {
-        Ok(())
-    } else {
-        Err(Error::Prerequisite(format!(
-            "{what} needs root (debootstrap/chroot); run nicemu-guest as root"
-        )))
-    }
-}
-
-// Split in the kbuild branch (debootstrap() on its own); drop this allow when it lands.
-#[allow(clippy::too_many_lines)]
 fn build(cache: &Path, root: &Path, packages: &[&str]) -> Result<()> {
-    require_root("creating the sid root")?;
+    let _lock = FileLock::exclusive(&cache.join(format!("{DIR_NAME}.lock")))?;
+    if is_complete(root) {
+        return Ok(());
+    }
     let tmp = cache.join(format!("{DIR_NAME}.tmp"));
     if tmp.exists() {
-        if let Some(pid) = debootstrap_running_on(&tmp) {
-            return Err(Error::Prerequisite(format!(
-                "{} is being built by debootstrap (pid {pid}); wait for it to finish",
-                tmp.display()
-            )));
-        }
-        if is_complete(&tmp) && !root.exists() {
-            log::info!("finishing an already complete {}", tmp.display());
-            std::fs::rename(&tmp, root).map_err(|e| Error::io(root, e))?;
-            return Ok(());
-        }
         println!("provision: removing unfinished {}", tmp.display());
         std::fs::remove_dir_all(&tmp).map_err(|e| Error::io(&tmp, e))?;
     }
-    let log_path = cache.join("debootstrap.log");
+    let log_path = cache.join("mmdebstrap.log");
     let start = Instant::now();
-    debootstrap("sid", packages, &tmp, &log_path)?;
+    super::bootstrap::make_root("sid", packages, &tmp, &log_path)?;
     if !is_complete(&tmp) {
         return Err(Error::Prerequisite(format!(
-            "debootstrap finished but {} lacks QEMU or a kernel (see {})",
+            "mmdebstrap finished but {} lacks QEMU or a kernel (see {})",
             tmp.display(),
             log_path.display()
         )));
@@ -144,102 +125,12 @@ fn build(cache: &Path, root: &Path, packages: &[&str]) -> Result<()> {
     Ok(())
 }
 
-/// Runs `debootstrap --variant=minbase --include=PACKAGES SUITE DIR` (default mirror), its
-/// output in `log_path`, printing its last line every 15 s; Ctrl-C stops it.
-pub(crate) fn debootstrap(
-    suite: &str,
-    packages: &[&str],
-    dir: &Path,
-    log_path: &Path,
-) -> Result<()> {
-    let debootstrap = ensure_debootstrap()?;
-    let log_file = std::fs::File::create(log_path).map_err(|e| Error::io(log_path, e))?;
-    let log_err = log_file.try_clone().map_err(|e| Error::io(log_path, e))?;
-    println!(
-        "provision: debootstrap Debian {suite} into {} (a few minutes; log {})",
-        dir.display(),
-        log_path.display()
-    );
-    let mut cmd = Command::new(&debootstrap);
-    cmd.arg("--variant=minbase")
-        .arg(format!("--include={}", packages.join(",")))
-        .arg(suite)
-        .arg(dir)
-        .stdin(Stdio::null())
-        .stdout(log_file)
-        .stderr(log_err);
-    let mut child = cmd.spawn().map_err(|e| Error::Command {
-        cmd: crate::cmd::display(&cmd),
-        detail: e.to_string(),
-    })?;
-    let start = Instant::now();
-    let mut last_report = Instant::now();
-    let status = loop {
-        if let Some(st) = child.try_wait().map_err(|e| Error::io(&debootstrap, e))? {
-            break st;
-        }
-        if crate::signals::interrupted() {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(Error::Interrupted);
-        }
-        if last_report.elapsed() >= Duration::from_secs(15) {
-            last_report = Instant::now();
-            println!(
-                "provision: [{:>4}s] {}",
-                start.elapsed().as_secs(),
-                last_line(log_path).unwrap_or_default()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(250));
-    };
-    if status.success() {
-        return Ok(());
-    }
-    Err(Error::Command {
-        cmd: crate::cmd::display(&cmd),
-        detail: format!(
-            "{status}; last log line: {} (see {})",
-            last_line(log_path).unwrap_or_default(),
-            log_path.display()
-        ),
-    })
-}
-
-fn ensure_debootstrap() -> Result<PathBuf> {
-    if let Some(p) = on_path("debootstrap").or_else(|| {
-        let p = PathBuf::from("/usr/sbin/debootstrap");
-        p.is_file().then_some(p)
-    }) {
-        return Ok(p);
-    }
-    if on_path("apt-get").is_none() {
-        return Err(Error::Prerequisite(
-            "debootstrap is not installed and apt-get is not available to install it".into(),
-        ));
-    }
-    println!("provision: installing debootstrap with apt-get");
-    output_ok(
-        Command::new("apt-get")
-            .args(["install", "-y", "--no-install-recommends", "debootstrap"])
-            .env("DEBIAN_FRONTEND", "noninteractive"),
-    )
-    .map_err(|e| Error::Prerequisite(format!("could not install debootstrap: {e}")))?;
-    on_path("debootstrap")
-        .or_else(|| {
-            let p = PathBuf::from("/usr/sbin/debootstrap");
-            p.is_file().then_some(p)
-        })
-        .ok_or_else(|| Error::Prerequisite("debootstrap still not found after install".into()))
-}
-
 /// apt-get installs `missing` into the sid root (waiting for another run's dpkg lock).
 pub(crate) fn install_packages(root: &Path, missing: &[&str]) -> Result<()> {
     install_extra(root, missing)
 }
 
 fn install_extra(root: &Path, missing: &[&str]) -> Result<()> {
-    require_root("installing extra packages into the sid root")?;
     println!(
         "provision: apt-get install {} in {}",
         missing.join(" "),
@@ -247,53 +138,18 @@ fn install_extra(root: &Path, missing: &[&str]) -> Result<()> {
     );
     let _mounts = super::mounts::BindMounts::new(root)?;
     output_ok(
-        Command::new("chroot")
-            .arg(root)
+        enter::command(root, "apt-get")
             // A mirror snapshot older than the machine's clock has an expired Release.
-            .args([
-                "apt-get",
-                "-o",
-                "Acquire::Check-Valid-Until=false",
-                "update",
-            ])
+            .args(["-o", "Acquire::Check-Valid-Until=false", "update"])
             .env("DEBIAN_FRONTEND", "noninteractive"),
     )?;
     output_ok(
-        Command::new("chroot")
-            .arg(root)
+        enter::command(root, "apt-get")
             // Another nicemu-guest may be installing into the same root: wait for its lock.
-            .args(["apt-get", "-o", "DPkg::Lock::Timeout=900", "install", "-y"])
+            .args(["-o", "DPkg::Lock::Timeout=900", "install", "-y"])
             .arg("--no-install-recommends")
             .args(missing)
             .env("DEBIAN_FRONTEND", "noninteractive"),
     )?;
     Ok(())
-}
-
-/// The last non-empty line of a log file.
-fn last_line(path: &Path) -> Option<String> {
-    let f = std::fs::File::open(path).ok()?;
-    BufReader::new(f)
-        .lines()
-        .map_while(|l| l.ok())
-        .filter(|l| !l.trim().is_empty())
-        .last()
-}
-
-/// The pid of a running debootstrap whose command line mentions `dir`.
-fn debootstrap_running_on(dir: &Path) -> Option<u32> {
-    let want = dir.to_string_lossy().into_owned();
-    for e in std::fs::read_dir("/proc").ok()?.flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-            continue;
-        };
-        let Ok(cmdline) = std::fs::read(e.path().join("cmdline")) else {
-            continue;
-        };
-        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-        if cmdline.contains("debootstrap") && cmdline.contains(&want) {
-            return Some(pid);
-        }
-    }
-    None
 }

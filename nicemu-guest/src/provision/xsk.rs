@@ -6,7 +6,6 @@
 //! `SIDROOT/usr/local/bin/nicemu-xsk`, where the guest image's tool list finds it.
 
 use std::path::Path;
-use std::process::Command;
 
 use sha2::{Digest, Sha256};
 
@@ -48,7 +47,7 @@ pub fn ensure(sid_root: &Path) -> Result<()> {
     std::fs::write(&src, SOURCE).map_err(|e| Error::io(&src, e))?;
     let tmp = format!("{GUEST_PATH}.tmp");
     println!("build: nicemu-xsk (AF_XDP benchmark) in the sid root");
-    output_ok(Command::new("chroot").arg(sid_root).args([
+    output_ok(crate::provision::enter::in_root(sid_root).args([
         "gcc",
         "-O2",
         "-Wall",

@@ -66,9 +66,7 @@ pub fn measure(prov: &Provisioned, nicemu: Option<&Path>, pin: bool, smp: u32) -
     let qemu_version = match &prov.qemu {
         QemuLauncher::Host(q) => first_line(std::process::Command::new(q).arg("--version")),
         QemuLauncher::Chroot(root) => first_line(
-            std::process::Command::new("chroot")
-                .arg(root)
-                .args(["qemu-system-x86_64", "--version"]),
+            crate::provision::enter::in_root(root).args(["qemu-system-x86_64", "--version"]),
         ),
     };
     RunEnv {

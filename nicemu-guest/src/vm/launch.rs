@@ -87,11 +87,7 @@ impl BootOutcome {
 pub fn command(spec: &BootSpec) -> Command {
     let mut cmd = match &spec.launcher {
         QemuLauncher::Host(q) => Command::new(q),
-        QemuLauncher::Chroot(root) => {
-            let mut c = Command::new("chroot");
-            c.arg(root).arg("qemu-system-x86_64");
-            c
-        }
+        QemuLauncher::Chroot(root) => crate::provision::enter::command(root, "qemu-system-x86_64"),
     };
     let mem = format!("{}M", spec.mem_mb);
     cmd.args(["-accel", spec.accel.qemu_name()]);

@@ -61,6 +61,23 @@ fn threads(pid: u32) -> Vec<(i32, String)> {
         .collect()
 }
 
+/// Every process below `pid` (from `/proc/PID/task/TID/children`), depth first.
+fn descendants(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    let mut todo = vec![pid];
+    while let Some(p) = todo.pop() {
+        let tasks = Path::new("/proc").join(p.to_string()).join("task");
+        for t in std::fs::read_dir(tasks).into_iter().flatten().flatten() {
+            let kids = std::fs::read_to_string(t.path().join("children")).unwrap_or_default();
+            for k in kids.split_whitespace().filter_map(|k| k.parse().ok()) {
+                out.push(k);
+                todo.push(k);
+            }
+        }
+    }
+    out
+}
+
 /// Restricts thread `tid` to `core`; false if the kernel refused.
 fn set_affinity(tid: i32, core: usize) -> bool {
     // SAFETY: cpu_set_t is plain data; zeroed is the empty set, CPU_SET writes inside it.
@@ -76,8 +93,10 @@ fn set_affinity(tid: i32, core: usize) -> bool {
 /// Pins QEMU `qemu`'s vCPU threads once all `plan.vcpus` exist, and nicemu `nicemu`'s
 /// threads; returns true when the vCPUs were pinned (call again until then).
 pub fn apply(plan: &PinPlan, qemu: u32, nicemu: Option<u32>) -> bool {
-    let vcpus: Vec<(usize, i32)> = threads(qemu)
-        .into_iter()
+    // Rootless, `qemu` is bwrap's pid and QEMU a descendant: look through the tree.
+    let vcpus: Vec<(usize, i32)> = std::iter::once(qemu)
+        .chain(descendants(qemu))
+        .flat_map(threads)
         .filter_map(|(tid, comm)| vcpu_index(&comm).map(|i| (i, tid)))
         .collect();
     if vcpus.len() < plan.vcpus.len() {
@@ -106,6 +125,18 @@ pub fn host_cores() -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_child_process_is_found_below_its_parent() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        let me = std::process::id();
+        assert!(descendants(me).contains(&child.id()));
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
 
     #[test]
     fn plans_for_small_and_large_hosts() {
