@@ -8,7 +8,7 @@
 //! switch's port queue ([`Backlog::push`]), the deliverer writes them into
 //! the guest's queues ([`Backlog::pump`]) and waits for receive kicks when
 //! none can move. While a queue's FIFO holds frames the switch's direct path
-//! refuses frames for that queue (`NetBackend::pending`), so no frame
+//! refuses frames for that queue (`Receiver::pending`), so no frame
 //! overtakes an older one of its flow.
 
 use std::collections::VecDeque;
@@ -120,7 +120,7 @@ impl Backlog {
         fifo.frames.push_back(buf);
         // Counted before the caller hands the switch's buffer back, so the
         // direct path sees the frame waiting before it could overtake it.
-        if let Some(p) = b.pending.get(q) {
+        if let Some(p) = b.rx.pending.get(q) {
             p.fetch_add(1, Ordering::AcqRel);
         }
         drop(fifo);
@@ -160,7 +160,7 @@ impl Backlog {
                         f.push_front(frame);
                     }
                 }
-                if let Some(p) = b.pending.get(q) {
+                if let Some(p) = b.rx.pending.get(q) {
                     p.fetch_sub(taken, Ordering::AcqRel);
                 }
                 moved |= taken > 0;

@@ -19,7 +19,7 @@
 //! With `NICEMU_VHOST_GSO_PASS=1` a segment instead crosses the switch whole
 //! (a trailer only this process recognises carries its GSO fields) when its
 //! destination MAC is behind a virtio-net port of the same network whose
-//! driver accepts GSO (`GUEST_TSO4/6`); see [`backend::gso_pass_enabled`]
+//! driver accepts GSO (`GUEST_TSO4/6`); see [`tx::gso_pass_enabled`]
 //! for why that is not the default yet.
 //!
 //! Receive coalescing (`coalesce=on`; off by default, see below): a
@@ -62,7 +62,9 @@ pub mod backlog;
 mod calls;
 pub mod config;
 pub mod counters;
+pub mod memory;
 pub mod offload;
+pub mod port;
 mod proxy;
 pub mod rx;
 pub mod tx;
@@ -84,10 +86,11 @@ use crate::config::DeviceSpec;
 use crate::error::Error;
 use crate::latency::TimedRx;
 use crate::switch::{PortCounters, PortSlot, Switch};
-use backend::{GsoPeers, NetBackend};
+use backend::NetBackend;
 use backlog::Backlog;
 use counters::{PortStats, QueueStats};
 use nicemu_device_models::{Delivery, DriverView, Frames, Introspect, NetPort};
+use tx::GsoPeers;
 
 /// A port's counters as `nicemu ctl stats` shows them: the backend's and the switch's.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]

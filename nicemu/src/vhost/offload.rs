@@ -145,6 +145,17 @@ pub fn rx_hdr_plain(frame: &[u8], guest_csum: bool) -> NetHdr {
 /// 0, 0, token (u64), little-endian.
 pub const TRAILER_LEN: usize = 20;
 
+/// A token no guest can guess, marking frames that carry a GSO trailer.
+pub fn process_token() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    static TOKEN: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *TOKEN.get_or_init(|| {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u64(std::process::id().into());
+        h.finish() | 1
+    })
+}
+
 /// Appends the GSO trailer describing `tso` to `buf` (which ends with the frame).
 pub fn push_trailer(buf: &mut Vec<u8>, req: &GsoRequest, token: u64) {
     let tso = &req.tso;

@@ -278,9 +278,12 @@ mod backend_rx {
     use vm_memory::{GuestAddress, GuestMemoryAtomic, GuestMemoryMmap};
     use vmm_sys_util::epoll::EventSet;
 
-    use super::super::backend::{flow_hash, GsoPeers, NetBackend, Vring};
+    use super::super::backend::NetBackend;
     use super::super::backlog::Backlog;
     use super::super::config::device_features;
+    use super::super::port::Vring;
+    use super::super::rx::flow_hash;
+    use super::super::tx::GsoPeers;
     use super::{chains, shared_mem, W};
     use nicemu_device_models::{Delivery, Frames};
 
@@ -732,7 +735,10 @@ mod backend_rx {
             (c.rx_frames, c.rx_coalesced, c.rx_coalesced_segs),
             (1, 1, 4)
         );
-        assert_eq!(b.pending[0].load(std::sync::atomic::Ordering::Acquire), 0);
+        assert_eq!(
+            b.rx.pending[0].load(std::sync::atomic::Ordering::Acquire),
+            0
+        );
     }
 
     /// Frames waiting for buffers are bounded in bytes as well as frames:
@@ -817,7 +823,7 @@ fn file_mem(file: std::fs::File, size: usize) -> GuestMemoryMmap<()> {
 
 #[test]
 fn memory_tables_that_could_sigbus_are_refused() {
-    use super::backend::{check_memory, MAX_MEM_REGIONS};
+    use super::memory::{check_memory, MAX_MEM_REGIONS};
     use nicemu_memfile::testutil::memfd;
     // A region larger than its file, a file that could shrink, a good one.
     assert!(check_memory(&file_mem(memfd(4096, true), 1 << 20)).is_err());
