@@ -23,6 +23,8 @@ pub mod hook;
 mod model;
 pub mod rx;
 pub mod stats;
+#[cfg(test)]
+mod tests;
 pub mod tx;
 
 use std::fmt;

@@ -202,5 +202,7 @@ pub fn new_function(cfg: IgbConfig, env: DeviceEnv) -> Arc<dyn NicFunction> {
     Arc::new(Igb::new(cfg, env))
 }
 
+#[cfg(any(test, feature = "test-utils"))]
+pub mod double;
 #[cfg(test)]
 mod tests;

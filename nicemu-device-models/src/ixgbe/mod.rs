@@ -214,5 +214,7 @@ pub fn new_function(cfg: IxgbeConfig, env: DeviceEnv) -> Arc<dyn NicFunction> {
     Arc::new(Ixgbe::new(cfg, env))
 }
 
+#[cfg(any(test, feature = "test-utils"))]
+pub mod double;
 #[cfg(test)]
 mod tests;

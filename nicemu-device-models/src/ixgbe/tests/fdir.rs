@@ -92,7 +92,7 @@ fn driver_sig_hash(flow_vm_vlan: u32, common: u32) -> u32 {
 
 #[test]
 fn atr_signature_filters_steer_their_flow_and_count() {
-    let (d, _t) = dev();
+    let (d, _t) = I82599::dev();
     rx_queues(&d);
     // ixgbe_init_fdir_signature_82599 with PBALLOC 64K.
     wr(&d, FDIRHKEY, HKEY);
@@ -175,7 +175,7 @@ fn write_perfect(d: &Ixgbe, soft_id: u32, dport: u16, queue: u32) {
 
 #[test]
 fn ntuple_perfect_filters_steer_drop_and_erase() {
-    let (d, _t) = dev();
+    let (d, _t) = I82599::dev();
     rx_queues(&d);
     // ixgbe_init_fdir_perfect_82599: drop queue 127.
     wr(&d, FDIRHKEY, HKEY);
@@ -218,7 +218,7 @@ fn ntuple_perfect_filters_steer_drop_and_erase() {
 
 #[test]
 fn a_full_table_refuses_adds_and_raises_the_flow_director_cause() {
-    let (d, t) = dev();
+    let (d, t) = I82599::dev();
     // MSI-X: other causes on vector 1.
     wr(&d, GPIE, intr::GPIE_MSIX_MODE | intr::GPIE_OCD);
     wr(&d, IVAR_MISC, 0x8100);
@@ -254,7 +254,7 @@ fn a_full_table_refuses_adds_and_raises_the_flow_director_cause() {
 
 #[test]
 fn flow_director_off_leaves_frames_to_rss() {
-    let (d, _t) = dev();
+    let (d, _t) = I82599::dev();
     rx_queues(&d);
     wr(&d, FDIRCMD, cmd::ADD | cmd::QUEUE_EN | (2 << 16));
     d.receive(&l4_frame(6, [10, 0, 0, 2], [10, 0, 0, 1], 1, 2));

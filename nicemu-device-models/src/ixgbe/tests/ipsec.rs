@@ -143,7 +143,7 @@ const TUCMD_ESP: u32 = 0x10 | 0x20 | 0x4 | 0x2;
 
 #[test]
 fn sa_tables_load_and_read_back_as_the_driver_writes_them() {
-    let (d, _t) = dev();
+    let (d, _t) = I82599::dev();
     let k = alg_key();
     let (key, salt) = driver_words(&k);
     set_tx_sa(&d, 1023, key, salt);
@@ -181,8 +181,8 @@ fn sa_tables_load_and_read_back_as_the_driver_writes_them() {
 
 #[test]
 fn an_offloaded_frame_leaves_encrypted_as_software_esp() {
-    let (mut d, t) = dev();
-    setup_rings(&mut d, 16);
+    let (d, t) = I82599::dev();
+    setup_rings(&d, 16);
     let (key, salt) = driver_words(&alg_key());
     set_tx_sa(&d, 5, key, salt);
     // Engine off: the frame leaves as it is.
@@ -198,11 +198,11 @@ fn an_offloaded_frame_leaves_encrypted_as_software_esp() {
     // Authentication-only ESP is not modelled: dropped and counted.
     send_ipsec(&d, 4, 5, TUCMD_ESP & !0x20, &clear_frame());
     assert!(t.wire.take().is_empty());
-    assert_eq!(nicemu_counter(&d, "tx_malformed"), 1);
+    assert_eq!(error_counter(&d, "tx_malformed"), 1);
     // A frame too short for header, IV and ICV.
     send_ipsec(&d, 6, 5, TUCMD_ESP, &esp_frame(&[0; 20]));
     assert!(t.wire.take().is_empty());
-    assert_eq!(nicemu_counter(&d, "tx_malformed"), 2);
+    assert_eq!(error_counter(&d, "tx_malformed"), 2);
     assert_eq!(rd(&d, txq_base(0) + q::H), 8, "every descriptor done");
 }
 
@@ -219,8 +219,8 @@ fn rx_result(d: &Ixgbe, head: u32, len: usize) -> (u32, u32, Vec<u8>) {
 
 #[test]
 fn a_received_esp_frame_is_decrypted_in_place_or_flagged() {
-    let (mut d, _t) = dev();
-    setup_rings(&mut d, 16);
+    let (d, _t) = I82599::dev();
+    setup_rings(&d, 16);
     let (key, salt) = driver_words(&alg_key());
     set_rx_ip4(&d, 0, DST);
     let mode = rxmod::VALID | rxmod::PROTO_ESP | rxmod::DECRYPT;
@@ -305,8 +305,8 @@ fn send_esp_tso(d: &Ixgbe, frame: &[u8], paylen: u32) {
 
 #[test]
 fn a_tso_frame_with_esp_leaves_as_esp_segments_software_esp_accepts() {
-    let (mut d, t) = dev();
-    setup_rings(&mut d, 16);
+    let (d, t) = I82599::dev();
+    setup_rings(&d, 16);
     let (key, salt) = driver_words(&alg_key());
     set_tx_sa(&d, 3, key, salt);
     start_engine(&d);
@@ -548,8 +548,8 @@ fn a_vxlan_tso_frame_in_esp_leaves_as_segments_the_peer_accepts() {
     };
     for (outer_v4, inner_v4) in [(true, true), (true, false), (false, true), (false, false)] {
         let v = Vxlan { outer_v4, inner_v4 };
-        let (mut d, t) = dev();
-        setup_rings(&mut d, 16);
+        let (d, t) = I82599::dev();
+        setup_rings(&d, 16);
         let (key, salt) = driver_words(&alg_key());
         set_tx_sa(&d, 3, key, salt);
         start_engine(&d);
@@ -564,6 +564,6 @@ fn a_vxlan_tso_frame_in_esp_leaves_as_segments_the_peer_accepts() {
             got.extend_from_slice(&data);
         }
         assert_eq!(got, payload, "{v:?}");
-        assert_eq!(nicemu_counter(&d, "tx_malformed"), 0, "{v:?}");
+        assert_eq!(error_counter(&d, "tx_malformed"), 0, "{v:?}");
     }
 }

@@ -140,7 +140,7 @@ fn payload(p: &[u8]) -> &[u8] {
 
 #[test]
 fn in_order_segments_merge_behind_one_header_until_fin() {
-    let (d, t) = dev();
+    let (d, t) = I82599::dev();
     lro_queue(&d, RSCCTL_RSCEN | MAXDESC_16);
     d.receive(&seg(1500, 100, &[b'a'; 100], ACK, 64));
     d.receive(&seg(1500, 200, &[b'b'; 100], ACK, 64));
@@ -176,7 +176,7 @@ fn in_order_segments_merge_behind_one_header_until_fin() {
 
 #[test]
 fn contexts_end_with_the_queue_interval_psh_and_a_gap() {
-    let (d, t) = dev();
+    let (d, t) = I82599::dev();
     lro_queue(&d, RSCCTL_RSCEN | MAXDESC_16);
     let mut drv = Driver::new();
     t.clock.set(1_000);
@@ -210,7 +210,7 @@ fn contexts_end_with_the_queue_interval_psh_and_a_gap() {
 
 #[test]
 fn a_long_run_spans_buffers_linked_by_nextp_around_other_flows() {
-    let (d, _t) = dev();
+    let (d, _t) = I82599::dev();
     lro_queue(&d, RSCCTL_RSCEN | MAXDESC_16);
     let mut drv = Driver::new();
     let data: Vec<u8> = (0..1448u32 * 6).map(|i| (i % 251) as u8).collect();
@@ -237,7 +237,7 @@ fn a_long_run_spans_buffers_linked_by_nextp_around_other_flows() {
 
 #[test]
 fn maxdesc_and_disabled_coalescing_place_segments_alone() {
-    let (d, _t) = dev();
+    let (d, _t) = I82599::dev();
     // MAXDESC 1: one 3 KiB buffer per context.
     lro_queue(&d, RSCCTL_RSCEN);
     let mut drv = Driver::new();
@@ -261,7 +261,7 @@ fn maxdesc_and_disabled_coalescing_place_segments_alone() {
 
 #[test]
 fn non_candidates_are_never_merged() {
-    let (d, _t) = dev();
+    let (d, _t) = I82599::dev();
     lro_queue(&d, RSCCTL_RSCEN | MAXDESC_16);
     let mut drv = Driver::new();
     // A bad TCP checksum, pure ACKs, URG.
@@ -322,7 +322,7 @@ fn payload6(p: &[u8]) -> &[u8] {
 /// would merge it.
 #[test]
 fn ipv6_segments_merge_but_not_behind_an_extension_header() {
-    let (d, _t) = dev();
+    let (d, _t) = I82599::dev();
     lro_queue(&d, RSCCTL_RSCEN | MAXDESC_16);
     let mut drv = Driver::new();
     d.receive(&seg6(1500, 0, &[1; 100], ACK, false));

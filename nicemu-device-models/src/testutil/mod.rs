@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 //! Test doubles for device unit tests: recording interrupt sink and wire,
-//! in-memory guest RAM.
+//! in-memory guest RAM, and a driver double that drives any function
+//! ([`driver`]).
 #![allow(
     clippy::unwrap_used,
     reason = "test doubles: a set-up that fails panics"
 )]
+
+pub mod driver;
 
 use std::sync::{Arc, Mutex};
 

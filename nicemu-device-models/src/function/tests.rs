@@ -1,0 +1,382 @@
+// SPDX-License-Identifier: Apache-2.0
+//! What [`Function`] does the same way on every part, tested once and run on
+//! each: the 82576 (igb) and the 82599 (ixgbe), driven by the driver double
+//! ([`crate::testutil::driver`]). Each test is a function generic over the
+//! part; [`on_every_part!`] makes a `#[test]` of it per part. The parts'
+//! own test files keep what differs.
+
+use crate::function::stats::stat;
+use crate::function::{q, Function};
+use crate::port::{Delivery, Introspect, NetPort, PciFunction};
+use crate::testutil::driver::{
+    autoneg_done, error_counter, frame_to, loopback_round_trips, pause_frame, rd, rx_written, send,
+    setup_rings, total, tx_done, wr, write_tx, DriverPart, MAC, RX_RING, TX_RING,
+};
+use crate::testutil::{bus_master, TestEnv};
+use vm_memory::{Bytes, GuestAddress};
+
+/// A `#[test]` per part for each generic test named.
+macro_rules! on_every_part {
+    ($($test:ident),* $(,)?) => {
+        mod igb {
+            $(#[test]
+            fn $test() {
+                super::$test::<crate::igb::I82576>();
+            })*
+        }
+        mod ixgbe {
+            $(#[test]
+            fn $test() {
+                super::$test::<crate::ixgbe::I82599>();
+            })*
+        }
+    };
+}
+
+on_every_part!(
+    loopback_self_test,
+    without_bus_mastering_there_is_no_dma,
+    a_full_receive_ring_counts_missed_frames,
+    hostile_rings_do_not_crash_or_hang,
+    control_totals_survive_a_function_reset,
+    no_link_holds_transmits_and_every_frame_not_received_is_counted,
+    pause_frames_are_counted_as_xon_xoff_and_not_posted,
+    a_busy_receive_queue_holds_up_neither_transmit_nor_control,
+    a_received_batch_counts_and_signals_as_its_frames_one_by_one,
+    statistics_clear_on_read_and_unknown_offsets_read_zero,
+);
+
+/// The MAC link up as the driver brings it up, and a negotiation the
+/// medium started (at reset) run to its end.
+fn link_ready<M: DriverPart>(d: &Function<M>, t: &TestEnv) {
+    M::link_up(d);
+    if M::NEGOTIATES {
+        autoneg_done(d, t);
+    }
+}
+
+/// The loopback self-test (`igb_loopback_test`, `ixgbe_loopback_test`):
+/// every frame comes back into the receive ring and none reaches the wire;
+/// without loopback the frame goes to the wire.
+fn loopback_self_test<M: DriverPart>() {
+    let (d, t) = M::dev();
+    let n = 16;
+    setup_rings(&d, n);
+    M::set_loopback(&d, &t, true);
+    loopback_round_trips(&d, &t, n, 40);
+    M::set_loopback(&d, &t, false);
+    send(&d, 40 % n, n, &M::lbtest_frame());
+    assert_eq!(t.wire.take().len(), 1);
+}
+
+/// PCI COMMAND.BME clear (the driver's remove path, or a hostile guest):
+/// a bus master does no DMA, so a doorbell fetches no descriptor and a
+/// frame from the wire is not written (issue 14 item 10).
+fn without_bus_mastering_there_is_no_dma<M: DriverPart>() {
+    let (d, t) = M::dev();
+    setup_rings(&d, 16);
+    M::link_up(&d);
+    d.config_write(4, &0x0002u16.to_le_bytes());
+    send(&d, 0, 16, &M::lbtest_frame());
+    assert!(t.wire.take().is_empty(), "no descriptor fetched");
+    let tb = M::driver_txq(0);
+    assert_eq!(rd(&d, tb + q::H), 0, "TDH stays");
+    assert!(!tx_done(&d, 0), "no DD written");
+    d.receive(&M::lbtest_frame());
+    assert_eq!(rx_written(&d, 0), (0, 0), "no receive write-back");
+    assert_eq!(rd(&d, M::driver_rxq(0) + q::H), 0, "RDH stays");
+    assert_eq!(d.guest_errors().dma_blocked, 2);
+    assert_eq!(d.guest_errors().dma_errors, 0);
+    // Back on: the pending descriptor goes out at the next doorbell.
+    bus_master(&d);
+    wr(&d, tb + q::T, 1);
+    assert_eq!(t.wire.take().len(), 1);
+    // A function reset clears COMMAND, and with it bus mastering.
+    PciFunction::reset(&d);
+    let mut cmd = [0u8; 2];
+    d.config_read(4, &mut cmd);
+    assert_eq!(u16::from_le_bytes(cmd) & 0x4, 0, "BME clear after reset");
+}
+
+/// Frames that find no posted buffer are missed: MPC, RNBC and the queue's
+/// drop counter count them.
+fn a_full_receive_ring_counts_missed_frames<M: DriverPart>() {
+    let (d, _t) = M::dev();
+    setup_rings(&d, 8);
+    for _ in 0..10 {
+        d.receive(&M::lbtest_frame());
+    }
+    let missed = 3;
+    let gprc = 7 + if M::GPRC_COUNTS_MISSED { missed } else { 0 };
+    assert_eq!(rd(&d, stat::GPRC), gprc, "seven buffers posted");
+    assert_eq!(rd(&d, M::MPC), missed);
+    assert_eq!(rd(&d, M::RNBC), missed);
+    assert_eq!(rd(&d, M::rx_queue_drops(0)), missed);
+}
+
+/// Tails beyond the ring, rings and buffers outside guest memory, huge
+/// lengths, chains without EOP, a TSO context with an MSS of 0 and header
+/// lengths beyond the frame, empty rings, queue registers of queues the
+/// part has not and the I/O window's extremes: counted, never a panic or a
+/// hang.
+fn hostile_rings_do_not_crash_or_hang<M: DriverPart>() {
+    let (d, _t) = M::dev();
+    setup_rings(&d, 8);
+    let tb = M::driver_txq(0);
+    // Tail beyond the ring.
+    wr(&d, tb + q::T, 200);
+    assert!(d.guest_errors().ring_errors >= 1);
+    // Descriptor ring outside guest memory.
+    let restart = |bal: u32, bah: u32| {
+        wr(&d, tb + q::DCTL, 0);
+        wr(&d, tb, bal);
+        wr(&d, tb + 4, bah);
+        wr(&d, tb + q::H, 0);
+        wr(&d, tb + q::T, 0);
+        wr(&d, tb + q::DCTL, crate::function::QUEUE_ENABLE);
+    };
+    restart(0xffff_ff80, 0xffff_ffff);
+    wr(&d, tb + q::T, 7);
+    assert!(d.guest_errors().dma_errors >= 7);
+    assert_eq!(
+        rd(&d, tb + q::H),
+        7,
+        "head advanced past the bad descriptors"
+    );
+    // Buffers outside RAM, huge lengths, no EOP: dropped and counted.
+    restart(TX_RING as u32, 0);
+    for i in 0..8u64 {
+        let desc = TX_RING + i * 16;
+        d.mem()
+            .write_obj(0xffff_0000_0000u64, GuestAddress(desc))
+            .unwrap();
+        let cmd = 0x2b30_0000u32 | 0xffff;
+        d.mem().write_obj(cmd, GuestAddress(desc + 8)).unwrap();
+    }
+    wr(&d, tb + q::T, 7);
+    assert!(d.guest_errors().tx_malformed >= 1);
+    // TSO with a hostile context: MSS 0, header lengths beyond the frame.
+    let mut ctx = [0u8; 16];
+    ctx[0..4].copy_from_slice(&((127u32 << 9) | 511).to_le_bytes());
+    ctx[8..12].copy_from_slice(&(0x2020_0000u32 | (0x6 << 9)).to_le_bytes());
+    d.mem().write_slice(&ctx, GuestAddress(TX_RING)).unwrap();
+    write_tx(&d, 1, &[0u8; 100], 0xab30_0000);
+    restart(TX_RING as u32, 0);
+    wr(&d, tb + q::T, 2);
+    // A one-descriptor ring (16 bytes) with tail 0 does nothing.
+    wr(&d, tb + q::DCTL, 0);
+    wr(&d, tb + 8, 16);
+    wr(&d, tb + q::H, 0);
+    wr(&d, tb + q::DCTL, crate::function::QUEUE_ENABLE);
+    wr(&d, tb + q::T, 0);
+    // RX with a zero-length ring and buffers outside RAM.
+    let rb = M::driver_rxq(0);
+    wr(&d, rb + 8, 0);
+    d.receive(&M::lbtest_frame());
+    wr(&d, rb + q::DCTL, 0);
+    wr(&d, rb + 8, 128);
+    wr(&d, rb, RX_RING as u32);
+    wr(&d, rb + q::H, 0);
+    wr(&d, rb + q::DCTL, crate::function::QUEUE_ENABLE);
+    for i in 0..8u64 {
+        d.mem()
+            .write_obj(u64::MAX - 100, GuestAddress(RX_RING + i * 16))
+            .unwrap();
+    }
+    wr(&d, rb + q::T, 7);
+    d.receive(&M::lbtest_frame());
+    d.receive(&[0u8; 3]);
+    d.receive(&vec![0xffu8; 20000]);
+    assert!(d.guest_errors().dma_errors >= 8);
+    // Queue registers of the last queue and beyond, and the I/O window.
+    let queues = M::LAYOUT.queues;
+    for qi in [queues - 1, queues, 127] {
+        wr(&d, M::rxq_base(qi) + q::DCTL, crate::function::QUEUE_ENABLE);
+        wr(&d, M::txq_base(qi) + q::DCTL, crate::function::QUEUE_ENABLE);
+        wr(&d, M::txq_base(qi) + q::T, 5);
+    }
+    let io = M::LAYOUT.io_bar;
+    d.bar_write(io, 0, &u32::MAX.to_le_bytes());
+    d.bar_write(io, 4, &u32::MAX.to_le_bytes());
+    let mut b = [0u8; 4];
+    d.bar_read(io, 4, &mut b);
+    // The device still answers.
+    assert!(d.driver_view().link_up);
+}
+
+/// `ctl stats` shows totals for the life of the process: a function reset
+/// (also done by nicemu between vfio-user clients) clears what the guest
+/// reads, not the totals.
+fn control_totals_survive_a_function_reset<M: DriverPart>() {
+    let (d, _t) = M::dev();
+    setup_rings(&d, 16);
+    d.receive(&frame_to(MAC));
+    assert_eq!(total(&d, "GPRC"), 1);
+    PciFunction::reset(&d);
+    assert_eq!(rd(&d, stat::GPRC), 0, "the guest's register is reset");
+    assert_eq!(total(&d, "GPRC"), 1, "the total is not");
+}
+
+/// Without link the controller stops transmit DMA ("We've lost link, so the
+/// controller stops DMA", `igb_watchdog_task`, `ixgbe_watchdog_flush_tx`):
+/// a doorbell fetches nothing, nothing reaches the wire or GPTC, and the
+/// frame goes out once the link is back. A frame from the wire that cannot
+/// arrive (no link), that arrives at a disabled receiver (the statistics
+/// "only increment if receives are enabled", so no register counts it) or
+/// that the address filter rejects is counted by nicemu, never silently
+/// lost.
+fn no_link_holds_transmits_and_every_frame_not_received_is_counted<M: DriverPart>() {
+    let (d, t) = M::dev();
+    setup_rings(&d, 16);
+    M::link_up(&d);
+    d.set_cable(false);
+    send(&d, 0, 16, &M::lbtest_frame());
+    assert!(t.wire.take().is_empty(), "nothing on the wire without link");
+    let tdh = M::driver_txq(0) + q::H;
+    assert_eq!(rd(&d, tdh), 0, "TDH stays: no descriptor fetched");
+    assert!(!tx_done(&d, 0), "no DD written");
+    assert_eq!(rd(&d, stat::GPTC), 0);
+    d.receive(&M::lbtest_frame());
+    assert_eq!(error_counter(&d, "rx_no_link"), 1);
+    d.set_cable(true);
+    if M::NEGOTIATES {
+        assert!(t.wire.take().is_empty(), "held while autonegotiating");
+        autoneg_done(&d, &t);
+    }
+    assert_eq!(t.wire.take().len(), 1, "the held frame leaves at link up");
+    assert_eq!(rd(&d, tdh), 1);
+    assert_eq!(rd(&d, stat::GPTC), 1);
+    // Receiver disabled: no statistics register moves, nicemu counts it.
+    M::set_rx_enabled(&d, false);
+    d.receive(&M::lbtest_frame());
+    assert_eq!(error_counter(&d, "rx_disabled"), 1);
+    // Enabled, but addressed to another station.
+    M::set_rx_enabled(&d, true);
+    d.receive(&frame_to([0x52, 0x54, 0, 0, 0, 1]));
+    assert_eq!(error_counter(&d, "rx_filtered"), 1);
+    assert_eq!(rd(&d, stat::GPRC) + rd(&d, M::MPC), 0);
+}
+
+/// IEEE 802.3x PAUSE frames count as XON (pause time 0) or XOFF in the
+/// part's flow control counters and are not posted to the driver; a MAC
+/// control frame of another opcode counts as neither.
+fn pause_frames_are_counted_as_xon_xoff_and_not_posted<M: DriverPart>() {
+    let (d, t) = M::dev();
+    setup_rings(&d, 16);
+    link_ready(&d, &t);
+    d.receive(&pause_frame(0xffff));
+    d.receive(&pause_frame(0xffff));
+    d.receive(&pause_frame(0));
+    assert_eq!(rd(&d, M::PAUSE_RX.xoff), 2, "XOFF");
+    assert_eq!(rd(&d, M::PAUSE_RX.xon), 1, "XON");
+    assert_eq!(
+        rd(&d, stat::GPRC),
+        0,
+        "flow control frames are not good packets"
+    );
+    let rdh = M::driver_rxq(0) + q::H;
+    assert_eq!(rd(&d, rdh), 0, "RDH: nothing posted");
+    let mut other = pause_frame(0);
+    other[15] = 2;
+    d.receive(&other);
+    assert_eq!(
+        rd(&d, M::PAUSE_RX.xon) + rd(&d, M::PAUSE_RX.xoff),
+        0,
+        "another opcode counts as neither"
+    );
+    d.receive(&M::lbtest_frame());
+    assert_eq!(rd(&d, stat::GPRC), 1, "the receiver takes other frames");
+}
+
+/// A frame for a receive queue another thread holds is refused without
+/// side effects (the caller retries), and meanwhile transmit and register
+/// accesses go on.
+fn a_busy_receive_queue_holds_up_neither_transmit_nor_control<M: DriverPart>() {
+    let (d, t) = M::dev();
+    setup_rings(&d, 16);
+    link_ready(&d, &t);
+    let f = frame_to(MAC);
+    let guard = d.rxq[0].lock().unwrap();
+    assert_ne!(
+        d.deliver(&f, Some(0), false),
+        Delivery::Done,
+        "queue 0 busy: refused"
+    );
+    assert_eq!(total(&d, "GPRC"), 0, "refused without side effects");
+    send(&d, 0, 16, &M::lbtest_frame());
+    assert_eq!(t.wire.take().len(), 1);
+    assert_eq!(rd(&d, M::driver_txq(0) + q::H), 1);
+    drop(guard);
+    assert_eq!(d.deliver(&f, Some(0), false), Delivery::Done);
+    assert_eq!(total(&d, "GPRC"), 1);
+    assert_eq!(rd(&d, M::driver_rxq(0) + q::H), 1);
+}
+
+/// A batch of frames from the switch is received as its frames one by one
+/// would be: the same counters, size buckets, descriptors and causes.
+fn a_received_batch_counts_and_signals_as_its_frames_one_by_one<M: DriverPart>() {
+    let frame = |dst: [u8; 6], len: usize| {
+        let mut f = vec![0u8; len];
+        f[..6].copy_from_slice(&dst);
+        f[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 1]);
+        f[12..14].copy_from_slice(&[0x08, 0x00]);
+        f
+    };
+    let frames = vec![
+        frame([0xff; 6], 60),
+        frame(MAC, 100),
+        frame(MAC, 300),
+        frame(MAC, 1500),
+        frame([0xff; 6], 1000),
+        frame([2, 0, 0, 0, 0, 9], 80),
+    ];
+    let (a, _ta) = M::dev();
+    setup_rings(&a, 16);
+    let (b, _tb) = M::dev();
+    setup_rings(&b, 16);
+    let taken = a.deliver_batch(crate::Frames::Many(&frames), None, false);
+    assert_eq!(taken, frames.len(), "every frame consumed");
+    for f in &frames {
+        assert_eq!(b.deliver(f, None, false), Delivery::Done);
+    }
+    let totals = |d: &Function<M>| -> std::collections::HashMap<String, u64> {
+        Introspect::counters(d).into_iter().collect()
+    };
+    let (ca, cb) = (totals(&a), totals(&b));
+    assert_eq!(ca, cb, "a batch counts as its frames one by one");
+    assert_eq!(
+        (ca["GPRC"], ca["BPRC"]),
+        (5, 2),
+        "the foreign unicast is filtered"
+    );
+    assert_eq!(
+        ca["GORC"],
+        [60, 100, 300, 1500, 1000].iter().sum::<u64>() + 5 * 4
+    );
+    for off in (stat::PRC64..=stat::PRC64 + 20).step_by(4) {
+        assert_eq!(rd(&a, off), rd(&b, off), "size bucket at {off:#x}");
+    }
+    let rdh = M::driver_rxq(0) + q::H;
+    assert_eq!(rd(&a, rdh), 5, "five descriptors written back");
+    assert_eq!(rd(&a, rdh), rd(&b, rdh));
+    let icr = (rd(&a, M::ICR), rd(&b, M::ICR));
+    assert_eq!(icr.0 & M::RX_CAUSE, M::RX_CAUSE, "receive cause raised");
+    assert_eq!(icr.0, icr.1);
+}
+
+/// Statistics registers clear when read (the drivers add each read to
+/// their totals); an unknown, misaligned or out-of-range offset reads 0,
+/// ignores writes and counts as `unknown_regs`.
+fn statistics_clear_on_read_and_unknown_offsets_read_zero<M: DriverPart>() {
+    let (d, _t) = M::dev();
+    d.stat_add(stat::GPRC, 3);
+    assert_eq!(rd(&d, stat::GPRC), 3);
+    assert_eq!(rd(&d, stat::GPRC), 0);
+    assert_eq!(rd(&d, 0x0004), 0);
+    wr(&d, 0x1ff00, 5);
+    let mut b = [0xffu8; 4];
+    d.bar_read(0, 1 << 40, &mut b);
+    assert_eq!(b, [0; 4]);
+    d.bar_write(0, u64::MAX - 3, &[1, 2, 3, 4]);
+    assert!(d.guest_errors().unknown_regs >= 2);
+}
