@@ -17,6 +17,7 @@ use crate::scenario::{self, setup, Console, Scenario, ScenarioResult, Target};
 use crate::vm::accel::{self, Accel};
 use crate::vm::device::{DeviceKind, Topology, MAX_VIRTIO_QUEUES, TEST_MAC};
 use crate::vm::host::HostActions;
+use crate::vm::kernel_log;
 use crate::vm::launch::{self, BootSpec, Exit};
 use crate::vm::nicemu_args::{nicemu_cell, PortOpts};
 use crate::vm::nicemu_proc::NicemuProcess;
@@ -25,10 +26,10 @@ use crate::vm::run_dir::RunDir;
 /// Kernel command line for test boots (no IPv6: no stray frames disturb the counters).
 /// `no_timer_check`: on a loaded host a TCG guest's timer check can fail and panic the boot
 /// ("IO-APIC + timer doesn't work"), seen here at load 10 on 2 cores.
-const APPEND: &str = "console=ttyS0 quiet panic=-1 ipv6.disable=1 no_timer_check";
+const APPEND: &str = "panic=-1 ipv6.disable=1 no_timer_check";
 /// The same with IPv6, for runs with `kselftest` (the selftests open IPv6 sockets and test
 /// both address families, as the netdev CI does).
-const APPEND_V6: &str = "console=ttyS0 quiet panic=-1 no_timer_check";
+const APPEND_V6: &str = "panic=-1 no_timer_check";
 
 /// What every cell of a run shares: the options, the provisioned QEMU, the matrix, the
 /// scenarios, nicemu's binary and the per-guest timeout.
@@ -49,17 +50,22 @@ fn spec(ctx: &Ctx, accel: Accel, img: &KernelImage, initrd: String, d: &RunDir) 
         mem_mb: guest_mem_mb(ctx.args.guest.mem, img.base.len()),
         kernel: img.guest_path.clone(),
         initrd,
-        append: if ctx.matrix.scenarios.iter().any(|s| s == "kselftest") {
-            APPEND_V6.to_owned()
-        } else {
-            APPEND.to_owned()
-        },
+        append: format!(
+            "{} {}",
+            kernel_log::CMDLINE,
+            if ctx.matrix.scenarios.iter().any(|s| s == "kselftest") {
+                APPEND_V6
+            } else {
+                APPEND
+            }
+        ),
         extra: Vec::new(),
         timeout: ctx.timeout,
         serial_log: d.host.join("serial.log"),
         qemu_log: d.host.join("qemu.log"),
         done_marker: init_script::END_MARKER,
         pin: None,
+        kernel_log: Some(d.file(kernel_log::FILE)),
     }
 }
 
@@ -68,7 +74,11 @@ pub(crate) fn kvm_probe(ctx: &Ctx, img: &KernelImage) -> Result<bool> {
     let (host, guest) = pdir.file("initrd.cpio");
     image::write_initrd(&img.base, &init_script::render(&img.mod_names, ""), &host)?;
     let mut s = spec(ctx, Accel::Kvm, img, guest, &pdir);
-    s.append = format!("{APPEND} {}", init_script::PROBE_ARG);
+    s.append = format!(
+        "{} {APPEND} {}",
+        kernel_log::CMDLINE,
+        init_script::PROBE_ARG
+    );
     s.timeout = accel::PROBE_TIMEOUT;
     s.done_marker = init_script::PROBE_MARKER;
     let out = launch::boot(&s, None)?;
@@ -106,6 +116,8 @@ pub(crate) fn not_booted(
         kernel_release: String::new(),
         device: c.device.name().into(),
         cell: c.index,
+        splats: Vec::new(),
+        splats_dropped: 0,
         boot: "not booted".into(),
         secs_to_userspace: None,
         secs_to_result: None,
@@ -178,6 +190,8 @@ pub(crate) fn run_cell(
         kernel_release: String::new(),
         device: dev.name().into(),
         cell: cell.index,
+        splats: out.kernel.splats.clone(),
+        splats_dropped: out.kernel.splats_dropped,
         boot: boot_text(&out, &s),
         secs_to_userspace: out.to_userspace.map(round),
         secs_to_result: out.to_done.map(round),
@@ -231,6 +245,7 @@ fn attach_ports(
 fn boot_text(out: &launch::BootOutcome, s: &BootSpec) -> String {
     match (&out.exit, out.to_done) {
         (_, Some(_)) => "ok".to_owned(),
+        (_, None) if out.kernel.panicked => "kernel panic".to_owned(),
         (Exit::TimedOut, None) => format!("timeout after {} s", s.timeout.as_secs()),
         (Exit::Exited(code), None) => format!(
             "qemu exited ({}) before the end marker",
@@ -248,6 +263,14 @@ fn console_tail(out: &launch::BootOutcome, console: &Console, s: &BootSpec) -> V
         return Vec::new();
     }
     let mut tail = out.tail(15);
+    if console.boot_uptime.is_none() || out.kernel.panicked {
+        let k = &out.kernel.tail;
+        tail.extend(
+            k[k.len().saturating_sub(15)..]
+                .iter()
+                .map(|l| format!("kernel: {l}")),
+        );
+    }
     if console.boot_uptime.is_none() {
         let qlog = std::fs::read_to_string(&s.qemu_log).unwrap_or_default();
         let last: Vec<String> = qlog

@@ -46,6 +46,37 @@ pub enum Command {
     /// Fetch the exact Debian source of a guest kernel and extract parts of it (to write a
     /// patch against); prints the tree root.
     Source(SourceArgs),
+    /// Find kernel splats (WARN, BUG, lockdep, KASAN, kmemleak, …) in a console log: a cell's
+    /// kernel.log, a vng or QEMU serial log, dmesg output. Exit 1 if one is not ignored.
+    ScanLog(ScanLogArgs),
+}
+
+/// Options of `scan-log`.
+#[derive(Debug, Args)]
+pub struct ScanLogArgs {
+    /// The log to scan.
+    pub file: PathBuf,
+    /// Ignore list (default: nicemu-guest/splats/ignore.toml, built in).
+    #[arg(long = "splat-ignore")]
+    pub ignore: Option<PathBuf>,
+    /// Kernel name for the ignore list's `kernels` (entries naming kernels apply only then).
+    #[arg(long, default_value = "")]
+    pub kernel: String,
+    /// Device kind for the ignore list's `devices` (entries naming devices apply only then).
+    #[arg(long, default_value = "")]
+    pub device: String,
+    /// vmlinux with debug info: kernel frames are decoded to file:line with it.
+    #[arg(long)]
+    pub vmlinux: Option<PathBuf>,
+    /// A module with debug info (NAME.ko): its frames are decoded with it (repeatable).
+    #[arg(long = "module")]
+    pub modules: Vec<PathBuf>,
+    /// The kernel's scripts/faddr2line (default: the one of --vmlinux's tree).
+    #[arg(long)]
+    pub faddr2line: Option<PathBuf>,
+    /// Write the splats as JSON to this file.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
 }
 
 /// Options of `qemu-args`.
@@ -263,6 +294,10 @@ pub struct GuestArgs {
     /// nicemu binary (default: next to nicemu-guest, else on PATH).
     #[arg(long)]
     pub nicemu: Option<PathBuf>,
+    /// Kernel splats that do not fail a cell (default: nicemu-guest/splats/ignore.toml,
+    /// built in).
+    #[arg(long = "splat-ignore")]
+    pub splat_ignore: Option<PathBuf>,
 }
 
 /// Options of `experiment`.

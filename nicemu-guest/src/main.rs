@@ -22,11 +22,14 @@ mod provision;
 mod qemu_args;
 mod report;
 mod run;
+mod scan_log;
 mod scenario;
 mod signals;
+mod splat;
 mod stats;
 mod vm;
 mod vng;
+mod watch;
 
 use clap::Parser;
 
@@ -60,6 +63,7 @@ fn dispatch(cmd: cli::Command) -> Result<i32> {
         }
         cli::Command::Source(args) => source(&args),
         cli::Command::Vng(args) => vng::run(&args),
+        cli::Command::ScanLog(args) => scan_log::run(&args),
         cli::Command::Run(args) => {
             let r = run::run(&args)?;
             Ok(i32::from(!r.passed()))
@@ -128,6 +132,12 @@ fn list() {
             println!("  {n:<16} seed {}: {}", e.seed, e.summary);
         }
     }
+    let kinds: Vec<&str> = splat::Kind::ALL.iter().map(|k| k.name()).collect();
+    println!(
+        "kernel splat kinds (a splat fails its cell unless {} accepts it): {}",
+        splat::ignore::BUILTIN_NAME,
+        kinds.join(", ")
+    );
     println!("parameters (--param KEY=VALUE or [params] in a matrix file):");
     for (k, d, m) in params::KNOWN {
         println!("  {k:<26} {:<34} {m}", format!("[{d}]"));
@@ -165,6 +175,9 @@ fn compare(args: &cli::CompareArgs) -> Result<i32> {
         [a, b] => (report::json::read(a)?, report::json::read(b)?),
         _ => return Err(Error::Usage("compare takes one or two files".into())),
     };
+    for l in watch::compare_splats(&a, &b).verdict_lines() {
+        println!("{l}");
+    }
     let select = report::metric_select::Select::from_args(&args.metrics, args.all);
     match args.format {
         cli::TextFormat::Markdown => println!("{}", report::compare::render(&a, &b, &select)),

@@ -17,6 +17,7 @@ use crate::params::Params;
 use crate::provision::{self, mounts::BindMounts, QemuLauncher};
 use crate::report::{self, CellRun, RunReport};
 use crate::scenario::{self, Scenario};
+use crate::splat::ignore::IgnoreList;
 use crate::vm::accel::{self, Accel};
 use crate::vm::nicemu_proc;
 use crate::vm::run_dir::{self, RunDir};
@@ -176,6 +177,10 @@ pub fn run(args: &RunArgs) -> Result<RunReport> {
     if plan.is_ab(args, rounds) && rounds > 1 {
         report.ab = Some(report::ab::summarise(&report, rounds, &args.main_metrics));
     }
+    if plan.is_ab(args, rounds) {
+        report.splat_ab = Some(crate::watch::splat_ab(&report));
+    }
+    report.splat_ignore = Some(crate::watch::ignore_use(&report, &plan.ignore));
     report::outputs::write(&report, Some(&dir.host), &args.out)?;
     report::terminal::reports(&report, ab_kernels(args, &plan));
     print!(
@@ -195,6 +200,8 @@ struct Plan {
     scenarios: Vec<Box<dyn Scenario>>,
     /// Seconds per guest.
     timeout: u64,
+    /// The kernel splats that do not fail a cell.
+    ignore: IgnoreList,
 }
 
 impl Plan {
@@ -217,8 +224,13 @@ impl Plan {
             .guest
             .timeout
             .unwrap_or_else(|| default_timeout(&scenarios, &matrix.params));
+
+        let ignore = match &args.guest.splat_ignore {
+            Some(p) => IgnoreList::read(p).map_err(Error::Usage)?,
+            None => IgnoreList::builtin(),
+        };
         println!(
-            "matrix: {} kernel(s) × {} device(s) = {} cell(s){}; scenarios {}; peer {}; timeout {} s per guest",
+            "matrix: {} kernel(s) × {} device(s) = {} cell(s){}; scenarios {}; peer {}; timeout {} s per guest; splat ignore list {}",
             matrix.kernels.len(),
             matrix.devices.len(),
             all.len(),
@@ -227,7 +239,8 @@ impl Plan {
                 .unwrap_or_default(),
             matrix.scenarios.join(","),
             matrix.topology.name(),
-            timeout
+            timeout,
+            ignore.describe()
         );
         Ok(Plan {
             matrix,
@@ -236,6 +249,7 @@ impl Plan {
             shard,
             scenarios,
             timeout,
+            ignore,
         })
     }
 
@@ -261,6 +275,8 @@ impl Plan {
             runs: Vec::new(),
             env: None,
             ab: None,
+            splat_ab: None,
+            splat_ignore: None,
         }
     }
 }
@@ -393,6 +409,7 @@ impl<'a> Rounds<'a> {
         r.kernel_release = kern.release.clone();
         r.side = side;
         r.round = (self.rounds > 1).then_some(round);
+        crate::watch::finish_cell(&mut r, kern, &self.ctx.prov.sid_root, &self.plan.ignore);
         r.wall_secs = (t0.elapsed().as_secs_f64() * 10.0).round() / 10.0;
         report::terminal::cell(self.done, self.total, &r);
         Ok(r)

@@ -129,3 +129,32 @@ fn missing_paths_are_refused_before_provisioning() {
         &["--nicemu", "/nonexistent/nicemu"],
     );
 }
+
+#[test]
+fn a_malformed_splat_ignore_list_names_its_file_and_line() {
+    let d = std::env::temp_dir().join(format!("nicemu-guest-ignore-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    let bad = d.join("ignore.toml");
+    std::fs::write(
+        &bad,
+        "# a comment\n[[ignore]]\nkind = \"warning\"\nreason = \"x\"\n\n[[ignore]]\nkind = \"warnings\"\nreason = \"y\"\n",
+    )
+    .unwrap();
+    let bad_s = bad.to_str().unwrap();
+    refused(
+        "splat-ignore",
+        &["--device", "nicemu-igb", "--splat-ignore", bad_s],
+        &[&format!("{bad_s}:7: unknown variant `warnings`")],
+    );
+    refused(
+        "splat-ignore-missing",
+        &[
+            "--device",
+            "nicemu-igb",
+            "--splat-ignore",
+            "/nonexistent/ignore.toml",
+        ],
+        &["/nonexistent/ignore.toml"],
+    );
+    std::fs::remove_dir_all(&d).unwrap();
+}

@@ -25,6 +25,8 @@ pub fn base_archive(sid_root: &Path, modules: &[modules::Module]) -> Result<Vec<
         w.dir(d, 0o755).map_err(io)?;
     }
     w.char_dev("dev/console", 0o600, 5, 1).map_err(io)?;
+    // /init's console (the kernel's is ttyS1), opened before devtmpfs is mounted.
+    w.char_dev("dev/ttyS0", 0o600, 4, 64).map_err(io)?;
     w.char_dev("dev/null", 0o666, 1, 3).map_err(io)?;
     let busybox = read_in_root(sid_root, tools::BUSYBOX)?;
     w.file("bin/busybox", 0o755, &busybox).map_err(io)?;

@@ -136,6 +136,11 @@ pub fn render_markdown(ab: &AbSummary, report: &RunReport) -> String {
             .unwrap_or_default(),
         ab.method
     );
+    if let Some(sab) = &report.splat_ab {
+        for l in sab.verdict_lines() {
+            s.push_str(&format!("**{l}**\n\n"));
+        }
+    }
     s.push_str(
         "| device | metric | A median (min–max) | B median (min–max) | B vs A | verdict | test | noise |\n\
          |---|---|---:|---:|---:|---|---|---|\n",

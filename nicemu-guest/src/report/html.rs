@@ -27,16 +27,20 @@ pub fn render(report: &RunReport) -> String {
         esc(&report.topology),
         report.wall_secs
     );
-    s.push_str("<table><tr><th>kernel</th><th>device</th>");
+    s.push_str(&super::splats::html(report));
+    s.push_str("<table><tr><th>kernel</th><th>device</th><th>kernel splats</th>");
     for sc in &report.scenarios {
         s.push_str(&format!("<th>{}</th>", esc(sc)));
     }
     s.push_str("<th>boot→result</th></tr>\n");
     for c in &report.runs {
+        let fails = c.failing_splats().count();
         s.push_str(&format!(
-            "<tr><td>{}</td><td>{}</td>",
+            "<tr><td>{}</td><td>{}</td><td class=\"{}\">{}</td>",
             esc(&c.kernel_label),
-            esc(&c.device)
+            esc(&c.device),
+            if fails > 0 { "FAIL" } else { "" },
+            esc(&super::splats::table_cell(c).replace("**", ""))
         ));
         for sc in &report.scenarios {
             let r = c.result(sc);

@@ -15,6 +15,32 @@ struct Entry {
     time: f64,
     status: Status,
     message: String,
+    /// The case's `system-out` (a splat's report text).
+    out: String,
+}
+
+/// The kernel splats of a cell, first: a failed case each (class `…splat`, named by the
+/// fingerprint), an ignored one skipped with its entry and reason; the report's text is the
+/// case's `system-out`.
+fn splat_entries(c: &super::CellRun, class: &str) -> Vec<Entry> {
+    c.splats
+        .iter()
+        .map(|sp| Entry {
+            class: format!("{class}.splat"),
+            name: sp.fingerprint.clone(),
+            time: 0.0,
+            status: if sp.fails() {
+                Status::Fail
+            } else {
+                Status::Skip
+            },
+            message: match &sp.ignored {
+                None => format!("{} during {}", sp.headline(), sp.during),
+                Some(i) => format!("ignored by {}: {}", i.entry, i.reason),
+            },
+            out: sp.full_text(),
+        })
+        .collect()
 }
 
 /// The test cases of one cell: one per scenario, plus one per `kselftest` case (class
@@ -22,7 +48,7 @@ struct Entry {
 /// `skipped` with the result in its message, one that deviates is a failure).
 fn entries(c: &super::CellRun) -> Vec<Entry> {
     let class = format!("nicemu.{}.{}", c.kernel, c.device);
-    let mut v = Vec::new();
+    let mut v = splat_entries(c, &class);
     for r in &c.scenarios {
         v.push(Entry {
             class: class.clone(),
@@ -34,6 +60,7 @@ fn entries(c: &super::CellRun) -> Vec<Entry> {
                 .unwrap_or(0.0),
             status: r.status,
             message: r.reason.clone().unwrap_or_default(),
+            out: String::new(),
         });
     }
     let one = super::RunReport {
@@ -57,6 +84,7 @@ fn entries(c: &super::CellRun) -> Vec<Entry> {
             time: 0.0,
             status,
             message,
+            out: String::new(),
         });
     }
     v
@@ -91,15 +119,20 @@ pub fn render(report: &RunReport) -> String {
                 e.time
             ));
             let reason = esc(&e.message);
+            let out = if e.out.is_empty() {
+                String::new()
+            } else {
+                format!("\n      <system-out>{}</system-out>", esc(&e.out))
+            };
             match e.status {
                 Status::Pass => s.push_str(" />\n"),
                 Status::Skip => s.push_str(&format!(
-                    ">\n      <skipped message=\"{reason}\" />\n    </testcase>\n"
+                    ">\n      <skipped message=\"{reason}\" />{out}\n    </testcase>\n"
                 )),
                 Status::Fail => {
                     let tail = esc(&c.console_tail.join("\n"));
                     s.push_str(&format!(
-                        ">\n      <failure message=\"{reason}\">{reason}\n{tail}\nlogs: {}</failure>\n    </testcase>\n",
+                        ">\n      <failure message=\"{reason}\">{reason}\n{tail}\nlogs: {}</failure>{out}\n    </testcase>\n",
                         esc(&c.dir)
                     ));
                 }
@@ -136,6 +169,60 @@ mod tests {
         assert!(x.contains("<failure message=\"TCP_RR: no result\">"));
         assert!(x.contains("<skipped message=\"needs &lt;peer&gt; &amp; more\" />"));
         assert_eq!(x.matches("<testcase").count(), 3);
+    }
+
+    #[test]
+    fn splats_are_the_first_cases_with_their_text_as_system_out() {
+        let x = render(&crate::report::splats::tests::with_splats());
+        let doc = roxmltree::Document::parse(&x).unwrap();
+        let suites: Vec<_> = doc
+            .descendants()
+            .filter(|n| n.has_tag_name("testsuite"))
+            .collect();
+        let first = suites[0]
+            .children()
+            .find(|n| n.has_tag_name("testcase"))
+            .unwrap();
+        assert_eq!(
+            first.attribute("classname"),
+            Some("nicemu.sid.nicemu-igb.splat")
+        );
+        assert_eq!(
+            first.attribute("name"),
+            Some("WARNING in igb_xmit_frame_ring")
+        );
+        let f = first
+            .children()
+            .find(|n| n.has_tag_name("failure"))
+            .unwrap();
+        assert_eq!(
+            f.attribute("message"),
+            Some("WARNING in igb_xmit_frame_ring (igb_main.c:6533) during ping")
+        );
+        let out = first
+            .children()
+            .find(|n| n.has_tag_name("system-out"))
+            .unwrap();
+        assert!(out
+            .text()
+            .unwrap()
+            .contains("---[ end trace 0000000000000000 ]---"));
+        let ignored = suites[1]
+            .children()
+            .find(|n| n.has_tag_name("testcase"))
+            .unwrap();
+        let sk = ignored
+            .children()
+            .find(|n| n.has_tag_name("skipped"))
+            .unwrap();
+        assert_eq!(
+            sk.attribute("message"),
+            Some("ignored by ignore.toml:3: on purpose")
+        );
+        assert!(
+            x.contains("tests=\"8\" failures=\"1\" skipped=\"1\""),
+            "{x}"
+        );
     }
 
     #[test]

@@ -36,12 +36,14 @@ pub fn render(report: &RunReport) -> String {
             .map(|x| format!(", shard {x}"))
             .unwrap_or_default()
     );
+    s.push_str(&super::splats::markdown(report));
     s.push_str(&results_table(report));
     s.push_str(&format!(
         "\n{pass} passed, {fail} failed, {skip} skipped; wall time {:.0} s\n",
         report.wall_secs
     ));
     s.push_str(&super::cases::markdown(&super::cases::table(report)));
+    s.push_str(&super::splats::unused_markdown(report));
     let details: String = report.runs.iter().map(problems).collect();
     if !details.is_empty() {
         s.push_str("\n### Problems\n\n");
@@ -56,17 +58,22 @@ pub fn render(report: &RunReport) -> String {
 
 /// The table: a row per cell, a column per scenario, and the boot times.
 fn results_table(report: &RunReport) -> String {
-    let mut s = String::from("| kernel | device |");
+    let mut s = String::from("| kernel | device | kernel splats |");
     for sc in &report.scenarios {
         s.push_str(&format!(" {sc} |"));
     }
-    s.push_str(" boot→userspace | boot→result |\n|---|---|");
+    s.push_str(" boot→userspace | boot→result |\n|---|---|---|");
     for _ in &report.scenarios {
         s.push_str("---|");
     }
     s.push_str("---|---|\n");
     for d in &report.runs {
-        s.push_str(&format!("| {} | {} |", row_label(d), d.device));
+        s.push_str(&format!(
+            "| {} | {} | {} |",
+            row_label(d),
+            d.device,
+            super::splats::table_cell(d)
+        ));
         for sc in &report.scenarios {
             s.push_str(&format!(" {} |", cell(d.result(sc))));
         }
@@ -147,11 +154,24 @@ mod tests {
         );
         let md = render(&r);
         assert!(
-            md.contains("| sid 1.0 | qemu-igb | PASS 0% loss, 0.5 ms |"),
+            md.contains("| sid 1.0 | qemu-igb | — | PASS 0% loss, 0.5 ms |"),
             "{md}"
         );
-        assert!(md.contains("| trixie 1.0 | qemu-igb | PASS 0% loss, 0.6 ms | **FAIL** |"));
+        assert!(md.contains("| trixie 1.0 | qemu-igb | — | PASS 0% loss, 0.6 ms | **FAIL** |"));
         assert!(md.contains("- trixie / qemu-igb / netperf: FAIL — TCP_RR: no result"));
         assert!(md.contains("5 passed, 1 failed, 0 skipped"));
+    }
+
+    #[test]
+    fn splats_come_first_and_count_as_failures() {
+        let r = crate::report::splats::tests::with_splats();
+        let md = render(&r);
+        let splats = md.find("### Kernel splats: 1 failing, 1 ignored").unwrap();
+        assert!(splats < md.find("| kernel | device |").unwrap(), "{md}");
+        assert!(
+            md.contains("| sid 1.0 | nicemu-igb | **1 FAIL** | PASS"),
+            "{md}"
+        );
+        assert!(md.contains("6 passed, 1 failed, 0 skipped"), "{md}");
     }
 }

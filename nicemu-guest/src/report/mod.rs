@@ -15,6 +15,7 @@ pub mod merge;
 pub mod metric_select;
 pub mod outputs;
 pub mod run_env;
+pub mod splats;
 pub mod svg;
 pub mod terminal;
 pub mod text;
@@ -23,6 +24,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::params::Params;
 use crate::scenario::{ScenarioResult, Status};
+use crate::splat::Splat;
 
 /// Version of the JSON layout.
 pub const SCHEMA: u32 = 2;
@@ -61,6 +63,22 @@ pub struct RunReport {
     /// A/B runs: per metric the samples of both sides and the verdict.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ab: Option<ab_record::AbSummary>,
+    /// A/B runs: the kernel splats of each side and what B introduces.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub splat_ab: Option<crate::splat::ab::SplatAb>,
+    /// The splat ignore list the run used and its unused entries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub splat_ignore: Option<IgnoreUse>,
+}
+
+/// The ignore list a run judged splats with.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IgnoreUse {
+    /// Its file.
+    pub file: String,
+    /// Entries that applied to a cell of the run but matched none of its splats:
+    /// "FILE:LINE (reason)".
+    pub unused: Vec<String>,
 }
 
 /// Results of booting one guest: one kernel, one device under test (plus its peer).
@@ -76,6 +94,12 @@ pub struct CellRun {
     pub device: String,
     /// Position in the full matrix.
     pub cell: usize,
+    /// Kernel splats the guest's console showed (a splat not ignored fails the cell).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub splats: Vec<Splat>,
+    /// Splats beyond the per-console limit, not kept.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub splats_dropped: u32,
     /// How the boot went: "ok", "timeout after N s", "qemu exited …", "not booted".
     pub boot: String,
     /// Host seconds from QEMU start to `/init` running.
@@ -105,7 +129,16 @@ pub struct CellRun {
     pub round: Option<u32>,
 }
 
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
 impl CellRun {
+    /// The splats that fail this cell (not ignored).
+    pub fn failing_splats(&self) -> impl Iterator<Item = &Splat> {
+        self.splats.iter().filter(|s| s.fails())
+    }
+
     /// The result of `scenario`, if it was part of this run.
     pub fn result(&self, scenario: &str) -> Option<&ScenarioResult> {
         self.scenarios.iter().find(|r| r.scenario == scenario)
@@ -113,18 +146,23 @@ impl CellRun {
 }
 
 impl RunReport {
-    /// True if no scenario failed (skips are fine).
+    /// True if no scenario failed (skips are fine) and no kernel splat fails a cell.
     pub fn passed(&self) -> bool {
         self.runs
             .iter()
             .flat_map(|d| &d.scenarios)
             .all(|s| s.status != Status::Fail)
+            && self
+                .runs
+                .iter()
+                .all(|d| d.failing_splats().next().is_none())
     }
 
-    /// Counts of (pass, fail, skip).
+    /// Counts of (pass, fail, skip); each failing splat is a failed case.
     pub fn counts(&self) -> (usize, usize, usize) {
         let all = self.runs.iter().flat_map(|d| &d.scenarios);
-        let mut c = (0, 0, 0);
+        let splats = self.runs.iter().map(|d| d.failing_splats().count()).sum();
+        let mut c = (0, splats, 0);
         for s in all {
             match s.status {
                 Status::Pass => c.0 += 1,
@@ -171,6 +209,8 @@ pub fn empty_report() -> RunReport {
         runs: Vec::new(),
         env: None,
         ab: None,
+        splat_ab: None,
+        splat_ignore: None,
     }
 }
 
@@ -210,6 +250,8 @@ pub mod testdata {
             kernel_release: "1.0".into(),
             device: device.into(),
             cell: 0,
+            splats: Vec::new(),
+            splats_dropped: 0,
             boot: "ok".into(),
             secs_to_userspace: Some(5.0),
             secs_to_result: Some(60.0),
@@ -241,6 +283,8 @@ pub mod testdata {
             runs,
             env: None,
             ab: None,
+            splat_ab: None,
+            splat_ignore: None,
         }
     }
 }

@@ -8,10 +8,16 @@ use super::{compare, markdown, CellRun, RunReport};
 use crate::cli::Outputs;
 use crate::scenario::Status;
 
-/// A cell's lines as it ends: network setup failure, one line per scenario, nicemu's
-/// note, how the boot ended.
+/// A cell's lines as it ends: its kernel splats, network setup failure, one line per
+/// scenario, nicemu's note, how the boot ended.
 pub fn cell(done: usize, total: usize, r: &CellRun) {
     let who = format!("[{done}/{total}] {} / {}", r.kernel, r.device);
+    for sp in &r.splats {
+        println!("{who}: kernel splat {}", sp.describe());
+    }
+    if r.splats_dropped > 0 {
+        println!("{who}: {} more kernel splat(s) not kept", r.splats_dropped);
+    }
     if let Some(s) = r.setup.as_ref().filter(|s| s.status == Status::Fail) {
         println!(
             "{who}: network setup FAIL ({})",

@@ -27,6 +27,21 @@ pub fn report(r: &RunReport) -> String {
         "{verdict}: {pass} passed, {fail} failed, {skip} skipped in {} guest(s)\n",
         r.runs.len()
     );
+    if let Some(sab) = &r.splat_ab {
+        for l in sab.verdict_lines() {
+            s.push_str(&wrap(&l));
+        }
+    }
+    for c in &r.runs {
+        for sp in c.failing_splats() {
+            s.push_str(&wrap(&format!(
+                "FAIL {} kernel splat: {} during {}",
+                c.device,
+                sp.headline(),
+                sp.during
+            )));
+        }
+    }
     for c in &r.runs {
         for sr in c.scenarios.iter().filter(|x| x.status == Status::Fail) {
             let why = sr.reason.as_deref().unwrap_or("failed");
@@ -275,6 +290,21 @@ mod tests {
         assert!(lines[0].starts_with("FAIL: "), "{t}");
         assert!(lines[1].starts_with("FAIL nicemu-igb netperf: "), "{t}");
         assert!(t.contains("  nicemu   nicemu 0.1.0 (5a2ed05c1d2e)"), "{t}");
+    }
+
+    #[test]
+    fn kernel_splats_come_first() {
+        let mut r = crate::report::splats::tests::with_splats();
+        r.env = Some(env());
+        let t = report(&r);
+        widths_ok(&t);
+        let lines: Vec<&str> = t.lines().collect();
+        assert!(lines[0].starts_with("FAIL: "), "{t}");
+        assert!(
+            lines[1].starts_with("FAIL nicemu-igb kernel splat: WARNING in igb_xmit_frame_ring"),
+            "{t}"
+        );
+        assert!(lines[2].trim() == "(igb_main.c:6533) during ping", "{t}");
     }
 
     #[test]

@@ -119,7 +119,7 @@ pub fn render_body(scenarios: &[Box<dyn Scenario>], target: &Target, p: &Params)
         {
             continue;
         }
-        s.push_str(&format!("echo \"@@NICEMU-BEGIN {name}\"\n"));
+        s.push_str(&format!("nicemu_begin {name}\n"));
         s.push_str(&format!(
             "(\nSCEN={name}\nnicemu_kv t_start \"$(nicemu_uptime)\"\n{}\n)\n",
             sc.script(p)

@@ -46,7 +46,7 @@ pub fn render(target: &Target) -> String {
     let mut s = format!(
         "SCEN={NAME}; MAC={}; DRIVER={}; DUT_IP={DUT_IP}; PEER_IP={PEER_IP}; PEER_OK=0\n\
          HOST_ACTIONS={}\n\
-         echo \"@@NICEMU-BEGIN {NAME}\"\n\
+         nicemu_begin {NAME}\n\
          IFACE=$(nicemu_iface $MAC 100)\nnicemu_kv iface \"${{IFACE:-none}}\"\n",
         target.mac,
         target.driver,

@@ -13,6 +13,7 @@ use crate::provision::QemuLauncher;
 
 use super::accel::Accel;
 use super::host::{HostActions, REQUEST_MARKER};
+use super::kernel_log::{self, KernelConsole, KernelLog};
 
 /// Everything needed to boot a guest.
 #[derive(Debug, Clone)]
@@ -43,6 +44,9 @@ pub struct BootSpec {
     pub done_marker: &'static str,
     /// Pin the vCPU threads (and nicemu's, by pid) to host cores (`--pin`).
     pub pin: Option<(super::pin::PinPlan, Option<u32>)>,
+    /// The kernel's console on a second serial port: (host path, path as QEMU sees it)
+    /// ([`super::kernel_log`]); `None`: the kernel prints on `/init`'s console.
+    pub kernel_log: Option<(PathBuf, String)>,
 }
 
 /// How the QEMU process ended.
@@ -65,6 +69,8 @@ pub struct BootOutcome {
     pub to_done: Option<Duration>,
     /// How QEMU ended.
     pub exit: Exit,
+    /// What the kernel's own console showed (splats, its last lines, a panic).
+    pub kernel: KernelConsole,
 }
 
 impl BootOutcome {
@@ -107,6 +113,11 @@ pub fn command(spec: &BootSpec) -> Command {
             "-no-reboot",
         ])
         .args(["-serial", "stdio", "-monitor", "none"])
+        .args(
+            spec.kernel_log
+                .iter()
+                .flat_map(|(_, g)| kernel_log::qemu_args(g)),
+        )
         .args(["-kernel", &spec.kernel, "-initrd", &spec.initrd])
         .args(["-append", &spec.append])
         .args(&spec.extra);
@@ -125,8 +136,13 @@ pub fn boot(spec: &BootSpec, mut host: Option<&mut HostActions>) -> Result<BootO
     let mut serial_in = child.stdin.take();
     let (rx, reader) = read_lines(stdout);
     let mut w = Watch::new(start, spec.pin.is_none());
+    w.klog = spec
+        .kernel_log
+        .as_ref()
+        .map(|(h, _)| KernelLog::new(h.clone()));
     loop {
         w.pin(spec, &child);
+        w.follow_kernel(&mut child);
         match rx.recv_timeout(Duration::from_millis(100)) {
             Ok(line) => {
                 w.take_line(&line, spec, &mut serial);
@@ -151,6 +167,9 @@ pub fn boot(spec: &BootSpec, mut host: Option<&mut HostActions>) -> Result<BootO
     let _ = serial.flush();
     if w.interrupted {
         return Err(Error::Interrupted);
+    }
+    if let Some(k) = w.klog.take() {
+        w.out.kernel = k.finish();
     }
     Ok(w.out)
 }
@@ -214,6 +233,9 @@ struct Watch {
     interrupted: bool,
     /// The vCPU threads are pinned (or need not be).
     pinned: bool,
+    /// The kernel's console, followed.
+    klog: Option<KernelLog>,
+    last_klog_poll: Instant,
 }
 
 impl Watch {
@@ -224,6 +246,7 @@ impl Watch {
                 to_userspace: None,
                 to_done: None,
                 exit: Exit::TimedOut,
+                kernel: KernelConsole::default(),
             },
             start,
             killed_for_timeout: false,
@@ -231,6 +254,24 @@ impl Watch {
             last_log_check: Instant::now(),
             interrupted: false,
             pinned,
+            klog: None,
+            last_klog_poll: Instant::now(),
+        }
+    }
+
+    /// Reads the kernel's console (every 100 ms); once the kernel panicked and printed its
+    /// report, QEMU is stopped (the cell ends with the panic, not a timeout).
+    fn follow_kernel(&mut self, child: &mut std::process::Child) {
+        let Some(k) = self.klog.as_mut() else { return };
+        if self.last_klog_poll.elapsed() < Duration::from_millis(100) {
+            return;
+        }
+        self.last_klog_poll = Instant::now();
+        k.poll();
+        if k.panic_done() && !self.kill_sent {
+            log::info!("the guest kernel panicked: stopping QEMU");
+            self.kill_sent = true;
+            let _ = child.kill();
         }
     }
 

@@ -5,6 +5,7 @@
 pub mod accel;
 pub mod device;
 pub mod host;
+pub mod kernel_log;
 pub mod launch;
 pub mod nicemu_args;
 pub mod nicemu_proc;
