@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: Apache-2.0 OR GPL-2.0-or-later
+//! Inclusive counts of named functions on one vCPU: the function and everything it
+//! calls, as `perf report --children` attributes samples.
+//!
+//! An activation opens when the translation block at a named function's entry point
+//! starts, remembering the stack pointer there (it points at the return address). While
+//! activations are open, every kernel block reports its stack pointer:
+//! - on the activation's stack (the same 16 KiB-aligned kernel stack) and above the
+//!   remembered pointer: the function has returned (`ret` popped the return address, or a
+//!   tail call's callee did), so the activation closes;
+//! - on the activation's stack and at or below it: the block belongs to the function or
+//!   its callees and counts;
+//! - on another stack: an interrupt or exception on its own stack, or another task after
+//!   a context switch; it does not count.
+//!
+//! A function open twice (recursion) counts each block once. A function that sleeps and
+//! wakes on another vCPU stops counting: its activation waits on the first vCPU until its
+//! stack is seen again above it, or is dropped when [`MAX_FRAMES`] activations are open.
+
+/// Kernel stacks on x86-64 are 16 KiB (THREAD_SIZE) and aligned to their size, as are
+/// the per-CPU interrupt stacks: two stack pointers are on one stack when they agree
+/// above this size.
+pub const STACK_BYTES: u64 = 16 * 1024;
+
+/// Open activations kept per vCPU; beyond, the oldest is dropped (and counted).
+pub const MAX_FRAMES: usize = 32;
+
+fn same_stack(a: u64, b: u64) -> bool {
+    a / STACK_BYTES == b / STACK_BYTES
+}
+
+/// One vCPU's open activations and its inclusive counters.
+#[derive(Debug, Clone)]
+pub struct Frames {
+    /// (function index, stack pointer at its entry).
+    open: Vec<(u8, u64)>,
+    /// Instructions counted per function index (cumulative).
+    pub inclusive: Vec<u64>,
+    /// Activations dropped because [`MAX_FRAMES`] were open.
+    pub dropped: u64,
+}
+
+impl Frames {
+    /// No activation open; `functions` counters at zero.
+    pub fn new(functions: usize) -> Frames {
+        Frames {
+            open: Vec::with_capacity(MAX_FRAMES),
+            inclusive: vec![0; functions],
+            dropped: 0,
+        }
+    }
+
+    /// Closes the activations on `rsp`'s stack that `rsp` is above (they returned).
+    fn close_returned(&mut self, rsp: u64) {
+        self.open
+            .retain(|&(_, at)| !(same_stack(rsp, at) && rsp > at));
+    }
+
+    /// Adds `insns` to every function open on `rsp`'s stack, once each.
+    fn count(&mut self, rsp: u64, insns: u32) {
+        let mut mask = 0u64;
+        for &(f, at) in &self.open {
+            if same_stack(rsp, at) {
+                mask |= 1 << f;
+            }
+        }
+        while mask != 0 {
+            let f = mask.trailing_zeros() as usize;
+            if let Some(c) = self.inclusive.get_mut(f) {
+                *c += u64::from(insns);
+            }
+            mask &= mask - 1;
+        }
+    }
+
+    /// A kernel block of `insns` instructions starts with stack pointer `rsp`. Returns
+    /// whether activations are still open (blocks need to keep reporting).
+    pub fn block(&mut self, rsp: u64, insns: u32) -> bool {
+        self.close_returned(rsp);
+        self.count(rsp, insns);
+        !self.open.is_empty()
+    }
+
+    /// Named function `f` (index below 64) is entered by a block of `insns` instructions
+    /// with stack pointer `rsp`.
+    pub fn entry(&mut self, f: u8, rsp: u64, insns: u32) {
+        self.close_returned(rsp);
+        if self.open.len() == MAX_FRAMES {
+            self.open.remove(0);
+            self.dropped += 1;
+        }
+        self.open.push((f & 63, rsp));
+        self.count(rsp, insns);
+    }
+
+    /// Whether an activation is open.
+    pub fn any_open(&self) -> bool {
+        !self.open.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TASK: u64 = 0xffff_c900_0001_0000; // a 16 KiB-aligned kernel stack
+    const IRQ: u64 = 0xffff_fe00_0000_4000; // the CPU's interrupt stack
+
+    #[test]
+    fn a_call_counts_its_callees_until_it_returns() {
+        let mut f = Frames::new(2);
+        let sp = TASK + 0x3f00;
+        f.entry(0, sp, 4); // F's entry block
+        assert!(f.block(sp - 0x40, 10)); // a callee, deeper
+        assert!(f.block(sp - 8, 3)); // back in F
+        assert!(!f.block(sp + 8, 7)); // the caller, after F's ret
+        assert_eq!(f.inclusive, [17, 0]);
+        assert!(!f.any_open());
+    }
+
+    #[test]
+    fn interrupts_and_other_tasks_do_not_count() {
+        let mut f = Frames::new(1);
+        let sp = TASK + 0x3f00;
+        f.entry(0, sp, 4);
+        assert!(f.block(IRQ + 0x3000, 50)); // interrupt handler on the IRQ stack
+        assert!(f.block(TASK + 0x10_0000 + 0x100, 80)); // another task's stack
+        assert!(f.block(sp - 0x20, 6)); // F again
+        assert!(!f.block(sp + 8, 1));
+        assert_eq!(f.inclusive, [10]);
+    }
+
+    #[test]
+    fn a_named_function_inside_an_interrupt_counts_only_for_itself() {
+        let mut f = Frames::new(2);
+        let sp = TASK + 0x3f00;
+        f.entry(0, sp, 4); // F on the task stack
+        f.entry(1, IRQ + 0x3f00, 5); // G entered in an interrupt, on the IRQ stack
+        assert!(f.block(IRQ + 0x3e00, 20));
+        assert!(f.block(IRQ + 0x3f08, 2)); // G returned
+        assert!(f.block(sp - 0x10, 3));
+        assert!(!f.block(sp + 8, 1));
+        assert_eq!(f.inclusive, [7, 25]);
+    }
+
+    #[test]
+    fn recursion_counts_each_block_once_and_a_tail_call_stays_inside() {
+        let mut f = Frames::new(1);
+        let sp = TASK + 0x3f00;
+        f.entry(0, sp, 2);
+        f.entry(0, sp - 0x80, 2); // F calls F
+        assert!(f.block(sp - 0x100, 10));
+        assert!(f.block(sp - 0x78, 1)); // inner returned, outer still open
+        f.entry(0, sp, 3); // F tail-calls (jmp) itself at the same stack pointer
+        assert!(!f.block(sp + 8, 1));
+        assert_eq!(f.inclusive, [18]);
+    }
+
+    #[test]
+    fn too_many_open_activations_drop_the_oldest() {
+        let mut f = Frames::new(1);
+        for i in 0..=MAX_FRAMES as u64 {
+            f.entry(0, TASK + 0x3f00 - i * 16, 1);
+        }
+        assert_eq!(f.dropped, 1);
+        assert!(f.any_open());
+    }
+}
