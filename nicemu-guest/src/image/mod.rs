@@ -5,6 +5,7 @@ pub mod cpio;
 pub mod guest_kernel;
 pub mod init_script;
 pub mod kselftest_archive;
+pub mod marker;
 pub mod modules;
 pub mod rootfs_path;
 pub mod tools;
@@ -31,6 +32,8 @@ pub fn base_archive(sid_root: &Path, modules: &[modules::Module]) -> Result<Vec<
     let busybox = read_in_root(sid_root, tools::BUSYBOX)?;
     w.file("bin/busybox", 0o755, &busybox).map_err(io)?;
     w.symlink("bin/sh", "busybox").map_err(io)?;
+    w.file(&marker::GUEST_PATH[1..], 0o755, &marker::elf())
+        .map_err(io)?;
     for path in tools::closure(sid_root)? {
         let data = read_in_root(sid_root, &path)?;
         w.file(&path, 0o755, &data).map_err(io)?;
