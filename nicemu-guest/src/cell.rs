@@ -40,6 +40,8 @@ pub(crate) struct Ctx<'a> {
     pub(crate) scenarios: &'a [Box<dyn Scenario>],
     pub(crate) nicemu_bin: Option<&'a Path>,
     pub(crate) timeout: Duration,
+    /// Counting guest instructions (`--param cost`), when on.
+    pub(crate) cost: Option<&'a crate::cost::Setup>,
 }
 
 fn spec(ctx: &Ctx, accel: Accel, img: &KernelImage, initrd: String, d: &RunDir) -> BootSpec {
@@ -156,7 +158,11 @@ pub(crate) fn run_cell(
         .find(|b| b.name == t.driver)
         .map(|b| b.stamp.clone())
         .filter(|s| !s.is_empty());
-    let body = scenario::render_body(ctx.scenarios, &t, &ctx.matrix.params);
+    let cost = ctx.cost.filter(|_| accel == Accel::Tcg);
+    let mut body = scenario::render_body(ctx.scenarios, &t, &ctx.matrix.params);
+    if cost.is_some() {
+        body.insert_str(0, crate::cost::PRELUDE);
+    }
     let (initrd_host, initrd_guest) = d.file("initrd.cpio");
     image::write_initrd(
         &img.base,
@@ -165,6 +171,10 @@ pub(crate) fn run_cell(
     )?;
     let mut s = spec(ctx, accel, img, initrd_guest, d);
     let (mut nicemu, mut host) = attach_ports(ctx, dev, d, &mut s)?;
+    if let Some(c) = cost {
+        s.extra.extend(c.qemu_args(d, &img.mod_names));
+        s.append = format!("{} {}", s.append, crate::cost::APPEND);
+    }
     if ctx.args.guest.pin {
         let plan = crate::vm::pin::PinPlan::new(ctx.args.guest.smp, crate::vm::pin::host_cores());
         s.pin = Some((plan, nicemu.as_ref().map(|n| n.pid())));
@@ -179,11 +189,22 @@ pub(crate) fn run_cell(
     }
     let console = Console::parse(&out.console);
     let setup_result = setup::parse(console.sections.get(setup::NAME), &t);
-    let results: Vec<ScenarioResult> = ctx
+    let mut results: Vec<ScenarioResult> = ctx
         .scenarios
         .iter()
         .map(|sc| scenario::evaluate(sc.as_ref(), &console, &t))
         .collect();
+    if let Some(c) = cost {
+        let ev =
+            crate::cost::evaluate(&d.host, &console, ctx.scenarios, &mut results, &c.selection);
+        if !ev.notes.is_empty() {
+            let notes = ev.notes.join("; ");
+            nicemu_note = Some(match nicemu_note {
+                Some(n) => format!("{n}; {notes}"),
+                None => notes,
+            });
+        }
+    }
     Ok(CellRun {
         kernel: String::new(),
         kernel_label: String::new(),

@@ -9,6 +9,7 @@ mod cell;
 mod ci_templates_tests;
 mod cli;
 mod cmd;
+mod cost;
 #[cfg(test)]
 mod docs_tests;
 mod error;

@@ -30,12 +30,24 @@ pub enum Allowed {
 
 /// The rule of every known parameter.
 pub const RULES: &[(&str, Allowed)] = &[
+    ("cost", Allowed::OneOf(&["auto", "1", "0", "on", "off"])),
+    (
+        "cost.fns",
+        Allowed::Rule(kernel_functions, KERNEL_FUNCTIONS),
+    ),
+    (
+        "cost.calls",
+        Allowed::Rule(kernel_functions, KERNEL_FUNCTIONS),
+    ),
+    ("cost.top", Allowed::Int(0, 1000)),
+    ("cost.top_share", Allowed::Real(0.0, 100.0)),
     ("ping.count", Allowed::Int(1, 1_000_000)),
     ("ping.interval", Allowed::Real(0.001, 60.0)),
     ("ping.size", Allowed::Int(0, 65_507)),
     ("ping.max_loss", Allowed::Real(0.0, 100.0)),
     ("netperf.tests", Allowed::Rule(netperf_tests, NETPERF_TESTS)),
     ("netperf.duration", Allowed::Int(1, 3600)),
+    ("netperf.count", Allowed::Int(0, 100_000_000)),
     ("netperf.warmup", Allowed::Int(0, 3600)),
     (
         "netperf.cpumask",
@@ -172,6 +184,21 @@ fn symbols(v: &str) -> bool {
                 .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
     };
     !v.is_empty() && v.split(',').all(ident)
+}
+
+const KERNEL_FUNCTIONS: &str =
+    "comma-separated kernel function names, MODULE:NAME for a module's (at most 64)";
+
+/// Kernel function names (`NAME` or `MODULE:NAME`), at most 64 (the plugin's limit).
+fn kernel_functions(v: &str) -> bool {
+    let names: Vec<&str> = v.split(',').collect();
+    names.len() <= nicemu_tcg_plugin::format::MAX_FUNCTIONS
+        && names.iter().all(|n| {
+            let bare = n
+                .split_once(':')
+                .map_or(*n, |(m, f)| if m.is_empty() { "" } else { f });
+            symbols(bare)
+        })
 }
 
 fn tc_rate(v: &str) -> bool {

@@ -12,6 +12,27 @@ use crate::error::{Error, Result};
 
 /// Known parameters: (key, default, meaning).
 pub const KNOWN: &[(&str, &str, &str)] = &[
+    (
+        "cost",
+        "auto",
+        "count guest instructions per unit of work in each scenario's windows with nicemu's TCG plugin: auto = under TCG, 1 = on, 0 = off",
+    ),
+    (
+        "cost.fns",
+        "netdev_pick_tx,__dev_queue_xmit,net_tx_action,__qdisc_run,igb:igb_xmit_frame_ring,ixgbe:ixgbe_xmit_frame_ring,igb:igb_update_stats,igb:igb_ptp_rx_rgtstamp",
+        "kernel functions (MODULE:NAME for a module's) whose inclusive instructions (with all they call) and calls are counted, up to 64",
+    ),
+    (
+        "cost.calls",
+        "__netif_reschedule,wakeup_softirqd,net_tx_action,__qdisc_run,netdev_core_pick_tx,netdev_pick_tx",
+        "functions whose calls per unit of work are reported",
+    ),
+    ("cost.top", "25", "functions per window in the own-instructions table"),
+    (
+        "cost.top_share",
+        "0.5",
+        "smallest share (%) of a window's kernel instructions a function in that table has",
+    ),
     ("ping.count", "1000", "echo requests sent"),
     (
         "ping.interval",
@@ -30,6 +51,11 @@ pub const KNOWN: &[(&str, &str, &str)] = &[
         "tests, comma-separated; UDP_STREAM:M / TCP_STREAM:M set the message size (-m M)",
     ),
     ("netperf.duration", "5", "seconds per test (netperf -l)"),
+    (
+        "netperf.count",
+        "0",
+        "fixed work instead of netperf.duration: N transactions (RR tests) or N messages (STREAM tests with a size, netperf -l -N×size); 0 = time-based",
+    ),
     (
         "netperf.warmup",
         "0",

@@ -132,6 +132,7 @@ pub fn run(args: &RunArgs) -> Result<RunReport> {
     let plan = Plan::new(args)?;
     crate::preflight::check_paths(args, &plan.matrix)?;
     let nicemu_bin = nicemu_binary(args, &plan)?;
+    let plugin = crate::cost::plugin_for(&plan.matrix.params, args.guest.accel)?;
     let prov = provision::provision()?;
     let chroot = match &prov.qemu {
         QemuLauncher::Chroot(root) => Some(root.clone()),
@@ -145,6 +146,9 @@ pub fn run(args: &RunArgs) -> Result<RunReport> {
     let dir = RunDir::create(&prov.cache, chroot.as_deref(), &id)?;
     println!("run {id}: {}", dir.host.display());
     let mut report = plan.empty_report(args, &id, &dir);
+    let cost = plugin
+        .map(|so| crate::cost::Setup::new(&so, &plan.matrix.params, &dir))
+        .transpose()?;
     let ctx = Ctx {
         args,
         prov: &prov,
@@ -152,6 +156,7 @@ pub fn run(args: &RunArgs) -> Result<RunReport> {
         scenarios: &plan.scenarios,
         nicemu_bin: nicemu_bin.as_deref(),
         timeout: Duration::from_secs(plan.timeout),
+        cost: cost.as_ref(),
     };
     let rounds = rounds_of(args)?;
     let tags = kernel_tags(plan.requests.len(), plan.is_ab(args, rounds));

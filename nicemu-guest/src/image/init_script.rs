@@ -130,6 +130,23 @@ nicemu_host() {
     nicemu_kv "${tag}_ack" timeout
     return 1
 }
+# nicemu_window_begin NAME: opens counting window NAME of this scenario: nicemu's TCG plugin
+# counts the guest's instructions until nicemu_window_end (both run one marker instruction,
+# /bin/nicemu-mark; window ids 1..126 per boot). Nothing happens unless counting is on.
+nicemu_window_begin() {
+    [ "$NICEMU_COST" = 1 ] || return 0
+    NICEMU_WIN=$(($(cat /tmp/nicemu-window 2>/dev/null || echo 0) + 1))
+    echo $NICEMU_WIN > /tmp/nicemu-window
+    if [ $NICEMU_WIN -gt 126 ]; then nicemu_kv "window_$1" full; return 0; fi
+    nicemu_kv "window_$1" $NICEMU_WIN
+    /bin/nicemu-mark $NICEMU_WIN
+    return 0
+}
+nicemu_window_end() {
+    [ "$NICEMU_COST" = 1 ] && [ "${NICEMU_WIN:-127}" -le 126 ] || return 0
+    /bin/nicemu-mark $((NICEMU_WIN + 128))
+    return 0
+}
 # The harness writes acknowledgements to the console: do not echo them back.
 stty -echo 2>/dev/null
 "#;

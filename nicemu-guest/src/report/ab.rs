@@ -13,6 +13,7 @@ use crate::stats::verdict::{self, Verdict};
 
 /// How every verdict is reached (printed with the tables).
 pub const METHOD: &str = "Mann–Whitney U, two-sided, 5 % (exact without ties); \
+    instruction counts per unit of work: Welch's t, two-sided, 5 % (noise assumed normal); \
     95 % CI: percentile bootstrap of median(B)/median(A), 10 000 resamples, fixed seed; \
     detectable effect at 80 % power from the rounds' CV";
 
@@ -88,9 +89,15 @@ pub fn summarise(report: &RunReport, rounds: u32, main: &[String]) -> AbSummary 
         .filter(|(_, (a, b))| !a.is_empty() && !b.is_empty())
         .map(|((device, scenario, metric), (a, b))| {
             let full = format!("{scenario}.{metric}");
+            let count = crate::cost::metrics::is_count(&metric);
             AbMetric {
                 main: main.is_empty() || main.iter().any(|p| matches(p, &full)),
-                verdict: verdict::compare(&a, &b),
+                count,
+                verdict: if count {
+                    verdict::compare_counts(&a, &b)
+                } else {
+                    verdict::compare(&a, &b)
+                },
                 device,
                 scenario,
                 metric,
@@ -146,7 +153,10 @@ pub fn render_markdown(ab: &AbSummary, report: &RunReport) -> String {
          |---|---|---:|---:|---:|---|---|---|\n",
     );
     let mut others = 0;
-    for m in &ab.metrics {
+    // Deterministic counts first: under TCG they are the sturdiest figures.
+    let ordered =
+        (ab.metrics.iter().filter(|m| m.count)).chain(ab.metrics.iter().filter(|m| !m.count));
+    for m in ordered {
         if !m.main {
             others += 1;
             continue;

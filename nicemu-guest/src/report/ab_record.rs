@@ -17,6 +17,10 @@ pub struct AbMetric {
     pub metric: String,
     /// One of the experiment's main metrics (printed in the headline table).
     pub main: bool,
+    /// A deterministic instruction count per unit of work ([`crate::cost`]): judged by
+    /// Welch's t test, listed first.
+    #[serde(default)]
+    pub count: bool,
     /// A's values in round order.
     pub a: Vec<f64>,
     /// B's values in round order.

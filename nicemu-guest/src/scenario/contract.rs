@@ -29,6 +29,16 @@ pub trait Scenario {
     }
     /// Turns this scenario's console section into a result.
     fn parse(&self, section: &Section, target: &Target) -> ScenarioResult;
+    /// The units of work done in counting window `window` (`nicemu_window_begin WINDOW`)
+    /// as this scenario's result `r` tells them, and where its cost figures go; `None`
+    /// when the scenario opens no such window (see [`crate::cost`]).
+    fn cost_unit(
+        &self,
+        _window: &str,
+        _r: &ScenarioResult,
+    ) -> Option<crate::cost::metrics::CostUnit> {
+        None
+    }
 }
 
 /// Shell lines every scenario needing the DUT starts with.

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use serde_json::json;
 
 use super::{num, round, Scenario, ScenarioResult, Section, Target, NEED_IFACE, NEED_PEER};
+use crate::cost::metrics::CostUnit;
 use crate::params::Params;
 
 /// netperf throughput scenario.
@@ -102,6 +103,29 @@ const LATENCY: &str = r#"nicemu_lat() {
 }
 "#;
 
+/// netperf's `-l` for test `t`: `-N×size` bytes (STREAM with a size) or `-N`
+/// transactions (RR) with a fixed `count`, else `secs` seconds.
+fn length(t: &TestSpec, secs: u64, count: u64) -> String {
+    match (count, t.size) {
+        (0, _) => secs.to_string(),
+        (n, _) if t.test.ends_with("_RR") => format!("-{n}"),
+        (n, Some(m)) if t.test.ends_with("_STREAM") => format!("-{}", n * u64::from(m)),
+        _ => secs.to_string(),
+    }
+}
+
+/// What one unit of a netperf test's work is: a message sent (UDP_STREAM), a
+/// transaction (RR), a send call (TCP_STREAM).
+fn unit_of(label: &str) -> &'static str {
+    if label.starts_with("UDP_STREAM") {
+        "msg"
+    } else if label.contains("_RR") {
+        "transaction"
+    } else {
+        "send"
+    }
+}
+
 /// Parses `-k` output (KEY=VALUE lines) into a map.
 pub fn parse_keyval(lines: &[&str]) -> BTreeMap<String, String> {
     lines
@@ -135,6 +159,28 @@ fn latency(s: &Section, i: usize, key: &str) -> Option<serde_json::Value> {
         }
     }
     (!ports.is_empty()).then_some(serde_json::Value::Object(ports))
+}
+
+/// UDP_STREAM test `i`'s message rates (sent, received, sent per busy guest CPU-second)
+/// into `m`; returns the summary text.
+fn udp_rates(
+    s: &Section,
+    i: usize,
+    label: &str,
+    kv: &BTreeMap<String, String>,
+    secs: f64,
+    m: &mut serde_json::Map<String, serde_json::Value>,
+) -> String {
+    let get = |k: &str| kv.get(k).and_then(|v| num(v)).unwrap_or(0.0);
+    let (sent, recv) = (get("LOCAL_SEND_CALLS"), get("REMOTE_RECV_CALLS"));
+    m.insert("msgs_per_s_sent".into(), json!(round(sent / secs, 1)));
+    m.insert("msgs_per_s_received".into(), json!(round(recv / secs, 1)));
+    let cpu = super::cpu::deltas(s, &format!("c{i}a"), &format!("c{i}b"), secs);
+    if let Some((busy, _)) = cpu.filter(|(b, _)| *b > 0.0) {
+        m.insert("busy_cpu_s".into(), json!(busy));
+        m.insert("msgs_sent_per_cpu_s".into(), json!(round(sent / busy, 1)));
+    }
+    format!("{label} {:.1}k msg/s", recv / secs / 1000.0)
 }
 
 /// ": last lines" of a tool's output, or nothing.
@@ -204,14 +250,20 @@ impl Scenario for Netperf {
         for (i, t) in tests.iter().enumerate() {
             s.push_str(&format!("nicemu_kv test{i} {}\n", t.label()));
         }
+        let count = p.num("netperf.count").max(0.0) as u64;
         for (i, t) in tests.iter().enumerate() {
             let m = t.size.map(|m| format!("-m {m} ")).unwrap_or_default();
             s.push_str(&super::cpu::snapshot(&format!("c{i}a")));
+            // The counting window holds the test, from netperf's start to its end.
             s.push_str(&format!(
-                "nicemu_out np{i} timeout {} {pin}/usr/bin/netperf -H $PEER_IP {bind}-t {} -l {d} -P 0 -- {m}-k {SELECTORS} \
-                 || [ $? != 143 ] || {{ nicemu_kv aborted {i}; exit 0; }}\n",
-                d + 40,
-                t.test
+                "nicemu_window_begin {label}\n\
+                 nicemu_out np{i} timeout {} {pin}/usr/bin/netperf -H $PEER_IP {bind}-t {} -l {} -P 0 -- {m}-k {SELECTORS}; np_rc=$?\n\
+                 nicemu_window_end\n\
+                 [ $np_rc != 143 ] || {{ nicemu_kv aborted {i}; exit 0; }}\n",
+                d.max(count / 1000) + 40,
+                t.test,
+                length(t, d, count),
+                label = t.label(),
             ));
             s.push_str(&super::cpu::snapshot(&format!("c{i}b")));
             s.push_str(&format!("nicemu_lat lat{i}\n"));
@@ -253,26 +305,14 @@ impl Scenario for Netperf {
             m.insert("units".into(), json!(units));
             let secs = kv.get("ELAPSED_TIME").and_then(|v| num(v)).unwrap_or(0.0);
             m.insert("secs".into(), json!(secs));
+            if let Some(sends) = kv.get("LOCAL_SEND_CALLS").and_then(|v| num(v)) {
+                m.insert("send_calls".into(), json!(sends));
+            }
             if let Some(lat) = kv.get("MEAN_LATENCY").and_then(|v| num(v)) {
                 m.insert("mean_latency_us".into(), json!(lat));
             }
             let short = if label.starts_with("UDP_STREAM") && secs > 0.0 {
-                let sent = kv
-                    .get("LOCAL_SEND_CALLS")
-                    .and_then(|v| num(v))
-                    .unwrap_or(0.0);
-                let recv = kv
-                    .get("REMOTE_RECV_CALLS")
-                    .and_then(|v| num(v))
-                    .unwrap_or(0.0);
-                m.insert("msgs_per_s_sent".into(), json!(round(sent / secs, 1)));
-                m.insert("msgs_per_s_received".into(), json!(round(recv / secs, 1)));
-                let cpu = super::cpu::deltas(s, &format!("c{i}a"), &format!("c{i}b"), secs);
-                if let Some((busy, _)) = cpu.filter(|(b, _)| *b > 0.0) {
-                    m.insert("busy_cpu_s".into(), json!(busy));
-                    m.insert("msgs_sent_per_cpu_s".into(), json!(round(sent / busy, 1)));
-                }
-                format!("{label} {:.1}k msg/s", recv / secs / 1000.0)
+                udp_rates(s, i, label, &kv, secs, &mut m)
             } else if units.contains("bits") {
                 format!("{label} {tp:.0} Mbit/s")
             } else {
@@ -299,6 +339,22 @@ impl Scenario for Netperf {
         }
         r.summary = Some(summary.join(", "));
         r
+    }
+
+    /// A test's window (named by its label): its send calls are the units (messages,
+    /// transactions), the cost figures go next to its throughput.
+    fn cost_unit(&self, window: &str, r: &ScenarioResult) -> Option<CostUnit> {
+        let sends = r
+            .metrics
+            .get("tests")?
+            .get(window)?
+            .get("send_calls")?
+            .as_f64()?;
+        (sends > 0.0).then(|| CostUnit {
+            path: vec!["tests".into(), window.into()],
+            units: sends,
+            unit: unit_of(window),
+        })
     }
 }
 

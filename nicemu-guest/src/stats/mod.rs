@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //! Statistics for A/B verdicts on a noisy host: the Mann–Whitney U rank test (exact for
-//! small samples), a seeded bootstrap confidence interval of the ratio of medians, and
+//! small samples) for rates and times, Welch's t test for deterministic instruction
+//! counts ([`welch`] says why), a seeded bootstrap confidence interval of the ratio of
+//! medians, and
 //! descriptive figures (median, min–max, coefficient of variation, the smallest effect a
 //! number of rounds can detect).
 //!
@@ -13,3 +15,4 @@ pub mod bootstrap;
 pub mod describe;
 pub mod mann_whitney;
 pub mod verdict;
+pub mod welch;

@@ -7,6 +7,7 @@
 use super::bootstrap::{self, RatioCi};
 use super::describe::{self, Summary, ALPHA};
 use super::mann_whitney::{self, MannWhitney};
+use super::welch::{self, Welch};
 
 /// Everything the tables print about one metric.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -19,6 +20,9 @@ pub struct Verdict {
     pub change: Option<f64>,
     /// The rank test.
     pub test: MannWhitney,
+    /// Welch's t test, for a deterministic metric (instruction counts): then it decides.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub welch: Option<Welch>,
     /// The 95 % bootstrap interval of median(B)/median(A) (`None` for non-positive A).
     pub ci: Option<RatioCi>,
     /// True when the rank test's p is below 5 %.
@@ -46,11 +50,28 @@ pub fn compare(a: &[f64], b: &[f64]) -> Option<Verdict> {
         b: sb,
         change,
         test,
+        welch: None,
         ci: bootstrap::ratio_of_medians(a, b),
         significant: test.p < ALPHA,
         spread_cv,
         detectable,
     })
+}
+
+/// Compares a deterministic metric (an instruction count per unit of work): Welch's t test
+/// decides (it has power at 3+3 rounds, where the rank test has none; see
+/// [`super::welch`]); falls back to [`compare`] with a single round a side.
+pub fn compare_counts(a: &[f64], b: &[f64]) -> Option<Verdict> {
+    let mut v = compare(a, b)?;
+    let Some(w) = welch::test(a, b) else {
+        return Some(v);
+    };
+    v.significant = w.p < ALPHA;
+    v.detectable = v
+        .spread_cv
+        .and_then(|cv| welch::detectable_effect(cv, a.len(), b.len()));
+    v.welch = Some(w);
+    Some(v)
 }
 
 /// A signed percentage with one decimal: "+10.4".
@@ -83,8 +104,16 @@ impl Verdict {
         }
     }
 
-    /// Which test and its result: "Mann–Whitney U=25, exact p=0.008".
+    /// Which test and its result: "Mann–Whitney U=25, exact p=0.008", or for a count
+    /// "Welch t=14.2, df 3.1, p=0.0007 (counts: t test)".
     pub fn test_note(&self) -> String {
+        if let Some(w) = &self.welch {
+            return match w.df {
+                Some(df) => format!("Welch t={:.2}, df {df:.1}, p={:.4} (counts)", w.t, w.p),
+                None if w.p == 0.0 => "both sides constant and different (counts)".into(),
+                None => "both sides constant and equal (counts)".into(),
+            };
+        }
         let m = match self.test.method {
             mann_whitney::Method::Exact => "exact",
             mann_whitney::Method::Normal => "normal approx.",

@@ -1,0 +1,239 @@
+// SPDX-License-Identifier: Apache-2.0
+//! A window's counts per unit of work, as the `cost` object of the scenario result that
+//! owns the window (`netperf.tests.UDP_STREAM:1.cost.kernel`: kernel instructions per
+//! message), and which of those metrics are deterministic.
+//!
+//! ```text
+//! cost.unit, cost.units          what one unit is ("msg") and how many the window did
+//! cost.kernel, cost.user         instructions per unit outside time-driven code, all vCPUs
+//! cost.cpu.N.kernel / .user      the same on vCPU N
+//! cost.modules.M                 the kernel's (M = kernel) or module M's own instructions
+//! cost.fn.F.incl / .calls        named function F: inclusive instructions, calls
+//! cost.calls.F                   calls of function F
+//! cost.self.F                    function F's own instructions (the window's top functions)
+//! cost.timed.B, cost.timed.total time-driven code per bucket: shown, never a verdict
+//! ```
+
+use serde_json::{json, Map, Value};
+
+use super::window::WindowCost;
+
+/// What one unit of a window's work is and how many the window did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CostUnit {
+    /// Where in the scenario's metrics the `cost` object goes (`["tests", "TCP_RR"]`).
+    pub path: Vec<String>,
+    /// Units of work done in the window (messages sent, transactions, sweeps).
+    pub units: f64,
+    /// What a unit is ("msg", "transaction", "sweep", "frame").
+    pub unit: &'static str,
+}
+
+/// What the per-unit figures include besides the totals.
+#[derive(Debug, Clone, Default)]
+pub struct Selection {
+    /// Named functions (inclusive counts and calls).
+    pub named: Vec<String>,
+    /// Functions whose calls are reported.
+    pub calls: Vec<String>,
+    /// Top functions: at least this share of the kernel instructions…
+    pub top_share: f64,
+    /// …and at most this many.
+    pub top: usize,
+}
+
+/// Rounds per-unit figures to 3 significant decimals (counts per unit are exact
+/// fractions; more digits are noise in the JSON).
+fn per(n: u64, units: f64) -> f64 {
+    (n as f64 / units * 1000.0).round() / 1000.0
+}
+
+/// The `cost` object of window `w` over `units` units.
+pub fn per_unit(w: &WindowCost, u: &CostUnit, sel: &Selection) -> Value {
+    let units = u.units.max(1.0);
+    let cpu: Map<String, Value> = (w.vcpus.iter().enumerate())
+        .map(|(i, v)| {
+            let o = json!({"kernel": per(v.kernel, units), "user": per(v.user, units)});
+            (i.to_string(), o)
+        })
+        .collect();
+    let modules: Map<String, Value> = (w.modules.iter())
+        .map(|(m, n)| (m.clone(), json!(per(*n, units))))
+        .collect();
+    let named: Map<String, Value> = (sel.named.iter())
+        .filter_map(|f| {
+            let incl = *w.inclusive.get(f)?;
+            let calls = w.entries.get(f).copied().unwrap_or(0);
+            Some((
+                f.clone(),
+                json!({"incl": per(incl, units), "calls": per(calls, units)}),
+            ))
+        })
+        .collect();
+    let calls: Map<String, Value> = (sel.calls.iter())
+        .map(|f| {
+            (
+                f.clone(),
+                json!(per(w.entries.get(f).copied().unwrap_or(0), units)),
+            )
+        })
+        .collect();
+    let top: Map<String, Value> = (w.top(sel.top_share, sel.top).into_iter())
+        .map(|(f, n)| (f.to_owned(), json!(per(n, units))))
+        .collect();
+    let mut timed: Map<String, Value> = (w.timed.iter())
+        .map(|(t, n)| (t.key().to_owned(), json!(per(*n, units))))
+        .collect();
+    timed.insert("total".into(), json!(per(w.timed_total(), units)));
+    let mut o = json!({
+        "unit": u.unit,
+        "units": u.units,
+        "kernel": per(w.kernel(), units),
+        "user": per(w.user(), units),
+        "cpu": cpu,
+        "modules": modules,
+        "self": top,
+        "timed": timed,
+    });
+    if !named.is_empty() {
+        o["fn"] = Value::Object(named);
+    }
+    if !calls.is_empty() {
+        o["calls"] = Value::Object(calls);
+    }
+    o
+}
+
+/// True for a flattened metric key holding a deterministic instruction count per unit
+/// (under a `cost` segment, not the time-driven buckets nor the unit count): these are
+/// judged by [`crate::stats::verdict::compare_counts`].
+pub fn is_count(key: &str) -> bool {
+    let segs: Vec<&str> = key.split('.').collect();
+    match segs.iter().position(|s| *s == "cost") {
+        Some(i) => !matches!(segs.get(i + 1), None | Some(&"timed" | &"units" | &"unit")),
+        None => false,
+    }
+}
+
+/// Puts `cost` at `path` (creating objects on the way) in `metrics`.
+pub fn insert(
+    metrics: &mut std::collections::BTreeMap<String, Value>,
+    path: &[String],
+    cost: Value,
+) {
+    let Some((first, rest)) = path.split_first() else {
+        metrics.insert("cost".into(), cost);
+        return;
+    };
+    let mut v = metrics.remove(first).unwrap_or(Value::Null);
+    set_at(&mut v, rest, cost);
+    metrics.insert(first.clone(), v);
+}
+
+fn set_at(v: &mut Value, path: &[String], cost: Value) {
+    if !v.is_object() {
+        *v = Value::Object(Map::new());
+    }
+    if let Value::Object(o) = v {
+        match path.split_first() {
+            None => {
+                o.insert("cost".into(), cost);
+            }
+            Some((p, rest)) => set_at(o.entry(p.clone()).or_insert(Value::Null), rest, cost),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cost::classify::Timed;
+    use crate::cost::window::VcpuCost;
+
+    fn window() -> WindowCost {
+        let mut w = WindowCost {
+            vcpus: vec![
+                VcpuCost {
+                    user: 1000,
+                    kernel: 30_000,
+                    timed: 500,
+                },
+                VcpuCost {
+                    user: 0,
+                    kernel: 10_000,
+                    timed: 0,
+                },
+            ],
+            named_ready: true,
+            ..WindowCost::default()
+        };
+        w.timed.insert(Timed::Spin, 500);
+        w.modules.insert("kernel".into(), 36_000);
+        w.modules.insert("igb".into(), 4_000);
+        w.functions.insert("__dev_queue_xmit".into(), 20_000);
+        w.functions.insert("igb:igb_xmit_frame_ring".into(), 4_000);
+        w.functions.insert("rare".into(), 10);
+        w.entries.insert("__netif_reschedule".into(), 5);
+        w.entries.insert("__netdev_pick_tx".into(), 100);
+        w.inclusive.insert("__netdev_pick_tx".into(), 7_000);
+        w
+    }
+
+    #[test]
+    fn figures_are_per_unit_with_named_functions_calls_and_top() {
+        let sel = Selection {
+            named: vec!["__netdev_pick_tx".into(), "not_counted".into()],
+            calls: vec!["__netif_reschedule".into(), "wakeup_softirqd".into()],
+            top_share: 0.01,
+            top: 10,
+        };
+        let u = CostUnit {
+            path: vec![],
+            units: 100.0,
+            unit: "msg",
+        };
+        let c = per_unit(&window(), &u, &sel);
+        assert_eq!(c["unit"], "msg");
+        assert_eq!(c["kernel"], 400.0);
+        assert_eq!(c["user"], 10.0);
+        assert_eq!(c["cpu"]["1"]["kernel"], 100.0);
+        assert_eq!(c["modules"]["igb"], 40.0);
+        assert_eq!(c["fn"]["__netdev_pick_tx"]["incl"], 70.0);
+        assert_eq!(c["fn"]["__netdev_pick_tx"]["calls"], 1.0);
+        assert!(c["fn"].get("not_counted").is_none());
+        assert_eq!(c["calls"]["__netif_reschedule"], 0.05);
+        assert_eq!(c["calls"]["wakeup_softirqd"], 0.0);
+        assert_eq!(c["self"]["__dev_queue_xmit"], 200.0);
+        assert!(c["self"].get("rare").is_none(), "below 1 %");
+        assert_eq!(c["timed"]["spin"], 5.0);
+        assert_eq!(c["timed"]["total"], 5.0);
+    }
+
+    #[test]
+    fn count_metrics_are_the_cost_figures_but_time_driven_and_unit_counts() {
+        assert!(is_count("tests.UDP_STREAM:1.cost.kernel"));
+        assert!(is_count("cost.fn.__netdev_pick_tx.incl"));
+        assert!(is_count("sweep.cost.self.igb:igb_update_stats"));
+        assert!(!is_count("tests.UDP_STREAM:1.cost.timed.spin"));
+        assert!(!is_count("tests.UDP_STREAM:1.cost.units"));
+        assert!(!is_count("tests.UDP_STREAM:1.msgs_per_s_sent"));
+        assert!(!is_count("cost"));
+    }
+
+    #[test]
+    fn the_cost_object_goes_where_the_scenario_keeps_the_work() {
+        let mut m = std::collections::BTreeMap::new();
+        m.insert("tests".to_owned(), json!({"TCP_RR": {"throughput": 5}}));
+        insert(
+            &mut m,
+            &["tests".into(), "TCP_RR".into()],
+            json!({"kernel": 1}),
+        );
+        assert_eq!(m["tests"]["TCP_RR"]["throughput"], 5);
+        assert_eq!(m["tests"]["TCP_RR"]["cost"]["kernel"], 1);
+        insert(&mut m, &[], json!({"kernel": 2}));
+        assert_eq!(m["cost"]["kernel"], 2);
+        insert(&mut m, &["sweep".into()], json!({"kernel": 3}));
+        assert_eq!(m["sweep"]["cost"]["kernel"], 3);
+    }
+}
