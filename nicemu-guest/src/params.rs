@@ -54,7 +54,7 @@ pub const KNOWN: &[(&str, &str, &str)] = &[
     (
         "netperf.count",
         "0",
-        "fixed work instead of netperf.duration: N transactions (RR tests) or N messages (STREAM tests with a size, netperf -l -N×size); 0 = time-based",
+        "RR tests: N transactions (netperf -l -N) instead of netperf.duration; 0 = timed (STREAM tests are always timed)",
     ),
     (
         "netperf.warmup",
