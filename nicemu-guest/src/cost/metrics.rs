@@ -9,6 +9,7 @@
 //! cost.cpu.N.kernel / .user      the same on vCPU N
 //! cost.modules.M                 the kernel's (M = kernel) or module M's own instructions
 //! cost.fn.F.incl / .calls        named function F: inclusive instructions, calls
+//! cost.fn.F.per_call             its inclusive instructions per call
 //! cost.calls.F                   calls of function F
 //! cost.self.F                    function F's own instructions (the window's top functions)
 //! cost.timed.B, cost.timed.total time-driven code per bucket: shown, never a verdict
@@ -64,10 +65,11 @@ pub fn per_unit(w: &WindowCost, u: &CostUnit, sel: &Selection) -> Value {
         .filter_map(|f| {
             let incl = *w.inclusive.get(f)?;
             let calls = w.entries.get(f).copied().unwrap_or(0);
-            Some((
-                f.clone(),
-                json!({"incl": per(incl, units), "calls": per(calls, units)}),
-            ))
+            let mut o = json!({"incl": per(incl, units), "calls": per(calls, units)});
+            if calls > 0 {
+                o["per_call"] = json!(per(incl, calls as f64));
+            }
+            Some((f.clone(), o))
         })
         .collect();
     let calls: Map<String, Value> = (sel.calls.iter())
@@ -200,6 +202,7 @@ mod tests {
         assert_eq!(c["modules"]["igb"], 40.0);
         assert_eq!(c["fn"]["__netdev_pick_tx"]["incl"], 70.0);
         assert_eq!(c["fn"]["__netdev_pick_tx"]["calls"], 1.0);
+        assert_eq!(c["fn"]["__netdev_pick_tx"]["per_call"], 70.0);
         assert!(c["fn"].get("not_counted").is_none());
         assert_eq!(c["calls"]["__netif_reschedule"], 0.05);
         assert_eq!(c["calls"]["wakeup_softirqd"], 0.0);

@@ -229,6 +229,24 @@ mod tests {
         assert_eq!(owner(&c, 4), None);
     }
 
+    /// Every window a scenario opens is closed again, and the measured scenarios of the
+    /// seed experiments (netperf, ping, regsweep, hwstamp, qdisc) open one.
+    #[test]
+    fn scenario_windows_open_and_close_in_pairs() {
+        let p = Params::default();
+        for name in crate::scenario::NAMES {
+            let sc = crate::scenario::by_name(name).unwrap();
+            let s = sc.script(&p);
+            let (b, e) = (
+                s.matches("nicemu_window_begin ").count(),
+                s.matches("nicemu_window_end").count(),
+            );
+            assert_eq!(b, e, "{name}: {s}");
+            let measured = ["netperf", "ping", "regsweep", "hwstamp", "qdisc"];
+            assert_eq!(b > 0, measured.contains(name), "{name}");
+        }
+    }
+
     #[test]
     fn the_plugin_argument_names_files_and_loaded_modules_functions() {
         let s = Setup {

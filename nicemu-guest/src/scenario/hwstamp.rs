@@ -15,6 +15,7 @@ use serde_json::json;
 use super::{
     cpu, netperf, num, round, Scenario, ScenarioResult, Section, Target, NEED_IFACE, NEED_PEER,
 };
+use crate::cost::metrics::CostUnit;
 use crate::params::Params;
 
 /// Hardware time-stamp flood scenario.
@@ -58,9 +59,11 @@ impl Scenario for Hwstamp {
              : > /tmp/ptp.bin; i=0; while [ $i -lt 64 ]; do printf '{hdr}' >> /tmp/ptp.bin; i=$((i+1)); done\n\
              /usr/bin/netserver -4 -p 12866 >/dev/null 2>&1\n\
              nicemu_host tr_on ctl trace DUT on --filter RXSTMPH --file stamps.log\n\
-             {}nicemu_out np timeout {} /usr/bin/ip netns exec peer /usr/bin/netperf -H $DUT_IP -p 12866 \
+             {}nicemu_window_begin flood\n\
+             nicemu_out np timeout {} /usr/bin/ip netns exec peer /usr/bin/netperf -H $DUT_IP -p 12866 \
              -t UDP_STREAM -l {d} -P 0 -F /tmp/ptp.bin -- -m 44 -P ,319 \
-             -k THROUGHPUT,THROUGHPUT_UNITS,ELAPSED_TIME,LOCAL_SEND_CALLS,REMOTE_RECV_CALLS\n{}\
+             -k THROUGHPUT,THROUGHPUT_UNITS,ELAPSED_TIME,LOCAL_SEND_CALLS,REMOTE_RECV_CALLS\n\
+             nicemu_window_end\n{}\
              nicemu_host tr_off ctl trace DUT off\n\
              nicemu_host cnt regcount stamps.log\n\
              nicemu_out ethS sh -c \"/usr/sbin/ethtool -S $IFACE | grep -i tstamp\"\n\
@@ -101,6 +104,7 @@ impl Scenario for Hwstamp {
             return r;
         }
         let rx = recv / secs;
+        r.metric("rx_frames", json!(recv));
         r.metric("rx_pps", json!(round(rx, 1)));
         if let Some((busy, _)) = cpu::deltas(s, "c0", "c1", secs).filter(|(b, _)| *b > 0.0) {
             r.metric("busy_cpu_s", json!(busy));
@@ -126,6 +130,17 @@ impl Scenario for Hwstamp {
             None => r.summary = Some(format!("{rx:.0} frames/s received (stamps not counted)")),
         }
         r
+    }
+
+    /// The flood's window: per frame the device under test received (the stamped ones'
+    /// path is `fn.igb:igb_ptp_rx_rgtstamp`: per call = per stamped frame).
+    fn cost_unit(&self, window: &str, r: &ScenarioResult) -> Option<CostUnit> {
+        let frames = r.metrics.get("rx_frames")?.as_f64()?;
+        (window == "flood" && frames > 0.0).then(|| CostUnit {
+            path: Vec::new(),
+            units: frames,
+            unit: "frame",
+        })
     }
 }
 

@@ -5,6 +5,7 @@
 use serde_json::json;
 
 use super::{num, round, Scenario, ScenarioResult, Section, Target, NEED_IFACE, NEED_PEER};
+use crate::cost::metrics::CostUnit;
 use crate::params::Params;
 
 /// Ping loss/RTT scenario.
@@ -75,7 +76,7 @@ impl Scenario for Ping {
     fn script(&self, p: &Params) -> String {
         let bound = (p.num("ping.count") * p.num("ping.interval") * 5.0) as u64 + 30;
         format!(
-            "{NEED_IFACE}{NEED_PEER}nicemu_kv max_loss {}\nnicemu_out ping timeout {bound} /usr/bin/ping -q -c {} -i {} -s {} -W 2 $PEER_IP\ntrue",
+            "{NEED_IFACE}{NEED_PEER}nicemu_kv max_loss {}\nnicemu_window_begin echo\nnicemu_out ping timeout {bound} /usr/bin/ping -q -c {} -i {} -s {} -W 2 $PEER_IP\nnicemu_window_end\ntrue",
             p.get("ping.max_loss"),
             p.get("ping.count"),
             p.get("ping.interval"),
@@ -115,6 +116,17 @@ impl Scenario for Ping {
             ));
         }
         r
+    }
+
+    /// The ping run's window: per echo request sent (request, reply and both ends'
+    /// kernels).
+    fn cost_unit(&self, window: &str, r: &ScenarioResult) -> Option<CostUnit> {
+        let sent = r.metrics.get("transmitted")?.as_f64()?;
+        (window == "echo" && sent > 0.0).then(|| CostUnit {
+            path: Vec::new(),
+            units: sent,
+            unit: "echo",
+        })
     }
 }
 

@@ -7,6 +7,7 @@ use serde_json::json;
 use super::{
     cpu, netperf, num, round, Scenario, ScenarioResult, Section, Target, NEED_IFACE, NEED_PEER,
 };
+use crate::cost::metrics::CostUnit;
 use crate::params::Params;
 
 /// qdisc hierarchy scenario.
@@ -75,8 +76,10 @@ impl Scenario for Qdisc {
              $TC qdisc add dev $IFACE parent 1:2 handle 10: tbf rate {} burst 64kb latency 100ms && \
              $TC qdisc add dev $IFACE parent 10:1 handle 100: fq_codel\"\n\
              nicemu_out before $TC -s qdisc show dev \"$IFACE\"\n{}\
+             nicemu_window_begin flood\n\
              nicemu_out np timeout {} /usr/bin/netperf -H $PEER_IP -t UDP_STREAM -l {d} -P 0 -- -m {} \
-             -k THROUGHPUT,THROUGHPUT_UNITS,ELAPSED_TIME,LOCAL_SEND_CALLS,REMOTE_RECV_CALLS\n{}\
+             -k THROUGHPUT,THROUGHPUT_UNITS,ELAPSED_TIME,LOCAL_SEND_CALLS,REMOTE_RECV_CALLS\n\
+             nicemu_window_end\n{}\
              nicemu_out after $TC -s qdisc show dev \"$IFACE\"\n\
              $TC qdisc del dev \"$IFACE\" root\ntrue",
             p.get("qdisc.rate"),
@@ -143,6 +146,21 @@ impl Scenario for Qdisc {
         }
         r.summary = Some(format!("{:.1}k pps", pps / 1000.0));
         r
+    }
+
+    /// The flood's window: per packet through the root (prio) qdisc.
+    fn cost_unit(&self, window: &str, r: &ScenarioResult) -> Option<CostUnit> {
+        let packets = r
+            .metrics
+            .get("levels")?
+            .get("prio")?
+            .get("packets")?
+            .as_f64()?;
+        (window == "flood" && packets > 0.0).then(|| CostUnit {
+            path: Vec::new(),
+            units: packets,
+            unit: "packet",
+        })
     }
 }
 

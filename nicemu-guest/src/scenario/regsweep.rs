@@ -11,6 +11,7 @@
 use serde_json::json;
 
 use super::{num, Scenario, ScenarioResult, Section, Target, NEED_IFACE};
+use crate::cost::metrics::CostUnit;
 use crate::params::Params;
 
 /// Statistics sweep scenario.
@@ -32,7 +33,9 @@ impl Scenario for Regsweep {
 
     fn script(&self, p: &Params) -> String {
         format!(
-            "{NEED_IFACE}nicemu_kv hw_read_us {}\nnicemu_host tr_on ctl trace DUT on --filter 0x4000-0x4fff --file regsweep.log\n\
+            "{NEED_IFACE}nicemu_kv hw_read_us {}\n\
+             nicemu_window_begin sweep\n/usr/sbin/ethtool -S \"$IFACE\" >/dev/null 2>&1\nnicemu_window_end\n\
+             nicemu_host tr_on ctl trace DUT on --filter 0x4000-0x4fff --file regsweep.log\n\
              i=0; while [ $i -lt {} ]; do /usr/sbin/ethtool -S \"$IFACE\" >/dev/null 2>&1; sleep 0.3; i=$((i+1)); done\n\
              nicemu_host tr_off ctl trace DUT off\n\
              nicemu_host sw regsweep regsweep.log\ntrue",
@@ -71,6 +74,16 @@ impl Scenario for Regsweep {
             "sweep {sweep:.0} µs ({reads:.0} reads), read {read:.1} µs"
         ));
         r
+    }
+
+    /// One `ethtool -S` (one statistics sweep, with the tool's own start and exit) in a
+    /// window before the traced ones.
+    fn cost_unit(&self, window: &str, _r: &ScenarioResult) -> Option<CostUnit> {
+        (window == "sweep").then(|| CostUnit {
+            path: Vec::new(),
+            units: 1.0,
+            unit: "sweep",
+        })
     }
 }
 
