@@ -38,6 +38,9 @@ pub struct Experiment {
     /// Scenario parameters.
     #[serde(default)]
     pub params: BTreeMap<String, String>,
+    /// Fewest vCPUs the experiment needs (`--smp` may give more).
+    #[serde(default)]
+    pub smp: Option<u32>,
 }
 
 /// (name, experiment.toml, README.md) of every shipped experiment.
@@ -176,7 +179,11 @@ impl Experiment {
             main_metrics: self.main.clone(),
             topology: None,
             shard: None,
-            guest: x.guest.clone(),
+            guest: {
+                let mut g = x.guest.clone();
+                g.smp = g.smp.max(self.smp.unwrap_or(0));
+                g
+            },
             out: x.out.clone(),
             keep_images: false,
         };

@@ -10,6 +10,7 @@
 //! cost.modules.M                 the kernel's (M = kernel) or module M's own instructions
 //! cost.fn.F.incl / .calls        named function F: inclusive instructions, calls
 //! cost.fn.F.per_call             its inclusive instructions per call
+//! cost.fn.F.share_pct            its inclusive share of the window's kernel instructions
 //! cost.calls.F                   calls of function F
 //! cost.self.F                    function F's own instructions (the window's top functions)
 //! cost.timed.B, cost.timed.total time-driven code per bucket: shown, never a verdict
@@ -68,6 +69,9 @@ pub fn per_unit(w: &WindowCost, u: &CostUnit, sel: &Selection) -> Value {
             let mut o = json!({"incl": per(incl, units), "calls": per(calls, units)});
             if calls > 0 {
                 o["per_call"] = json!(per(incl, calls as f64));
+            }
+            if w.kernel() > 0 {
+                o["share_pct"] = json!(per(incl * 100, w.kernel() as f64));
             }
             Some((f.clone(), o))
         })
@@ -203,6 +207,7 @@ mod tests {
         assert_eq!(c["fn"]["__netdev_pick_tx"]["incl"], 70.0);
         assert_eq!(c["fn"]["__netdev_pick_tx"]["calls"], 1.0);
         assert_eq!(c["fn"]["__netdev_pick_tx"]["per_call"], 70.0);
+        assert_eq!(c["fn"]["__netdev_pick_tx"]["share_pct"], 17.5);
         assert!(c["fn"].get("not_counted").is_none());
         assert_eq!(c["calls"]["__netif_reschedule"], 0.05);
         assert_eq!(c["calls"]["wakeup_softirqd"], 0.0);

@@ -32,7 +32,7 @@ pub fn matches(pattern: &str, key: &str) -> bool {
     p.len() == k.len() && p.iter().zip(&k).all(|(p, k)| *p == "*" || p == k)
 }
 
-type Samples = BTreeMap<(String, String, String), (Vec<f64>, Vec<f64>)>;
+use super::cost_table::Samples;
 
 fn collect(report: &RunReport) -> Samples {
     let first = report
@@ -41,6 +41,7 @@ fn collect(report: &RunReport) -> Samples {
         .map(|c| c.kernel.clone())
         .unwrap_or_default();
     let mut samples = Samples::new();
+    let mut windows = super::cost_table::Windows::new();
     for c in report.runs.iter().filter(|c| c.boot == "ok") {
         let is_a = side_of(c, &first);
         for r in &c.scenarios {
@@ -54,6 +55,7 @@ fn collect(report: &RunReport) -> Samples {
                 .into_iter()
                 .filter(|(k, v)| interesting(k) && v.is_finite())
             {
+                super::cost_table::note_window(&mut windows, &c.device, &r.scenario, &k, is_a);
                 let e = samples
                     .entry((c.device.clone(), r.scenario.clone(), k))
                     .or_default();
@@ -65,6 +67,7 @@ fn collect(report: &RunReport) -> Samples {
             }
         }
     }
+    super::cost_table::pad_functions(&mut samples, &windows);
     samples
 }
 
@@ -177,6 +180,7 @@ pub fn render_markdown(ab: &AbSummary, report: &RunReport) -> String {
             v.noise_note()
         ));
     }
+    s.push_str(&super::cost_table::render(ab, 15));
     s.push_str(&cyclictest_tables(report));
     if others > 0 {
         s.push_str(&format!(

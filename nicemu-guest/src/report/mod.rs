@@ -6,6 +6,7 @@ pub mod ab;
 pub mod ab_record;
 pub mod cases;
 pub mod compare;
+pub mod cost_table;
 pub mod escape;
 pub mod html;
 pub mod json;
