@@ -22,6 +22,7 @@ pub mod make;
 pub mod module;
 pub mod patch;
 pub mod prepare;
+pub mod requests;
 pub mod resume;
 pub mod store;
 pub mod tree;
