@@ -284,68 +284,28 @@ impl I2cBus {
 mod tests {
     use super::*;
 
-    /// A master doing what `ixgbe_read_i2c_byte_generic` does, line by line.
-    struct Master<'a>(&'a mut I2cBus, bool, bool);
+    use crate::testutil::i2c_master::{I2cLines, I2cMaster};
 
-    impl Master<'_> {
-        fn set(&mut self, scl: bool, sda: bool) {
-            self.1 = scl;
-            self.2 = sda;
+    /// The module's own bus, as the master sees it.
+    struct Bus<'a>(&'a mut I2cBus, bool, bool);
+
+    impl I2cLines for Bus<'_> {
+        fn drive(&mut self, scl: bool, sda: bool) {
+            (self.1, self.2) = (scl, sda);
             self.0.drive(scl, sda);
         }
-        fn start(&mut self) {
-            let scl = self.1;
-            self.set(scl, true);
-            self.set(true, true);
-            self.set(true, false);
-            self.set(false, false);
+        fn driven(&mut self) -> (bool, bool) {
+            (self.1, self.2)
         }
-        fn stop(&mut self) {
-            self.set(false, false);
-            self.set(true, false);
-            self.set(true, true);
-        }
-        fn out_bit(&mut self, b: bool) {
-            self.set(false, b);
-            self.set(true, b);
-            self.set(false, b);
-        }
-        fn in_bit(&mut self) -> bool {
-            self.set(true, self.2);
-            let v = self.0.lines().1;
-            self.set(false, self.2);
-            v
-        }
-        fn out_byte(&mut self, v: u8) -> bool {
-            for i in (0..8).rev() {
-                self.out_bit(v & (1 << i) != 0);
-            }
-            self.set(false, true); // release SDA
-            !self.in_bit()
-        }
-        fn in_byte(&mut self) -> u8 {
-            (0..8).fold(0, |acc, _| (acc << 1) | u8::from(self.in_bit()))
-        }
-        fn read(&mut self, dev: u8, off: u8) -> Option<u8> {
-            self.start();
-            if !self.out_byte(dev) || !self.out_byte(off) {
-                return None;
-            }
-            self.start();
-            if !self.out_byte(dev | 1) {
-                return None;
-            }
-            let v = self.in_byte();
-            self.out_bit(true); // NACK
-            self.stop();
-            Some(v)
+        fn sda_in(&mut self) -> bool {
+            self.0.lines().1
         }
     }
 
     #[test]
     fn reads_the_serial_id_like_the_driver() {
         let mut bus = I2cBus::new(SfpKind::DirectAttach);
-        let mut m = Master(&mut bus, true, true);
+        let mut m = I2cMaster(Bus(&mut bus, true, true));
         assert_eq!(m.read(0xa0, 0), Some(0x03));
         assert_eq!(m.read(0xa0, 8), Some(0x04), "passive DA cable");
         assert_eq!(m.read(0xa0, 3), Some(0));
@@ -358,7 +318,7 @@ mod tests {
     #[test]
     fn empty_cage_never_acks() {
         let mut bus = I2cBus::new(SfpKind::None);
-        let mut m = Master(&mut bus, true, true);
+        let mut m = I2cMaster(Bus(&mut bus, true, true));
         assert_eq!(m.read(0xa0, 0), None);
         assert!(!bus.present());
     }

@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 //! Test doubles for device unit tests: recording interrupt sink and wire,
 //! in-memory guest RAM, and a driver double that drives any function
-//! ([`driver`]).
+//! ([`driver`]), and the ixgbe driver's bit-banged I2C master ([`i2c_master`]).
 #![allow(
     clippy::unwrap_used,
     reason = "test doubles: a set-up that fails panics"
 )]
 
 pub mod driver;
+pub mod i2c_master;
 
 use std::sync::{Arc, Mutex};
 

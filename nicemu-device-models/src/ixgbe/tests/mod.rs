@@ -12,6 +12,7 @@ use crate::testutil::driver::{
     error_counter, loopback_round_trips, nvm_read, ptp_l2_frame, rd, send, setup_rings, systim, wr,
     DriverPart, MAC, RX_BUFS, RX_RING, TX_BUFS, TX_RING,
 };
+use crate::testutil::i2c_master::{I2cLines, I2cMaster};
 use crate::testutil::{Irq, TestEnv};
 use crate::{NetPort, PciFunction};
 
@@ -41,72 +42,26 @@ fn driver_checksum(d: &Ixgbe) -> u16 {
     0xbabau16.wrapping_sub(sum)
 }
 
-/// The I2C master of `ixgbe_read_i2c_byte_generic`, through I2CCTL.
-struct I2c<'a>(&'a Ixgbe);
+/// The I2C lines as the driver reaches them: I2CCTL's clock and data bits.
+struct I2cCtl<'a>(&'a Ixgbe);
 
-impl I2c<'_> {
+impl I2cCtl<'_> {
     const CLK_OUT: u32 = 2;
     const DATA_IN: u32 = 4;
     const DATA_OUT: u32 = 8;
-    fn set(&mut self, clk: bool, data: bool) {
+}
+
+impl I2cLines for I2cCtl<'_> {
+    fn drive(&mut self, clk: bool, data: bool) {
         let v = if clk { Self::CLK_OUT } else { 0 } | if data { Self::DATA_OUT } else { 0 };
         wr(self.0, I2CCTL, v);
     }
-    fn cur(&mut self) -> (bool, bool) {
+    fn driven(&mut self) -> (bool, bool) {
         let v = rd(self.0, I2CCTL);
         (v & Self::CLK_OUT != 0, v & Self::DATA_OUT != 0)
     }
-    fn data_in(&mut self) -> bool {
+    fn sda_in(&mut self) -> bool {
         rd(self.0, I2CCTL) & Self::DATA_IN != 0
-    }
-    fn start(&mut self) {
-        let (clk, _) = self.cur();
-        self.set(clk, true);
-        self.set(true, true);
-        self.set(true, false);
-        self.set(false, false);
-    }
-    fn stop(&mut self) {
-        self.set(false, false);
-        self.set(true, false);
-        self.set(true, true);
-    }
-    fn out_bit(&mut self, b: bool) {
-        self.set(false, b);
-        if b {
-            assert!(self.data_in(), "data line verifies high");
-        }
-        self.set(true, b);
-        self.set(false, b);
-    }
-    fn in_bit(&mut self) -> bool {
-        self.set(true, true);
-        let v = self.data_in();
-        self.set(false, true);
-        v
-    }
-    fn out_byte(&mut self, v: u8) -> bool {
-        for i in (0..8).rev() {
-            self.out_bit(v & (1 << i) != 0);
-        }
-        self.set(false, true);
-        !self.in_bit()
-    }
-    fn read(&mut self, dev: u8, off: u8) -> Option<u8> {
-        self.start();
-        if !self.out_byte(dev) || !self.out_byte(off) {
-            self.stop();
-            return None;
-        }
-        self.start();
-        if !self.out_byte(dev | 1) {
-            self.stop();
-            return None;
-        }
-        let v = (0..8).fold(0u8, |acc, _| (acc << 1) | u8::from(self.in_bit()));
-        self.out_bit(true);
-        self.stop();
-        Some(v)
     }
 }
 
@@ -153,7 +108,7 @@ fn probe_sequence_reset_nvm_mac_sfp_link() {
     assert_eq!(rd(&d, MSCA) & (1 << 30), 0);
     assert_eq!(rd(&d, MSRWD) >> 16, 0xffff);
     // ixgbe_identify_sfp_module_generic over the bit-banged I2C bus.
-    let mut i2c = I2c(&d);
+    let mut i2c = I2cMaster(I2cCtl(&d));
     assert_eq!(i2c.read(0xa0, 0), Some(0x03), "SFP identifier");
     assert_eq!(i2c.read(0xa0, 6), Some(0));
     assert_eq!(i2c.read(0xa0, 3), Some(0));
@@ -193,7 +148,7 @@ fn probe_sequence_reset_nvm_mac_sfp_link() {
 #[test]
 fn empty_cage_has_no_link_and_no_i2c_answer() {
     let (d, _t) = dev_with(SfpKind::None);
-    assert_eq!(I2c(&d).read(0xa0, 0), None);
+    assert_eq!(I2cMaster(I2cCtl(&d)).read(0xa0, 0), None);
     assert_eq!(rd(&d, LINKS) & links::UP, 0);
     assert_eq!(rd(&d, ESDP) & 4, 0);
 }
