@@ -357,6 +357,13 @@ impl<'a> QueueDriver<'a> {
     /// many receive buffers, re-enable the queue pair's vector.
     #[inline(never)]
     pub fn batch(&mut self) {
+        self.batch_via(Nic::wr);
+    }
+
+    /// [`Self::batch`] with the register writes (the doorbells that start
+    /// the model's work) made through `wr`.
+    #[inline]
+    pub fn batch_via(&mut self, wr: impl Fn(&Nic, u32, u32)) {
         let base = QUEUE_SPAN * u64::from(self.q);
         let tail = u64::from(self.tail);
         for (i, d) in self.desc.chunks_mut(16).enumerate() {
@@ -368,7 +375,7 @@ impl<'a> QueueDriver<'a> {
             .write_slice(&self.desc, GuestAddress(base + TX_RING + tail * 16))
             .unwrap();
         self.tail = (self.tail + BATCH) % RING;
-        self.tx.wr(self.tx.kind.txq(self.q) + 0x18, self.tail);
+        wr(self.tx, self.tx.kind.txq(self.q) + 0x18, self.tail);
         // Refill the buffers the batch used: descriptors rx_tail+1.. (the
         // ring keeps one slot empty; batches never wrap, RING % BATCH == 0).
         let first = (self.rx_tail + 1) % RING;
@@ -384,11 +391,11 @@ impl<'a> QueueDriver<'a> {
             )
             .unwrap();
         self.rx_tail = (self.rx_tail + BATCH) % RING;
-        self.rx.wr(self.rx.kind.rxq(self.q) + 0x18, self.rx_tail);
+        wr(self.rx, self.rx.kind.rxq(self.q) + 0x18, self.rx_tail);
         let v = 1 << self.q;
-        self.tx.wr(self.tx.kind.eims(), v);
+        wr(self.tx, self.tx.kind.eims(), v);
         if !std::ptr::eq(self.tx, self.rx) {
-            self.rx.wr(self.rx.kind.eims(), v);
+            wr(self.rx, self.rx.kind.eims(), v);
         }
     }
 }
