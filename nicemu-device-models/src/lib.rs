@@ -65,6 +65,7 @@ pub mod sync;
 #[cfg(any(test, feature = "test-utils"))]
 pub mod testutil;
 pub mod txframe;
+pub mod vf;
 
 pub use batch::{FrameBatch, Frames};
 pub use dma::{DmaMemory, DmaView, GuestRam, GuestSlice};

@@ -128,6 +128,13 @@ impl Totals {
         self.add_total(rf, lo, n);
     }
 
+    /// The running total of the counter whose (low) register is at `off`,
+    /// if that is a counter.
+    pub fn total_at<H: Copy + 'static>(&self, rf: &RegFile<H>, off: u32) -> Option<u64> {
+        self.slot(rf, off)
+            .map(|s| self.values[s].load(Ordering::Relaxed))
+    }
+
     /// Sets a counter register and its total (fault injection: a counter
     /// preset near its wrap point). Returns false if `name` is no counter.
     pub fn preset<H: Copy + 'static>(&self, rf: &RegFile<H>, name: &str, value: u64) -> bool {

@@ -467,7 +467,7 @@ impl<M: Part> Function<M> {
 }
 
 impl<M: Part> RegisterWindow for Function<M> {
-    const SIZE: u64 = M::LAYOUT.regs_size;
+    const SIZE: u64 = M::LAYOUT.bar_size;
 
     fn reg_read(&self, offset: u64) -> u32 {
         self.register_read(offset)

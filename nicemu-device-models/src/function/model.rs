@@ -25,8 +25,14 @@ use crate::txframe::{FinishSettings, FrameOpts};
 /// 82599 §8.2).
 #[derive(Clone, Copy, Debug)]
 pub struct Layout {
-    /// Size of the implemented register window (BAR0) in bytes.
+    /// Size of the register file in bytes: the register BAR and, on an
+    /// SR-IOV virtual function, the pool's registers the PF keeps beyond it
+    /// (its receive address, filters and counters), which only the model and
+    /// the PF agent reach.
     pub regs_size: u64,
+    /// Size of the register BAR the guest reaches (BAR0; `regs_size` on a
+    /// physical function).
+    pub bar_size: u64,
     /// BAR of the register window.
     pub reg_bar: usize,
     /// BAR of the I/O window (IOADDR/IODATA).

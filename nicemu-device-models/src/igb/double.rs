@@ -4,21 +4,11 @@
 
 use super::*;
 use crate::function::Function;
-use crate::testutil::driver::{autoneg_done, rd, wr, DriverPart};
+use crate::testutil::driver::{autoneg_done, rd, wr, DriverPart, DriverQueues};
 use crate::testutil::TestEnv;
 
-impl DriverPart for I82576 {
+impl DriverQueues for I82576 {
     const RAM: usize = 4 << 20;
-    const EERD: u32 = EERD;
-    const SYSTIML: u32 = SYSTIML;
-    const RX_CAUSE: u32 = intr::ICR_RXT0;
-    const ICR: u32 = ICR;
-    const MPC: u32 = stat::MPC;
-    const RNBC: u32 = stat::RNBC;
-    const GPRC_COUNTS_MISSED: bool = false;
-    const NEGOTIATES: bool = true;
-    /// `IGB_RX_HDR_LEN`.
-    const LBTEST_SIZE: usize = 256;
     /// `igb_configure_tx_ring`: PTHRESH 8, HTHRESH 1, WTHRESH 1 (plus the
     /// enable bit).
     const TXDCTL: u32 = 0x0201_0108;
@@ -48,10 +38,6 @@ impl DriverPart for I82576 {
         }
     }
 
-    fn rx_queue_drops(q: usize) -> u32 {
-        Self::rxq_base(q) + q::RQDPC
-    }
-
     fn enable_tx(d: &Igb) {
         wr(d, TCTL, tctl::EN | tctl::PSP | 0xf0 | (63 << 12));
     }
@@ -59,6 +45,23 @@ impl DriverPart for I82576 {
     fn set_rx_enabled(d: &Igb, on: bool) {
         let en = if on { rctl::EN } else { 0 };
         wr(d, RCTL, en | rctl::BAM | rctl::SECRC | rctl::LPE);
+    }
+}
+
+impl DriverPart for I82576 {
+    const EERD: u32 = EERD;
+    const SYSTIML: u32 = SYSTIML;
+    const RX_CAUSE: u32 = intr::ICR_RXT0;
+    const ICR: u32 = ICR;
+    const MPC: u32 = stat::MPC;
+    const RNBC: u32 = stat::RNBC;
+    const GPRC_COUNTS_MISSED: bool = false;
+    const NEGOTIATES: bool = true;
+    /// `IGB_RX_HDR_LEN`.
+    const LBTEST_SIZE: usize = 256;
+
+    fn rx_queue_drops(q: usize) -> u32 {
+        Self::rxq_base(q) + q::RQDPC
     }
 
     fn link_up(d: &Igb) {

@@ -128,6 +128,7 @@ impl Model for I82576 {
     const NAME: &'static str = "igb";
     const LAYOUT: Layout = Layout {
         regs_size: pci::BAR0_SIZE,
+        bar_size: pci::BAR0_SIZE,
         reg_bar: 0,
         io_bar: 2,
         msix_bar: 3,

@@ -6,6 +6,7 @@ use vm_memory::{Bytes, GuestAddress};
 
 use super::double::{phy_read, phy_write};
 use super::*;
+use crate::testutil::driver::DriverQueues as _;
 use crate::testutil::driver::{
     autoneg_done, nvm_read, ptp_l2_frame, rd, send, setup_rings, systim, wr, DriverPart, MAC,
 };

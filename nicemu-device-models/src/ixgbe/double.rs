@@ -3,24 +3,14 @@
 //! driver's way on an 82599.
 
 use super::*;
-use crate::testutil::driver::{rd, wr, DriverPart};
+use crate::testutil::driver::{rd, wr, DriverPart, DriverQueues};
 use crate::testutil::TestEnv;
 
 /// SYSTIML (82599 §8.2.3.26.11; SYSTIMH follows).
 pub const SYSTIML: u32 = 0x8c0c;
 
-impl DriverPart for I82599 {
+impl DriverQueues for I82599 {
     const RAM: usize = 1 << 20;
-    const EERD: u32 = EERD;
-    const SYSTIML: u32 = SYSTIML;
-    const RX_CAUSE: u32 = 0;
-    const ICR: u32 = EICR;
-    const MPC: u32 = stat::MPC;
-    const RNBC: u32 = stat::RNBC;
-    const GPRC_COUNTS_MISSED: bool = true;
-    const NEGOTIATES: bool = false;
-    /// `ixgbe_run_loopback_test`.
-    const LBTEST_SIZE: usize = 1024;
     /// `ixgbe_configure_tx_ring`: WTHRESH 1, HTHRESH 1, PTHRESH 32.
     const TXDCTL: u32 = QUEUE_ENABLE | (1 << 16) | (1 << 8) | 32;
     const RXDCTL: u32 = QUEUE_ENABLE;
@@ -32,10 +22,6 @@ impl DriverPart for I82599 {
             mac,
             sfp: SfpKind::DirectAttach,
         }
-    }
-
-    fn rx_queue_drops(q: usize) -> u32 {
-        stat::QPRDC + 0x40 * q as u32
     }
 
     /// DMATXCTL.TE (`ixgbe_configure_tx`).
@@ -52,6 +38,23 @@ impl DriverPart for I82599 {
             wr(d, FCTRL, v);
         }
         wr(d, RXCTRL, if on { 1 | 2 } else { 0 });
+    }
+}
+
+impl DriverPart for I82599 {
+    const EERD: u32 = EERD;
+    const SYSTIML: u32 = SYSTIML;
+    const RX_CAUSE: u32 = 0;
+    const ICR: u32 = EICR;
+    const MPC: u32 = stat::MPC;
+    const RNBC: u32 = stat::RNBC;
+    const GPRC_COUNTS_MISSED: bool = true;
+    const NEGOTIATES: bool = false;
+    /// `ixgbe_run_loopback_test`.
+    const LBTEST_SIZE: usize = 1024;
+
+    fn rx_queue_drops(q: usize) -> u32 {
+        stat::QPRDC + 0x40 * q as u32
     }
 
     fn link_up(_: &Ixgbe) {}

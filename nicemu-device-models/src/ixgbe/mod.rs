@@ -133,6 +133,7 @@ impl Model for I82599 {
     const NAME: &'static str = "ixgbe";
     const LAYOUT: Layout = Layout {
         regs_size: pci::REGS_SIZE,
+        bar_size: pci::REGS_SIZE,
         reg_bar: 0,
         io_bar: 2,
         msix_bar: 4,

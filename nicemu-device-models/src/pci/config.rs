@@ -95,6 +95,13 @@ impl ConfigSpaceBuilder {
         self
     }
 
+    /// No legacy interrupt: Interrupt Pin 0 (an SR-IOV virtual function,
+    /// PCIe SR-IOV spec §3.5.10; 82576 §9.7, 82599 §9.4).
+    pub fn no_intx(mut self) -> Self {
+        self.cs.bytes[INTERRUPT_LINE + 1] = 0;
+        self
+    }
+
     /// Adds a BAR; its low bits carry the type, its writable bits implement sizing.
     pub fn bar(mut self, bar: Bar) -> Self {
         assert!(bar.size.is_power_of_two() && bar.index < 6);

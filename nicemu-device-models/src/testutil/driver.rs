@@ -5,8 +5,8 @@
 //! through EERD, queue 0's rings set up and its buffers posted, a frame
 //! queued for transmission, the loopback self-test's frame), so one test
 //! drives either part the same way; what a driver does its own part's way
-//! is a [`DriverPart`] knob, which a part (and later its SR-IOV virtual
-//! functions) implements.
+//! is a [`DriverQueues`] knob (queues, which a PF part and an SR-IOV virtual
+//! function implement) or a [`DriverPart`] one (the rest of a PF).
 //!
 //! Guest memory of a test function: the transmit ring at [`TX_RING`], the
 //! receive ring at [`RX_RING`], 2 KiB receive buffers from [`RX_BUFS`] and
@@ -41,12 +41,60 @@ pub const BUF: u64 = 2048;
 /// IFCS, EOP, DTYP data (82576 §7.2.2.3, 82599 §7.2.3.2.4).
 pub const TX_DATA_CMD: u32 = 0x2b30_0000;
 
-/// What a driver does its part's own way, for [`Function`]s the double
-/// drives: the registers and values that differ between parts. Each part
-/// implements it next to its model (`igb/double.rs`, `ixgbe/double.rs`).
-pub trait DriverPart: Part {
+/// What a driver does to set up and run a function's queues its part's
+/// own way: the registers and values that differ between parts, for every
+/// function the double drives — a PF or an SR-IOV virtual function.
+pub trait DriverQueues: Part {
     /// Guest RAM of a test function, in bytes.
     const RAM: usize;
+    /// TXDCTL as the driver enables transmit queue 0.
+    const TXDCTL: u32;
+    /// RXDCTL as the driver enables receive queue 0.
+    const RXDCTL: u32;
+    /// SRRCTL of the driver's receive queues: advanced one-buffer
+    /// descriptors, 2 KiB buffers.
+    const SRRCTL: u32;
+
+    /// A test function's configuration with MAC address `mac`.
+    fn test_config(mac: [u8; 6]) -> Self::Config;
+    /// Receive queue `q`'s register block at the offsets the driver uses
+    /// (the 82576's driver writes queues 0-3 through their legacy aliases).
+    fn driver_rxq(q: usize) -> u32 {
+        Self::rxq_base(q)
+    }
+    /// Transmit queue `q`'s register block at the offsets the driver uses.
+    fn driver_txq(q: usize) -> u32 {
+        Self::txq_base(q)
+    }
+    /// Enables the transmitter as the driver does after its rings (TCTL,
+    /// DMATXCTL; nothing on a VF, whose transmit the PF enables).
+    fn enable_tx(d: &Function<Self>);
+    /// Enables or disables the receiver (RCTL.EN, RXCTRL.RXEN; nothing on a
+    /// VF, whose receive the PF enables); enabled, it takes broadcasts and
+    /// frames to its own address.
+    fn set_rx_enabled(d: &Function<Self>, on: bool);
+
+    /// A test function with [`MAC`], its RAM and bus mastering on, and its
+    /// recording environment.
+    fn dev() -> (Function<Self>, TestEnv) {
+        Self::dev_with(Self::test_config(MAC))
+    }
+
+    /// [`Self::dev`] with configuration `cfg`.
+    fn dev_with(cfg: Self::Config) -> (Function<Self>, TestEnv) {
+        let t = TestEnv::new();
+        let d = Function::<Self>::new(cfg, t.env.clone());
+        d.set_memory(ram(Self::RAM));
+        bus_master(&d);
+        (d, t)
+    }
+}
+
+/// What a driver does its part's own way beyond the queues, for physical
+/// functions the double drives (NVM, time sync, the PF's interrupt causes
+/// and counters, the link, loopback). Each part implements it next to its
+/// model (`igb/double.rs`, `ixgbe/double.rs`).
+pub trait DriverPart: DriverQueues {
     /// EERD, the NVM read register.
     const EERD: u32;
     /// SYSTIML (SYSTIMH follows at +4).
@@ -70,55 +118,16 @@ pub trait DriverPart: Part {
     /// Size of the loopback self-test's frame (`igb_run_loopback_test`,
     /// `ixgbe_run_loopback_test`).
     const LBTEST_SIZE: usize;
-    /// TXDCTL as the driver enables transmit queue 0.
-    const TXDCTL: u32;
-    /// RXDCTL as the driver enables receive queue 0.
-    const RXDCTL: u32;
-    /// SRRCTL of the driver's receive queues: advanced one-buffer
-    /// descriptors, 2 KiB buffers.
-    const SRRCTL: u32;
 
-    /// A test function's configuration with MAC address `mac`.
-    fn test_config(mac: [u8; 6]) -> Self::Config;
-    /// Receive queue `q`'s register block at the offsets the driver uses
-    /// (the 82576's driver writes queues 0-3 through their legacy aliases).
-    fn driver_rxq(q: usize) -> u32 {
-        Self::rxq_base(q)
-    }
-    /// Transmit queue `q`'s register block at the offsets the driver uses.
-    fn driver_txq(q: usize) -> u32 {
-        Self::txq_base(q)
-    }
     /// Per-queue register counting frames receive queue `q` dropped for
     /// want of a buffer (RQDPC, QPRDC).
     fn rx_queue_drops(q: usize) -> u32;
-    /// Enables the transmitter as the driver does after its rings (TCTL,
-    /// DMATXCTL).
-    fn enable_tx(d: &Function<Self>);
-    /// Enables or disables the receiver (RCTL.EN, RXCTRL.RXEN); enabled, it
-    /// takes broadcasts and frames to its own address.
-    fn set_rx_enabled(d: &Function<Self>, on: bool);
     /// Brings the MAC's link up as the driver does at open (the 82576's
     /// CTRL.SLU; nothing on the 82599, whose link follows the SFP+ cage).
     fn link_up(d: &Function<Self>);
     /// Loops transmitted frames back into the receiver (`on`), as the
     /// loopback self-test sets it up, or undoes that with the link up.
     fn set_loopback(d: &Function<Self>, t: &TestEnv, on: bool);
-
-    /// A test function with [`MAC`], its RAM and bus mastering on, and its
-    /// recording environment.
-    fn dev() -> (Function<Self>, TestEnv) {
-        Self::dev_with(Self::test_config(MAC))
-    }
-
-    /// [`Self::dev`] with configuration `cfg`.
-    fn dev_with(cfg: Self::Config) -> (Function<Self>, TestEnv) {
-        let t = TestEnv::new();
-        let d = Function::<Self>::new(cfg, t.env.clone());
-        d.set_memory(ram(Self::RAM));
-        bus_master(&d);
-        (d, t)
-    }
 
     /// The loopback self-test's frame, [`Self::LBTEST_SIZE`] bytes.
     fn lbtest_frame() -> Vec<u8> {
@@ -158,7 +167,7 @@ pub fn systim<M: DriverPart>(d: &Function<M>) -> u64 {
 /// drivers' ring set-up does (`igb_configure_tx_ring` and `_rx_ring`,
 /// `ixgbe_configure_tx_ring` and `_rx_ring`), gives every receive
 /// descriptor a buffer and posts `n - 1` of them.
-pub fn setup_rings<M: DriverPart>(d: &Function<M>, n: u32) {
+pub fn setup_rings<M: DriverQueues>(d: &Function<M>, n: u32) {
     let tb = M::driver_txq(0);
     wr(d, tb + q::DCTL, 0);
     ring_registers(d, tb, TX_RING, n);
@@ -191,7 +200,7 @@ fn ring_registers(d: &impl PciFunction, block: u32, ring: u64, n: u32) {
 
 /// Gives receive descriptor `i` its buffer again (status cleared), as the
 /// driver's refill does; the tail is the caller's.
-pub fn post_rx<M: DriverPart>(d: &Function<M>, i: u32) {
+pub fn post_rx<M: DriverQueues>(d: &Function<M>, i: u32) {
     let desc = RX_RING + u64::from(i) * 16;
     d.mem()
         .write_obj(RX_BUFS + u64::from(i) * BUF, GuestAddress(desc))
@@ -201,14 +210,14 @@ pub fn post_rx<M: DriverPart>(d: &Function<M>, i: u32) {
 
 /// Queues `frame` in transmit descriptor `idx` of a ring of `n` and moves
 /// the tail past it (a doorbell).
-pub fn send<M: DriverPart>(d: &Function<M>, idx: u32, n: u32, frame: &[u8]) {
+pub fn send<M: DriverQueues>(d: &Function<M>, idx: u32, n: u32, frame: &[u8]) {
     write_tx(d, idx, frame, TX_DATA_CMD);
     wr(d, M::driver_txq(0) + q::T, (idx + 1) % n);
 }
 
 /// Writes `frame` into transmit descriptor `idx`'s buffer and the
 /// descriptor with command `cmd` (its length added), without a doorbell.
-pub fn write_tx<M: DriverPart>(d: &Function<M>, idx: u32, frame: &[u8], cmd: u32) {
+pub fn write_tx<M: DriverQueues>(d: &Function<M>, idx: u32, frame: &[u8], cmd: u32) {
     let buf = TX_BUFS + u64::from(idx) * BUF;
     d.mem().write_slice(frame, GuestAddress(buf)).unwrap();
     let desc = TX_RING + u64::from(idx) * 16;
@@ -224,7 +233,7 @@ pub fn write_tx<M: DriverPart>(d: &Function<M>, idx: u32, frame: &[u8], cmd: u32
 
 /// The status/error dword and the length of receive descriptor `i` as the
 /// function wrote it back.
-pub fn rx_written<M: DriverPart>(d: &Function<M>, i: u32) -> (u32, u16) {
+pub fn rx_written<M: DriverQueues>(d: &Function<M>, i: u32) -> (u32, u16) {
     let desc = RX_RING + u64::from(i) * 16;
     let st: u32 = d.mem().read_obj(GuestAddress(desc + 8)).unwrap();
     let len: u16 = d.mem().read_obj(GuestAddress(desc + 12)).unwrap();
@@ -232,7 +241,7 @@ pub fn rx_written<M: DriverPart>(d: &Function<M>, i: u32) -> (u32, u16) {
 }
 
 /// Transmit descriptor `i`'s DD bit, as the function wrote it back.
-pub fn tx_done<M: DriverPart>(d: &Function<M>, i: u32) -> bool {
+pub fn tx_done<M: DriverQueues>(d: &Function<M>, i: u32) -> bool {
     let st: u32 = d
         .mem()
         .read_obj(GuestAddress(TX_RING + u64::from(i) * 16 + 12))
@@ -241,7 +250,7 @@ pub fn tx_done<M: DriverPart>(d: &Function<M>, i: u32) -> bool {
 }
 
 /// The first `len` bytes of receive buffer `i`.
-pub fn rx_buffer<M: DriverPart>(d: &Function<M>, i: u32, len: usize) -> Vec<u8> {
+pub fn rx_buffer<M: DriverQueues>(d: &Function<M>, i: u32, len: usize) -> Vec<u8> {
     let mut got = vec![0u8; len];
     d.mem()
         .read_slice(&mut got, GuestAddress(RX_BUFS + u64::from(i) * BUF))

@@ -8,6 +8,7 @@ use super::double::SYSTIML;
 use super::intr::{self, Dir};
 use super::*;
 use crate::function::Interrupts;
+use crate::testutil::driver::DriverQueues as _;
 use crate::testutil::driver::{
     error_counter, loopback_round_trips, nvm_read, ptp_l2_frame, rd, send, setup_rings, systim, wr,
     DriverPart, MAC, RX_BUFS, RX_RING, TX_BUFS, TX_RING,

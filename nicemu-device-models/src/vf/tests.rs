@@ -1,0 +1,334 @@
+// SPDX-License-Identifier: Apache-2.0
+//! The VF models driven as the igbvf and ixgbevf drivers drive them: each
+//! test runs on both parts.
+
+use super::agent::{msgtype, op, Admin, LinkMode};
+use super::double::{acked, mbx_call, mbx_read, reply_mac, reset_handshake};
+use super::igbvf::I82576Vf;
+use super::ixgbevf::I82599Vf;
+use super::mailbox::bits;
+use super::*;
+use crate::function::q;
+use crate::port::{Introspect, NetPort, PciFunction};
+use crate::testutil::driver::{
+    frame_to, rd, rx_buffer, rx_written, send, setup_rings, total, tx_done, wr, DriverQueues, MAC,
+};
+use crate::testutil::Irq;
+use crate::Fault;
+
+macro_rules! on_both_vfs {
+    ($($test:ident),* $(,)?) => {
+        mod igbvf_part {
+            $(
+            #[test]
+            fn $test() {
+                super::$test::<super::I82576Vf>();
+            }
+            )*
+        }
+        mod ixgbevf_part {
+            $(
+            #[test]
+            fn $test() {
+                super::$test::<super::I82599Vf>();
+            }
+            )*
+        }
+    };
+}
+
+on_both_vfs!(
+    config_space_is_a_vf_with_msix_and_flr,
+    registers_beyond_the_bar_are_out_of_the_guests_reach,
+    reset_handshake_gives_the_admin_mac_or_nack,
+    traffic_flows_after_the_reset_and_counts_in_wrapping_vf_counters,
+    the_pools_filters_decide_what_the_vf_receives,
+    spoofed_frames_are_dropped_and_counted,
+    queue_and_mailbox_causes_route_through_the_ivars,
+    link_changes_reach_the_vf_as_a_control_message,
+    flr_and_pf_reset_take_clear_to_send_away,
+    hostile_register_writes_stay_bounded,
+    random_register_programs_never_panic,
+);
+
+fn up<P: VfPart>() -> (Function<Vf<P>>, crate::testutil::TestEnv) {
+    let (d, t) = Vf::<P>::dev();
+    let r = reset_handshake(&d);
+    assert_eq!(r[0], op::RESET | msgtype::ACK);
+    (d, t)
+}
+
+fn config_space_is_a_vf_with_msix_and_flr<P: VfPart>() {
+    let (d, _) = Vf::<P>::dev();
+    let mut b = [0u8; 4];
+    d.config_read(0, &mut b);
+    let dev = u16::from_le_bytes([b[2], b[3]]);
+    assert_eq!(u16::from_le_bytes([b[0], b[1]]), 0x8086);
+    assert!(dev == 0x10ca || dev == 0x10ed);
+    d.config_read(0x3c, &mut b);
+    assert_eq!(b[1], 0, "no INTx pin");
+    assert_eq!(d.msix_vectors(), 3);
+    let bars: Vec<_> = d.bars().iter().map(|b| (b.index, b.size)).collect();
+    assert_eq!(bars, [(0, 16 * 1024), (3, 16 * 1024)]);
+    d.config_read(0x70, &mut b);
+    assert_eq!(b[0], 0x11, "MSI-X capability");
+    assert_eq!(u16::from_le_bytes([b[2], b[3]]) & 0x7ff, 2, "3 vectors");
+    d.config_read(PCIE_CAP as u64 + 4, &mut b);
+    assert_ne!(u32::from_le_bytes(b) & (1 << 28), 0, "FLR capable");
+}
+
+fn registers_beyond_the_bar_are_out_of_the_guests_reach<P: VfPart>() {
+    let (d, _) = up::<P>();
+    // The pool's receive address holds the VF's MAC, beyond the BAR.
+    assert_ne!(d.regs.peek(pool::RAL0), 0);
+    wr(&d, pool::RAL0, 0);
+    assert_ne!(d.regs.peek(pool::RAL0), 0, "a write there is ignored");
+    assert_eq!(rd(&d, pool::RAL0), 0, "and reads as 0");
+    assert_eq!(rd(&d, 0x3ffc), 0);
+}
+
+fn reset_handshake_gives_the_admin_mac_or_nack<P: VfPart>() {
+    let (d, _) = Vf::<P>::dev();
+    assert_eq!(rd(&d, P::MAP.mailbox), bits::RSTD, "reset done at power-on");
+    let r = reset_handshake(&d);
+    assert!(r[0] & msgtype::ACK != 0);
+    assert_eq!(reply_mac(&r), MAC);
+    assert_eq!(d.vf_mac(), MAC);
+    // Without an administrative MAC: NACK; the driver then picks one and
+    // sets it.
+    let (d, _) = Vf::<P>::dev_with(VfConfig {
+        vf: 1,
+        admin: Admin::default(),
+    });
+    let r = reset_handshake(&d);
+    assert_eq!(r[0], op::RESET | msgtype::NACK);
+    let mine = [0x02, 0x11, 0x22, 0x33, 0x44, 0x55];
+    let set = mbx_call(
+        &d,
+        &[
+            op::SET_MAC_ADDR,
+            u32::from_le_bytes([mine[0], mine[1], mine[2], mine[3]]),
+            u32::from(u16::from_le_bytes([mine[4], mine[5]])),
+        ],
+        1,
+    );
+    assert!(acked(set[0]));
+    assert_eq!(d.vf_mac(), mine);
+    let trace = d.mailbox_trace();
+    assert!(trace.len() >= 4);
+    assert!(trace[0].from_vf && trace[0].words[0] == op::RESET);
+}
+
+fn traffic_flows_after_the_reset_and_counts_in_wrapping_vf_counters<P: VfPart>() {
+    let (d, t) = Vf::<P>::dev();
+    setup_rings(&d, 8);
+    // Before VF_RESET the PF has not enabled the pool.
+    assert_eq!(
+        NetPort::deliver(&d, &frame_to(MAC), None, true),
+        crate::Delivery::Done
+    );
+    assert_eq!(rx_written(&d, 0).0 & 1, 0, "not received before the reset");
+    let r = reset_handshake(&d);
+    assert!(acked(r[0] | msgtype::CTS));
+    setup_rings(&d, 8);
+    let stats = if P::KIND == agent::PfKind::Igb {
+        (
+            igbvf::stat::VFGPRC,
+            igbvf::stat::VFGORC,
+            igbvf::stat::VFGPTC,
+        )
+    } else {
+        (
+            ixgbevf::stat::VFGPRC,
+            ixgbevf::stat::VFGORC_LSB,
+            ixgbevf::stat::VFGPTC,
+        )
+    };
+    let base = rd(&d, stats.0);
+    let mut f = frame_to(MAC);
+    f[6..12].copy_from_slice(&[0x52, 0x54, 0, 0, 0, 9]);
+    NetPort::deliver(&d, &f, None, true);
+    let (st, len) = rx_written(&d, 0);
+    assert_eq!(st & 3, 3, "DD|EOP");
+    assert_eq!(usize::from(len), f.len());
+    assert_eq!(rx_buffer(&d, 0, f.len()), f);
+    assert_eq!(rd(&d, stats.0), base + 1);
+    assert_eq!(rd(&d, stats.0), base + 1, "not cleared by a read");
+    assert_eq!(rd(&d, stats.1), 64, "octets with FCS");
+    // A counter near its 32-bit end wraps, as the drivers expect.
+    d.inject(Fault::CounterPreset("GPRC".into(), u64::from(u32::MAX)))
+        .unwrap();
+    NetPort::deliver(&d, &f, None, true);
+    assert_eq!(rd(&d, stats.0), 0, "wrapped");
+    // Transmit from the VF's own address.
+    let mut out = frame_to([0x52, 0x54, 0, 0, 0, 9]);
+    out[6..12].copy_from_slice(&MAC);
+    send(&d, 0, 8, &out);
+    assert!(tx_done(&d, 0));
+    assert_eq!(t.wire.take(), vec![out]);
+    assert_eq!(rd(&d, stats.2), 1);
+}
+
+fn the_pools_filters_decide_what_the_vf_receives<P: VfPart>() {
+    let (d, _) = up::<P>();
+    setup_rings(&d, 8);
+    let before = total(&d, "GPRC");
+    NetPort::deliver(&d, &frame_to([0x52, 0x54, 0, 0, 0, 0x77]), None, true);
+    let group = [0x01, 0x00, 0x5e, 0x00, 0x00, 0xfb];
+    NetPort::deliver(&d, &frame_to(group), None, true);
+    assert_eq!(
+        total(&d, "GPRC"),
+        before,
+        "another's unicast, unknown group"
+    );
+    let h = u32::from(agent::mc_hash(&group));
+    let r = mbx_call(&d, &[op::SET_MULTICAST | (1 << msgtype::INFO_SHIFT), h], 1);
+    assert!(acked(r[0]));
+    NetPort::deliver(&d, &frame_to(group), None, true);
+    NetPort::deliver(&d, &frame_to([0xff; 6]), None, true);
+    assert_eq!(total(&d, "GPRC"), before + 2);
+    assert_eq!(total(&d, "MPRC"), 1);
+    // A tagged frame needs the VLAN filter.
+    let mut tagged = vec![0u8; 64];
+    tagged[..6].copy_from_slice(&MAC);
+    tagged[12..14].copy_from_slice(&0x8100u16.to_be_bytes());
+    tagged[14..16].copy_from_slice(&10u16.to_be_bytes());
+    NetPort::deliver(&d, &tagged, None, true);
+    assert_eq!(total(&d, "GPRC"), before + 2);
+    let r = mbx_call(&d, &[op::SET_VLAN | (1 << msgtype::INFO_SHIFT), 10], 1);
+    assert!(acked(r[0]));
+    if P::KIND == agent::PfKind::Ixgbe {
+        let v = rd(&d, P::rxq_base(0) + q::DCTL) | ixgbevf::RXDCTL_VME;
+        wr(&d, P::rxq_base(0) + q::DCTL, v);
+    }
+    NetPort::deliver(&d, &tagged, None, true);
+    assert_eq!(total(&d, "GPRC"), before + 3);
+    let (st, len) = rx_written(&d, 2);
+    assert_eq!(st & (1 << 3), 1 << 3, "VP: the tag went to the descriptor");
+    assert_eq!(usize::from(len), 60);
+    // SET_LPE: a long frame passes only after it.
+    let long = vec![0xffu8; 1600];
+    NetPort::deliver(&d, &long, None, true);
+    assert_eq!(total(&d, "ROC"), 1);
+    assert!(acked(mbx_call(&d, &[op::SET_LPE, 1600 + 4], 1)[0]));
+    NetPort::deliver(&d, &long, None, true);
+    assert_eq!(total(&d, "ROC"), 1);
+}
+
+fn spoofed_frames_are_dropped_and_counted<P: VfPart>() {
+    let (d, t) = up::<P>();
+    setup_rings(&d, 8);
+    let mut spoof = frame_to([0x52, 0x54, 0, 0, 0, 9]);
+    spoof[6..12].copy_from_slice(&[0x52, 0x54, 0, 0, 0, 0x66]);
+    send(&d, 0, 8, &spoof);
+    assert!(tx_done(&d, 0), "the descriptor completes");
+    assert!(t.wire.take().is_empty(), "the frame does not leave");
+    assert_eq!(total(&d, "SPOOF_DROPS"), 1);
+    let mut admin = d.admin();
+    admin.spoofchk = false;
+    d.set_admin(admin);
+    send(&d, 1, 8, &spoof);
+    assert_eq!(t.wire.take(), vec![spoof], "spoof checking off");
+}
+
+fn queue_and_mailbox_causes_route_through_the_ivars<P: VfPart>() {
+    let (d, t) = up::<P>();
+    setup_rings(&d, 8);
+    let m = P::MAP;
+    // Rx queue 0 → vector 0, Tx queue 0 → vector 1, other causes → 2.
+    wr(&d, m.ivar0, 0x80 | (0x81 << 8));
+    wr(&d, m.ivar_misc, 0x82 << m.misc_shift);
+    wr(&d, m.eiac, 0x3);
+    wr(&d, m.eiam, 0x3);
+    wr(&d, m.eims, 0x7);
+    t.irq.take();
+    NetPort::deliver(&d, &frame_to(MAC), None, true);
+    assert_eq!(t.irq.take(), vec![Irq::Msix(0)]);
+    assert_eq!(rd(&d, m.eims), 0x6, "EIAM masked vector 0");
+    assert_eq!(rd(&d, m.eicr) & 1, 0, "EIAC cleared its cause");
+    let mut out = frame_to([2; 6]);
+    out[6..12].copy_from_slice(&MAC);
+    send(&d, 0, 8, &out);
+    assert_eq!(t.irq.take(), vec![Irq::Msix(1)]);
+    mbx_call(&d, &[op::SET_LPE, 1518], 1);
+    assert_eq!(t.irq.take(), vec![Irq::Msix(2)], "the PF's reply");
+    assert_eq!(rd(&d, m.eicr) & 4, 4, "not auto-cleared");
+}
+
+fn link_changes_reach_the_vf_as_a_control_message<P: VfPart>() {
+    let (d, t) = up::<P>();
+    let m = P::MAP;
+    wr(&d, m.ivar_misc, 0x82 << m.misc_shift);
+    wr(&d, m.eims, 0x4);
+    assert_eq!(rd(&d, m.link), P::link_reg(true));
+    t.irq.take();
+    d.set_link(false);
+    assert_eq!(rd(&d, m.link), P::link_reg(false));
+    assert_eq!(t.irq.take(), vec![Irq::Msix(2)]);
+    assert_ne!(rd(&d, m.mailbox) & bits::PFSTS, 0);
+    let w = mbx_read(&d, 1);
+    assert_eq!(w[0], op::PF_CONTROL_MSG | msgtype::CTS);
+    d.set_link(true);
+    assert_eq!(rd(&d, m.link), P::link_reg(true));
+    // The host's link state setting wins over the port's.
+    let mut admin = d.admin();
+    admin.link = LinkMode::Disable;
+    d.set_admin(admin);
+    assert_eq!(rd(&d, m.link), P::link_reg(false));
+    assert!(!d.link_up());
+}
+
+fn flr_and_pf_reset_take_clear_to_send_away<P: VfPart>() {
+    let (d, _) = up::<P>();
+    let devctl = PCIE_CAP as u64 + 8;
+    let mut b = [0u8; 2];
+    d.config_read(devctl, &mut b);
+    let v = u16::from_le_bytes(b) | (1 << 15);
+    d.config_write(devctl, &v.to_le_bytes());
+    assert_eq!(rd(&d, P::MAP.mailbox) & bits::RSTD, bits::RSTD);
+    let r = mbx_call(&d, &[op::SET_LPE, 2000], 1);
+    assert_eq!(r[0] & (msgtype::NACK | msgtype::CTS), msgtype::NACK);
+    let (d, _) = up::<P>();
+    d.pf_reset();
+    assert_ne!(rd(&d, P::MAP.mailbox) & bits::RSTD, 0);
+    let w = mbx_read(&d, 1);
+    assert_eq!(w[0], op::PF_CONTROL_MSG, "no CTS after the PF's reset");
+    let r = reset_handshake(&d);
+    assert!(r[0] & msgtype::ACK != 0, "the VF driver recovers");
+}
+
+fn hostile_register_writes_stay_bounded<P: VfPart>() {
+    let (d, _) = up::<P>();
+    setup_rings(&d, 8);
+    let mut x = 0x9e37_79b9u32;
+    for _ in 0..20_000 {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        let off = (x >> 8) & 0x3ffc;
+        let v = x.rotate_left(7);
+        if off == P::MAP.ctrl || off == P::MAP.mailbox && v & bits::REQ == 0 {
+            continue;
+        }
+        wr(&d, off, v);
+        rd(&d, off ^ 4);
+    }
+    let (st, nacks) = d.mailbox_stats();
+    assert!(st.requests >= nacks);
+    assert!(d.mailbox_trace().len() <= agent::TRACE_LEN);
+    // Still a working VF after the junk.
+    let r = reset_handshake(&d);
+    assert!(r[0] & msgtype::ACK != 0);
+    assert!(d.driver_view().interrupts.starts_with("MSI-X"));
+}
+
+fn random_register_programs_never_panic<P: VfPart>() {
+    let (d, _) = up::<P>();
+    setup_rings(&d, 8);
+    let mut r = crate::testutil::XorShift(0x5eed_0000 + u64::from(P::LAYOUT.srrctl));
+    let mut prog = vec![0u8; 7 * 4000];
+    r.fill(&mut prog);
+    crate::testutil::run_program(&d, &prog);
+    let r = reset_handshake(&d);
+    assert!(r[0] & msgtype::ACK != 0, "responsive after the program");
+}
