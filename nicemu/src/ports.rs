@@ -30,6 +30,8 @@ pub enum Transport {
         tracer: Arc<Tracer>,
         /// Interrupt delivery (its counters show in `ctl stats`).
         irq: Arc<EventIrq>,
+        /// Register accesses (`ctl stats`: `accesses`).
+        accesses: Arc<crate::vfio::accesses::Accesses>,
     },
     /// A virtio-net port served over vhost-user.
     VhostUser(VirtioNetPort),
@@ -311,12 +313,14 @@ fn start_function(
         Some(sink) => Tracer::new(true, sink),
         None => Tracer::disabled(),
     });
+    let accesses = Arc::new(crate::vfio::accesses::Accesses::default());
     let vfio = VfioPort::timed(
         spec.id.clone(),
         dev.clone(),
         irq.clone(),
         tracer.clone(),
         lat.clone(),
+        accesses.clone(),
     );
     vfio.serve(&spec.socket)?;
     log::info!(
@@ -330,7 +334,11 @@ fn start_function(
         spec,
         dev,
         counters,
-        Transport::VfioUser { tracer, irq },
+        Transport::VfioUser {
+            tracer,
+            irq,
+            accesses,
+        },
         lat,
     ))
 }

@@ -130,6 +130,32 @@ fn list_stats_capture_faults_link_and_trace() {
     );
     assert_eq!(stats(&n, "igb0")["GPTC"], 3);
 
+    // Register accesses: every BAR read and write the client makes is counted, per port.
+    let acc = |dev: &str| {
+        let out = n.ctl(&["--json", "stats", dev]);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let a = &v["data"]["accesses"];
+        let g = |k: &str| a[k].as_u64().unwrap_or_else(|| panic!("no {k} in {a}"));
+        (g("bar_reads"), g("bar_writes"), g("irqs_raised"))
+    };
+    let (r0, w0, _) = acc("igb1");
+    let other = acc("igb0");
+    for _ in 0..3 {
+        let _ = rd(&mut b, 0x8);
+    }
+    wr(&mut b, 0x1508, 0);
+    wr(&mut b, 0x150c, 0);
+    let (r1, w1, _) = acc("igb1");
+    assert_eq!((r1 - r0, w1 - w0), (3, 2), "igb1's reads and writes");
+    assert_eq!(acc("igb0"), other, "igb0 saw none of them");
+    let text = String::from_utf8_lossy(&n.ctl(&["stats", "igb1"]).stdout).to_string();
+    assert!(
+        text.contains(&format!(
+            "register accesses: bar_reads {r1}, bar_writes {w1}"
+        )),
+        "{text}"
+    );
+
     // Corrupt two of the next three frames: CRC errors.
     assert!(n
         .ctl(&["fault", "igb1", "corrupt-rx", "2"])

@@ -360,5 +360,9 @@ fn port_stats(d: &serde_json::Value, all: bool) -> String {
         .map(|kv| format!("{} {}", kv[0].as_str().unwrap_or(""), kv[1]))
         .collect();
     let _ = writeln!(o, "guest errors: {}", errs.join(", "));
+    if let Some(a) = d["accesses"].as_object() {
+        let l: Vec<String> = a.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        let _ = writeln!(o, "register accesses: {}", l.join(", "));
+    }
     o
 }

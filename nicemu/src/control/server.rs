@@ -232,6 +232,16 @@ fn stats(p: &PortInfo) -> serde_json::Value {
         "switch": switch_stats(&p.switch),
         "net": net_stats(&p.switch.net),
     });
+    if let Transport::VfioUser { irq, accesses, .. } = &p.transport {
+        let mut a: serde_json::Map<String, serde_json::Value> = (accesses.list().into_iter())
+            .map(|(k, n)| (k.to_owned(), json!(n)))
+            .collect();
+        a.insert(
+            "irqs_raised".into(),
+            json!(irq.counters().raised.load(Ordering::Relaxed)),
+        );
+        v["accesses"] = serde_json::Value::Object(a);
+    }
     if let Transport::VhostUser(vp) = &p.transport {
         v["port"] = json!(vp.port_stats());
         v["queues"] = json!(vp.queue_stats());

@@ -100,6 +100,10 @@ pub struct IrqCounters {
     /// Interrupt writes that failed otherwise (e.g. a pipe whose reader is
     /// gone).
     pub failed: AtomicU64,
+    /// Interrupts the device raised (an MSI-X vector it has; the legacy cause when MSI-X,
+    /// MSI or INTx is set up), whether or not the client has an eventfd there and before
+    /// any merging: not an error, so not in [`Self::list`].
+    pub raised: AtomicU64,
 }
 
 impl IrqCounters {
@@ -291,6 +295,7 @@ impl EventIrq {
 impl InterruptSink for EventIrq {
     fn msix(&self, vector: u16) {
         if u32::from(vector) < self.msix_count {
+            self.table.counters.raised.fetch_add(1, Ordering::Relaxed);
             self.signaller.raise(usize::from(vector));
         }
     }
@@ -309,6 +314,7 @@ impl InterruptSink for EventIrq {
             }
         };
         if let Some(s) = slot {
+            self.table.counters.raised.fetch_add(1, Ordering::Relaxed);
             self.signaller.raise(s);
         }
     }
@@ -359,6 +365,11 @@ mod tests {
         irq.msix(1);
         assert!(!fired(&irq, &e1), "de-assigned");
         irq.msix(99);
+        assert_eq!(
+            irq.counters().raised.load(Ordering::Relaxed),
+            3,
+            "two MSI-X raises and the legacy cause; vector 99 does not exist"
+        );
         irq.set_irqs(
             VFIO_PCI_MSIX_IRQ_INDEX,
             VFIO_IRQ_SET_ACTION_TRIGGER | VFIO_IRQ_SET_DATA_NONE,

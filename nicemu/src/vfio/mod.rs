@@ -10,6 +10,7 @@
 //! the device is reset and the socket accepts the next client. A panic
 //! while serving is contained to the connection.
 
+pub mod accesses;
 pub mod irq;
 
 use std::fs::File;
@@ -23,6 +24,7 @@ use nicemu_vfio_user_server::{ConnError, DmaMaps, Endpoint, IrqError, PciDevice,
 use crate::error::Error;
 use crate::latency::{Doorbell, PortLatency};
 use crate::trace::{Dir, Tracer};
+use accesses::Accesses;
 use irq::EventIrq;
 
 /// Shared handle to a device model. The model locks internally only what an
@@ -39,6 +41,8 @@ pub struct NicPort {
     tracer: Arc<Tracer>,
     /// Latency stages; a BAR write is timed as a doorbell.
     lat: Arc<PortLatency>,
+    /// Register accesses counted.
+    acc: Arc<Accesses>,
 }
 
 impl std::fmt::Debug for NicPort {
@@ -99,16 +103,19 @@ impl PciDevice for NicPort {
     }
 
     fn config_read(&mut self, offset: u64, data: &mut [u8]) {
+        Accesses::add(&self.acc.config_reads);
         self.irq.serving(|| self.dev.config_read(offset, data));
         self.trace(Dir::Read, Region::Config, offset, data);
     }
 
     fn config_write(&mut self, offset: u64, data: &[u8]) {
+        Accesses::add(&self.acc.config_writes);
         self.trace(Dir::Write, Region::Config, offset, data);
         self.irq.serving(|| self.dev.config_write(offset, data));
     }
 
     fn bar_read(&mut self, bar: u32, offset: u64, data: &mut [u8]) {
+        Accesses::add(&self.acc.bar_reads);
         let dev = &self.dev;
         self.irq.serving(|| {
             if data.len() > 8 {
@@ -127,6 +134,7 @@ impl PciDevice for NicPort {
         // Any BAR write may be a doorbell (TDT): the frames its transmit
         // pass sends on this thread are timed from here.
         let doorbell = Doorbell::start();
+        Accesses::add(&self.acc.bar_writes);
         self.trace(Dir::Write, Region::Bar(bar), offset, data);
         // The interrupts the write raised are written on this thread
         // (EventIrq::serving) before the doorbell's pass counts as done.
@@ -188,17 +196,19 @@ pub struct VfioPort {
 impl VfioPort {
     /// Wraps a device; `irq` must be the sink the device was created with.
     pub fn new(id: String, dev: SharedDevice, irq: Arc<EventIrq>, tracer: Arc<Tracer>) -> Self {
-        Self::timed(id, dev, irq, tracer, Arc::default())
+        Self::timed(id, dev, irq, tracer, Arc::default(), Arc::default())
     }
 
     /// [`Self::new`], timing BAR writes as doorbells into `lat` (the
-    /// function's wire and interrupts record into it too).
+    /// function's wire and interrupts record into it too) and counting register
+    /// accesses into `acc`.
     pub fn timed(
         id: String,
         dev: SharedDevice,
         irq: Arc<EventIrq>,
         tracer: Arc<Tracer>,
         lat: Arc<PortLatency>,
+        acc: Arc<Accesses>,
     ) -> Self {
         let port = NicPort {
             id: id.clone(),
@@ -206,6 +216,7 @@ impl VfioPort {
             irq,
             tracer,
             lat: lat.clone(),
+            acc,
         };
         VfioPort {
             endpoint: Endpoint::new(id, port),
