@@ -161,7 +161,7 @@ pub(crate) fn run_cell(
     let cost = ctx.cost.filter(|_| accel == Accel::Tcg);
     let mut body = scenario::render_body(ctx.scenarios, &t, &ctx.matrix.params);
     if cost.is_some() {
-        body.insert_str(0, crate::cost::PRELUDE);
+        body.insert_str(0, &crate::cost::prelude(dev.nicemu_kind().is_some()));
     }
     let (initrd_host, initrd_guest) = d.file("initrd.cpio");
     image::write_initrd(

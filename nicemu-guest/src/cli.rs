@@ -46,9 +46,25 @@ pub enum Command {
     /// Fetch the exact Debian source of a guest kernel and extract parts of it (to write a
     /// patch against); prints the tree root.
     Source(SourceArgs),
+    /// The cost gate on two results files (A then B; or one file of an A/B run): exit 1 when
+    /// B's median instructions per unit of work grow past a limit.
+    CostCheck(CostCheckArgs),
     /// Find kernel splats (WARN, BUG, lockdep, KASAN, kmemleak, …) in a console log: a cell's
     /// kernel.log, a vng or QEMU serial log, dmesg output. Exit 1 if one is not ignored.
     ScanLog(ScanLogArgs),
+}
+
+/// Options of `cost-check`.
+#[derive(Debug, Args)]
+pub struct CostCheckArgs {
+    /// Results JSON of A (the baseline) and of B; or one results file of an A/B run.
+    #[arg(required = true, num_args = 1..=2)]
+    pub files: Vec<PathBuf>,
+    /// METRIC=+N%: the largest growth of B over A allowed, METRIC a SCENARIO.KEY pattern
+    /// over the `cost` counts (`*` = one segment), e.g. `netperf.tests.*.cost.modules.igb=+1%`
+    /// (repeatable, comma-separated lists allowed).
+    #[arg(long = "limit", required = true, value_name = "METRIC=+N%")]
+    pub limits: Vec<String>,
 }
 
 /// Options of `scan-log`.
@@ -253,6 +269,11 @@ pub struct RunArgs {
     /// e.g. `cyclictest.threads.*.p99`); default: every metric.
     #[arg(long = "main-metric", value_delimiter = ',')]
     pub main_metrics: Vec<String>,
+    /// A/B cost gate: fail (exit 1) when B's median instructions per unit of work grow past
+    /// the limit, e.g. `netperf.tests.*.cost.modules.igb=+1%` (SCENARIO.KEY patterns over the
+    /// `cost` counts; repeatable, comma-separated lists allowed).
+    #[arg(long = "cost-limit", value_name = "METRIC=+N%", requires = "kernel_b")]
+    pub cost_limits: Vec<String>,
     /// Peer placement: netns (a second port of the same kind in a network namespace),
     /// single (no peer), interop-igb / interop-e1000e (nicemu device under test, QEMU's
     /// igb / e1000e as the peer, joined through nicemu's stream wire), mixed (nicemu-igb
@@ -326,6 +347,9 @@ pub struct ExperimentArgs {
     /// Print the experiment's README and exit.
     #[arg(long)]
     pub readme: bool,
+    /// Cost gate as `run --cost-limit` (e.g. `netperf.tests.*.cost.kernel=+1%`).
+    #[arg(long = "cost-limit", value_name = "METRIC=+N%")]
+    pub cost_limits: Vec<String>,
     /// How each guest boots (the same options as `run`'s).
     #[command(flatten)]
     pub guest: GuestArgs,

@@ -177,6 +177,7 @@ impl Experiment {
             params,
             rounds,
             main_metrics: self.main.clone(),
+            cost_limits: x.cost_limits.clone(),
             topology: None,
             shard: None,
             guest: {

@@ -67,8 +67,10 @@ fn dispatch(cmd: cli::Command) -> Result<i32> {
         cli::Command::ScanLog(args) => scan_log::run(&args),
         cli::Command::Run(args) => {
             let r = run::run(&args)?;
-            Ok(i32::from(!r.passed()))
+            let gate = cost_gate(&r, &args.cost_limits)?;
+            Ok(i32::from(!r.passed() || !gate))
         }
+        cli::Command::CostCheck(args) => cost_check(&args),
         cli::Command::Merge(args) => {
             let reports = args
                 .files
@@ -211,7 +213,38 @@ fn run_experiment(x: &cli::ExperimentArgs) -> Result<i32> {
         args.rounds
     );
     let r = run::run(&args)?;
-    Ok(i32::from(!r.passed()))
+    let gate = cost_gate(&r, &args.cost_limits)?;
+    Ok(i32::from(!r.passed() || !gate))
+}
+
+/// The cost gate of a finished A/B run (true when no limit was given).
+fn cost_gate(r: &report::RunReport, limits: &[String]) -> Result<bool> {
+    if limits.is_empty() {
+        return Ok(true);
+    }
+    let limits = cost::gate::Limit::parse_all(limits).map_err(Error::Usage)?;
+    cost::gate::after_run(r, &limits)
+}
+
+/// `cost-check`: the gate on one or two results files; exit 1 when a limit is breached.
+fn cost_check(args: &cli::CostCheckArgs) -> Result<i32> {
+    let limits = cost::gate::Limit::parse_all(&args.limits).map_err(Error::Usage)?;
+    let (a, b) = match args.files.as_slice() {
+        [one] => cost::gate::sides(&report::json::read(one)?)
+            .map_err(|e| Error::Usage(format!("{}: {e}", one.display())))?,
+        [a, b] => {
+            let all = |r: &report::RunReport| cost::gate::counts(r.runs.iter());
+            (all(&report::json::read(a)?), all(&report::json::read(b)?))
+        }
+        _ => {
+            return Err(Error::Usage(
+                "cost-check takes one or two results files".into(),
+            ))
+        }
+    };
+    let checks = cost::gate::check(&a, &b, &limits).map_err(Error::Usage)?;
+    print!("{}", cost::gate::render(&checks));
+    Ok(i32::from(checks.iter().any(|c| c.breached())))
 }
 
 fn fail(e: &Error) -> i32 {

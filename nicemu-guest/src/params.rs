@@ -33,6 +33,21 @@ pub const KNOWN: &[(&str, &str, &str)] = &[
         "0.5",
         "smallest share (%) of a window's kernel instructions a function in that table has",
     ),
+    (
+        "cost.ghz",
+        "3.0",
+        "hardware projection (a model): the CPU clock in GHz (the seed 000 Atom E3930: 1.6)",
+    ),
+    (
+        "cost.ipc",
+        "1.0",
+        "hardware projection (a model): instructions per cycle of kernel network code",
+    ),
+    (
+        "cost.mmio_read_ns",
+        "1000",
+        "hardware projection (a model): ns the CPU waits for one register (BAR) read over PCIe",
+    ),
     ("ping.count", "1000", "echo requests sent"),
     (
         "ping.interval",

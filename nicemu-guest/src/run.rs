@@ -68,10 +68,17 @@ pub fn default_timeout(scenarios: &[Box<dyn Scenario>], params: &Params) -> u64 
 /// Runs everything `args` asks for; returns the report (its `passed()` decides the exit code).
 pub fn run(args: &RunArgs) -> Result<RunReport> {
     let started = Instant::now();
+    let limits = crate::cost::gate::Limit::parse_all(&args.cost_limits).map_err(Error::Usage)?;
     let plan = Plan::new(args)?;
     crate::preflight::check_paths(args, &plan.matrix)?;
     let nicemu_bin = nicemu_binary(args, &plan)?;
     let plugin = crate::cost::plugin_for(&plan.matrix.params, args.guest.accel)?;
+    if !limits.is_empty() && plugin.is_none() {
+        return Err(Error::Usage(
+            "--cost-limit needs instruction counts: run under TCG (--accel tcg) with --param cost=auto or 1"
+                .into(),
+        ));
+    }
     let prov = provision::provision()?;
     let chroot = match &prov.qemu {
         QemuLauncher::Chroot(root) => Some(root.clone()),

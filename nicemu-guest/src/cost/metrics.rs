@@ -14,10 +14,14 @@
 //! cost.calls.F                   calls of function F
 //! cost.self.F                    function F's own instructions (the window's top functions)
 //! cost.timed.B, cost.timed.total time-driven code per bucket: shown, never a verdict
+//! cost.dev.P.bar_reads / …       nicemu's counters of port P (dut, peer): BAR reads and
+//!                                writes, interrupts raised, frames sent and received
+//! cost.model.ns / cpu_ns / mmio_ns  the hardware projection (a model, see [`Model`])
 //! ```
 
 use serde_json::{json, Map, Value};
 
+use super::device::DevCounts;
 use super::window::WindowCost;
 
 /// What one unit of a window's work is and how many the window did.
@@ -42,6 +46,52 @@ pub struct Selection {
     pub top_share: f64,
     /// …and at most this many.
     pub top: usize,
+    /// The hardware projection's assumptions.
+    pub model: Model,
+}
+
+/// The hardware projection — a model, not a measurement: time per unit of work ≈
+/// instructions ÷ (IPC × clock) + register reads × read latency. It assumes every
+/// instruction counted runs at one IPC on one clock (no cache misses, no frequency
+/// changes, both ports' guest code on one kind of CPU), that a BAR read stalls the CPU
+/// for `mmio_read_ns` (a non-posted PCIe read) and that writes (posted) cost nothing
+/// beyond their instructions; time-driven code is left out as it is from the counts.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Model {
+    /// CPU clock (GHz).
+    pub ghz: f64,
+    /// Instructions per cycle.
+    pub ipc: f64,
+    /// One register read (ns).
+    pub mmio_read_ns: f64,
+}
+
+impl Default for Model {
+    fn default() -> Self {
+        Model {
+            ghz: 3.0,
+            ipc: 1.0,
+            mmio_read_ns: 1000.0,
+        }
+    }
+}
+
+impl Model {
+    /// The projection's formula and assumptions, printed next to its figures.
+    pub fn describe(&self) -> String {
+        format!(
+            "hardware projection (a model, not a measurement): time per unit ≈ instructions ÷ \
+             (IPC × clock) + register reads × read latency, assuming IPC {}, {} GHz, {} ns per \
+             BAR read, posted writes free, no cache misses, time-driven code left out \
+             (--param cost.ipc=…,cost.ghz=…,cost.mmio_read_ns=…)",
+            self.ipc, self.ghz, self.mmio_read_ns
+        )
+    }
+
+    /// ns of CPU time for `insns` instructions.
+    pub fn cpu_ns(&self, insns: f64) -> f64 {
+        insns / (self.ipc * self.ghz)
+    }
 }
 
 /// Rounds per-unit figures to 3 significant decimals (counts per unit are exact
@@ -50,8 +100,14 @@ fn per(n: u64, units: f64) -> f64 {
     (n as f64 / units * 1000.0).round() / 1000.0
 }
 
-/// The `cost` object of window `w` over `units` units.
-pub fn per_unit(w: &WindowCost, u: &CostUnit, sel: &Selection) -> Value {
+/// The `cost` object of window `w` over `units` units, with the device side `dev` of the
+/// same window (per port).
+pub fn per_unit(
+    w: &WindowCost,
+    u: &CostUnit,
+    sel: &Selection,
+    dev: &std::collections::BTreeMap<&'static str, DevCounts>,
+) -> Value {
     let units = u.units.max(1.0);
     let cpu: Map<String, Value> = (w.vcpus.iter().enumerate())
         .map(|(i, v)| {
@@ -107,7 +163,44 @@ pub fn per_unit(w: &WindowCost, u: &CostUnit, sel: &Selection) -> Value {
     if !calls.is_empty() {
         o["calls"] = Value::Object(calls);
     }
+    device_and_model(&mut o, w, units, sel.model, dev);
     o
+}
+
+/// Adds the device side (`dev.PORT.*` per unit) and the hardware projection (`model.*`)
+/// to the `cost` object `o`.
+fn device_and_model(
+    o: &mut Value,
+    w: &WindowCost,
+    units: f64,
+    m: Model,
+    dev: &std::collections::BTreeMap<&'static str, DevCounts>,
+) {
+    let mut reads = 0;
+    if !dev.is_empty() {
+        let d: Map<String, Value> = (dev.iter())
+            .map(|(port, c)| {
+                reads += c.bar_reads;
+                let v = json!({
+                    "bar_reads": per(c.bar_reads, units),
+                    "bar_writes": per(c.bar_writes, units),
+                    "irqs": per(c.irqs, units),
+                    "tx_frames": per(c.tx_frames, units),
+                    "rx_frames": per(c.rx_frames, units),
+                });
+                ((*port).to_owned(), v)
+            })
+            .collect();
+        o["dev"] = Value::Object(d);
+    }
+    let cpu_ns = m.cpu_ns((w.kernel() + w.user()) as f64) / units;
+    let mmio_ns = reads as f64 * m.mmio_read_ns / units;
+    let r = |x: f64| (x * 1000.0).round() / 1000.0;
+    o["model"] = json!({
+        "cpu_ns": r(cpu_ns),
+        "mmio_ns": r(mmio_ns),
+        "ns": r(cpu_ns + mmio_ns),
+    });
 }
 
 /// True for a flattened metric key holding a deterministic instruction count per unit
@@ -192,13 +285,29 @@ mod tests {
             calls: vec!["__netif_reschedule".into(), "wakeup_softirqd".into()],
             top_share: 0.01,
             top: 10,
+            model: Model {
+                ghz: 2.0,
+                ipc: 1.0,
+                mmio_read_ns: 1000.0,
+            },
         };
         let u = CostUnit {
             path: vec![],
             units: 100.0,
             unit: "msg",
         };
-        let c = per_unit(&window(), &u, &sel);
+        let mut dev = std::collections::BTreeMap::new();
+        dev.insert(
+            "dut",
+            DevCounts {
+                bar_reads: 50,
+                bar_writes: 300,
+                irqs: 20,
+                tx_frames: 100,
+                rx_frames: 0,
+            },
+        );
+        let c = per_unit(&window(), &u, &sel, &dev);
         assert_eq!(c["unit"], "msg");
         assert_eq!(c["kernel"], 400.0);
         assert_eq!(c["user"], 10.0);
@@ -215,6 +324,31 @@ mod tests {
         assert!(c["self"].get("rare").is_none(), "below 1 %");
         assert_eq!(c["timed"]["spin"], 5.0);
         assert_eq!(c["timed"]["total"], 5.0);
+        assert_eq!(c["dev"]["dut"]["bar_reads"], 0.5);
+        assert_eq!(c["dev"]["dut"]["bar_writes"], 3.0);
+        assert_eq!(c["dev"]["dut"]["irqs"], 0.2);
+        // 410 instructions per msg at IPC 1 × 2 GHz, 0.5 reads × 1 µs.
+        assert_eq!(c["model"]["cpu_ns"], 205.0);
+        assert_eq!(c["model"]["mmio_ns"], 500.0);
+        assert_eq!(c["model"]["ns"], 705.0);
+        assert!(c.get("fn").is_some());
+        let c = per_unit(&window(), &u, &sel, &std::collections::BTreeMap::new());
+        assert!(c.get("dev").is_none());
+        assert_eq!(c["model"]["mmio_ns"], 0.0);
+    }
+
+    #[test]
+    fn the_model_states_its_assumptions() {
+        let d = Model::default().describe();
+        for w in [
+            "a model",
+            "IPC 1",
+            "3 GHz",
+            "1000 ns per",
+            "cost.mmio_read_ns",
+        ] {
+            assert!(d.contains(w), "{w}: {d}");
+        }
     }
 
     #[test]

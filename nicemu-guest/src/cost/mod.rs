@@ -14,6 +14,8 @@
 //! first window).
 
 pub mod classify;
+pub mod device;
+pub mod gate;
 pub mod metrics;
 pub mod plugin;
 pub mod window;
@@ -50,6 +52,16 @@ pub const KSYMS_FILE: &str = "kallsyms.txt";
 pub const PRELUDE: &str = "NICEMU_COST=1\n\
 /bin/nicemu-mark 0 < /proc/kallsyms\n\
 echo \"@@NICEMU init cost_ksyms_rc=$?\"\n";
+
+/// [`PRELUDE`], and for a nicemu device the device side of every window
+/// ([`device`]: nicemu's counters read at the window's edges).
+pub fn prelude(nicemu_device: bool) -> String {
+    let mut s = PRELUDE.to_owned();
+    if nicemu_device {
+        s.push_str("NICEMU_DEVSTATS=1\n");
+    }
+    s
+}
 
 /// A run's counting: the plugin in the run directory and what to report.
 #[derive(Debug, Clone)]
@@ -101,6 +113,11 @@ impl Setup {
                 calls: list(p, "cost.calls"),
                 top_share: p.num("cost.top_share") / 100.0,
                 top: p.num("cost.top").max(0.0) as usize,
+                model: metrics::Model {
+                    ghz: p.num("cost.ghz"),
+                    ipc: p.num("cost.ipc"),
+                    mmio_read_ns: p.num("cost.mmio_read_ns"),
+                },
             },
         })
     }
@@ -191,10 +208,15 @@ pub fn evaluate(
                 "cost: {scen} window {name} began before the named functions were instrumented"
             ));
         }
+        let dev = console
+            .sections
+            .get(&scen)
+            .map(|s| device::window(s, w.id))
+            .unwrap_or_default();
         metrics::insert(
             &mut r.metrics,
             &unit.path,
-            metrics::per_unit(&wc, &unit, sel),
+            metrics::per_unit(&wc, &unit, sel, &dev),
         );
         ev.windows += 1;
     }

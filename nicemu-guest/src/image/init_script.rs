@@ -138,6 +138,7 @@ nicemu_window_begin() {
     NICEMU_WIN=$(($(cat /tmp/nicemu-window 2>/dev/null || echo 0) + 1))
     echo $NICEMU_WIN > /tmp/nicemu-window
     if [ $NICEMU_WIN -gt 126 ]; then nicemu_kv "window_$1" full; return 0; fi
+    nicemu_window_dev ${NICEMU_WIN}a
     nicemu_kv "window_$1" $NICEMU_WIN
     /bin/nicemu-mark $NICEMU_WIN
     return 0
@@ -145,6 +146,15 @@ nicemu_window_begin() {
 nicemu_window_end() {
     [ "$NICEMU_COST" = 1 ] && [ "${NICEMU_WIN:-127}" -le 126 ] || return 0
     /bin/nicemu-mark $((NICEMU_WIN + 128))
+    nicemu_window_dev ${NICEMU_WIN}b
+    return 0
+}
+# nicemu_window_dev EDGE: nicemu's counters of both ports (register accesses, interrupts,
+# frames) read by the harness at a window's edge, outside the window (nicemu devices only).
+nicemu_window_dev() {
+    [ "$NICEMU_DEVSTATS" = 1 ] || return 0
+    nicemu_host "dev$1" ctl --json stats DUT
+    nicemu_host "dev$1p" ctl --json stats PEER
     return 0
 }
 # The harness writes acknowledgements to the console: do not echo them back.

@@ -181,6 +181,19 @@ pub fn render_markdown(ab: &AbSummary, report: &RunReport) -> String {
         ));
     }
     s.push_str(&super::cost_table::render(ab, 15));
+    if ab
+        .metrics
+        .iter()
+        .any(|m| m.metric.contains(".model.") || m.metric.starts_with("cost.model."))
+    {
+        let p = &report.params;
+        let m = crate::cost::metrics::Model {
+            ghz: p.num("cost.ghz"),
+            ipc: p.num("cost.ipc"),
+            mmio_read_ns: p.num("cost.mmio_read_ns"),
+        };
+        s.push_str(&format!("\n`cost.model.*`: {}.\n", m.describe()));
+    }
     s.push_str(&cyclictest_tables(report));
     if others > 0 {
         s.push_str(&format!(
