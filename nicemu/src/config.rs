@@ -16,6 +16,39 @@ pub enum DeviceKind {
     Ixgbe,
     /// virtio-net over vhost-user.
     VirtioNet,
+    /// An 82576 SR-IOV virtual function (igbvf) over vfio-user.
+    Igbvf,
+    /// An 82599 SR-IOV virtual function (ixgbevf) over vfio-user.
+    Ixgbevf,
+}
+
+impl DeviceKind {
+    /// An SR-IOV virtual function.
+    pub fn is_vf(self) -> bool {
+        matches!(self, DeviceKind::Igbvf | DeviceKind::Ixgbevf)
+    }
+
+    /// The VFs an adapter of this VF kind has for guests: the 82576's 8
+    /// pools less the PF's (7), the 82599's 64 less the PF's (63).
+    pub fn vf_limit(self) -> u8 {
+        match self {
+            DeviceKind::Ixgbevf => 63,
+            _ => 7,
+        }
+    }
+}
+
+/// The SR-IOV side of a `--device igbvf|ixgbevf`: its adapter, its number
+/// there, and what the host sets for it (`ip link set PF vf N …`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VfSpec {
+    /// `adapter=NAME`: the VFs of one adapter share its PF (its VF numbers,
+    /// its limit).
+    pub adapter: String,
+    /// `vf=N`.
+    pub index: u8,
+    /// `mac=`, `vlan=`/`qos=`, `spoofchk=`, `trust=`, `link=`.
+    pub admin: nicemu_device_models::vf::agent::Admin,
 }
 
 /// One `--device`.
@@ -49,6 +82,8 @@ pub struct DeviceSpec {
     /// sees the other's advertisement, `nicemu_device_models::cable`) instead of
     /// the ideal link partner.
     pub cable: Option<String>,
+    /// What makes an `igbvf`/`ixgbevf` device a VF.
+    pub vf: Option<VfSpec>,
 }
 
 /// Largest accepted `delay=` (one second).
@@ -93,9 +128,11 @@ fn device_kind(s: &str) -> Result<DeviceKind, String> {
         "igb" => Ok(DeviceKind::Igb),
         "ixgbe" => Ok(DeviceKind::Ixgbe),
         "virtio-net" => Ok(DeviceKind::VirtioNet),
-        "" => Err("missing device kind (igb, ixgbe or virtio-net)".into()),
+        "igbvf" => Ok(DeviceKind::Igbvf),
+        "ixgbevf" => Ok(DeviceKind::Ixgbevf),
+        "" => Err("missing device kind (igb, ixgbe, virtio-net, igbvf or ixgbevf)".into()),
         k => Err(format!(
-            "unknown device kind '{k}' (use igb, ixgbe or virtio-net)"
+            "unknown device kind '{k}' (use igb, ixgbe, virtio-net, igbvf or ixgbevf)"
         )),
     }
 }
@@ -158,6 +195,40 @@ struct DeviceKeys {
     delay_ns: Option<u64>,
     autoneg_ns: Option<u64>,
     cable: Option<String>,
+    adapter: Option<String>,
+    vf: Option<u8>,
+    vlan: Option<u16>,
+    qos: Option<u8>,
+    spoofchk: Option<bool>,
+    trust: Option<bool>,
+    link: Option<nicemu_device_models::vf::agent::LinkMode>,
+}
+
+/// `vlan=`: a port VLAN ID from 1 to 4094.
+pub fn port_vlan(v: &str) -> Result<u16, String> {
+    v.parse()
+        .ok()
+        .filter(|n| (1..=4094).contains(n))
+        .ok_or_else(|| format!("vlan '{v}' must be a VLAN ID from 1 to 4094"))
+}
+
+/// `qos=`: an 802.1p priority from 0 to 7.
+pub fn vlan_qos(v: &str) -> Result<u8, String> {
+    v.parse()
+        .ok()
+        .filter(|n| *n <= 7)
+        .ok_or_else(|| format!("qos '{v}' must be a priority from 0 to 7"))
+}
+
+/// `link=`: auto, enable or disable (`ip link set … vf N state`).
+pub fn vf_link(v: &str) -> Result<nicemu_device_models::vf::agent::LinkMode, String> {
+    use nicemu_device_models::vf::agent::LinkMode;
+    match v {
+        "auto" => Ok(LinkMode::Auto),
+        "enable" => Ok(LinkMode::Enable),
+        "disable" => Ok(LinkMode::Disable),
+        _ => Err(format!("link '{v}' must be auto, enable or disable")),
+    }
 }
 
 impl DeviceKeys {
@@ -178,9 +249,21 @@ impl DeviceKeys {
             "delay" => self.delay_ns = Some(wire_delay(v)?),
             "autoneg" => self.autoneg_ns = Some(autoneg_time(v)?),
             "cable" => self.cable = Some(v.to_string()),
+            "adapter" => self.adapter = Some(v.to_string()),
+            "vf" => {
+                let n = v
+                    .parse()
+                    .map_err(|_| format!("vf '{v}' must be a VF number (0, 1, …)"))?;
+                self.vf = Some(n);
+            }
+            "vlan" => self.vlan = Some(port_vlan(v)?),
+            "qos" => self.qos = Some(vlan_qos(v)?),
+            "spoofchk" => self.spoofchk = Some(on_off("spoofchk", v)?),
+            "trust" => self.trust = Some(on_off("trust", v)?),
+            "link" => self.link = Some(vf_link(v)?),
             other => {
                 return Err(format!(
-                    "unknown key '{other}' (known: id, socket, mac, net, queues, coalesce, delay, sfp, autoneg, cable)"
+                    "unknown key '{other}' (known: id, socket, mac, net, queues, coalesce, delay, sfp, autoneg, cable, adapter, vf, vlan, qos, spoofchk, trust, link)"
                 ))
             }
         }
@@ -207,7 +290,60 @@ impl DeviceKeys {
         if self.cable.is_some() && kind != DeviceKind::Igb {
             return Err("cable= applies to igb only (a copper PHY at each end)".into());
         }
+        let vf_keys = [
+            ("adapter", self.adapter.is_some()),
+            ("vf", self.vf.is_some()),
+            ("vlan", self.vlan.is_some()),
+            ("qos", self.qos.is_some()),
+            ("spoofchk", self.spoofchk.is_some()),
+            ("trust", self.trust.is_some()),
+            ("link", self.link.is_some()),
+        ];
+        if let Some((k, _)) = vf_keys.iter().find(|(_, set)| *set) {
+            if !kind.is_vf() {
+                return Err(format!("{k}= applies to igbvf and ixgbevf only"));
+            }
+        }
+        if self.qos.is_some() && self.vlan.is_none() {
+            return Err("qos= needs vlan= (the priority of the port VLAN)".into());
+        }
         Ok(())
+    }
+
+    /// The VF part of an igbvf/ixgbevf device: adapter= and vf= (within the
+    /// part's limit) are required.
+    fn vf_spec(&self, kind: DeviceKind) -> Result<Option<VfSpec>, String> {
+        use nicemu_device_models::vf::agent::Admin;
+        if !kind.is_vf() {
+            return Ok(None);
+        }
+        let adapter = self
+            .adapter
+            .clone()
+            .ok_or("missing adapter=NAME (the VFs of one adapter share its PF)")?;
+        let index = self
+            .vf
+            .ok_or("missing vf=N (the VF's number in its adapter)")?;
+        let limit = kind.vf_limit();
+        if index >= limit {
+            return Err(format!(
+                "vf={index} is beyond the part's VFs: use 0 to {}",
+                limit - 1
+            ));
+        }
+        let d = Admin::default();
+        Ok(Some(VfSpec {
+            adapter,
+            index,
+            admin: Admin {
+                mac: self.mac,
+                vlan: self.vlan.map(|v| (v, self.qos.unwrap_or(0))),
+                spoofchk: self.spoofchk.unwrap_or(d.spoofchk),
+                trust: self.trust.unwrap_or(d.trust),
+                link: self.link.unwrap_or(d.link),
+                rss_query: false,
+            },
+        }))
     }
 }
 
@@ -226,13 +362,21 @@ impl DeviceSpec {
             keys.set(k, v).map_err(bad)?;
         }
         keys.check_applies_to(kind).map_err(bad)?;
+        let vf = keys.vf_spec(kind).map_err(bad)?;
         Ok(DeviceSpec {
             kind,
             id: keys.id.ok_or_else(|| bad("missing id=NAME".into()))?,
             socket: keys
                 .socket
                 .ok_or_else(|| bad("missing socket=PATH".into()))?,
-            mac: keys.mac.unwrap_or_else(|| default_mac(index)),
+            // A VF without mac= has none: its driver picks one (VF_RESET NACK).
+            mac: keys.mac.unwrap_or_else(|| {
+                if kind.is_vf() {
+                    [0; 6]
+                } else {
+                    default_mac(index)
+                }
+            }),
             net: keys.net.unwrap_or_else(|| "lan0".into()),
             queues: keys.queues.unwrap_or(1),
             coalesce: keys.coalesce.unwrap_or(false),
@@ -242,6 +386,7 @@ impl DeviceSpec {
                 .unwrap_or(nicemu_device_models::phy::AUTONEG_NS),
             cable: keys.cable,
             sfp: keys.sfp.unwrap_or_default(),
+            vf,
         })
     }
 }
@@ -346,7 +491,44 @@ pub fn parse_devices(specs: &[String]) -> Result<Vec<DeviceSpec>, Error> {
         }
     }
     check_cables(&devs, specs)?;
+    check_adapters(&devs, specs)?;
     Ok(devs)
+}
+
+/// The VFs of one adapter are of one kind, on one network, each with its
+/// own number.
+fn check_adapters(devs: &[DeviceSpec], specs: &[String]) -> Result<(), Error> {
+    let mut seen: std::collections::HashMap<&str, (&DeviceSpec, HashSet<u8>)> =
+        std::collections::HashMap::new();
+    for (d, spec) in devs.iter().zip(specs) {
+        let Some(vf) = &d.vf else { continue };
+        let bad = |reason: String| Error::BadDevice {
+            spec: spec.clone(),
+            reason,
+        };
+        let (first, numbers) = seen
+            .entry(vf.adapter.as_str())
+            .or_insert_with(|| (d, HashSet::new()));
+        if first.kind != d.kind {
+            return Err(bad(format!(
+                "adapter={}: {} has {:?} VFs, this one is {:?} (an adapter is one part)",
+                vf.adapter, first.id, first.kind, d.kind
+            )));
+        }
+        if first.net != d.net {
+            return Err(bad(format!(
+                "adapter={}: {} is on net {} and this VF on {} (an adapter has one port)",
+                vf.adapter, first.id, first.net, d.net
+            )));
+        }
+        if !numbers.insert(vf.index) {
+            return Err(bad(format!(
+                "vf={} of adapter={} is taken: each VF of an adapter needs its own number",
+                vf.index, vf.adapter
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Each `cable=ID` names another igb device on the same network, and a
@@ -454,6 +636,100 @@ mod tests {
             let e = DeviceSpec::parse(spec, 0).unwrap_err().to_string();
             assert!(e.contains(needle), "{spec}: {e}");
         }
+    }
+
+    #[test]
+    fn vfs_parse_with_the_linux_pf_defaults() {
+        use nicemu_device_models::vf::agent::LinkMode;
+        let d = DeviceSpec::parse("igbvf,id=vf0,socket=/s,adapter=a0,vf=3", 0).unwrap();
+        let vf = d.vf.unwrap();
+        assert_eq!(
+            (d.kind, vf.adapter.as_str(), vf.index),
+            (DeviceKind::Igbvf, "a0", 3)
+        );
+        assert_eq!(vf.admin.mac, None, "no mac=: the driver picks one");
+        assert!(vf.admin.spoofchk && !vf.admin.trust);
+        assert_eq!((vf.admin.vlan, vf.admin.link), (None, LinkMode::Auto));
+        let d = DeviceSpec::parse(
+            "ixgbevf,id=v,socket=/s,adapter=x,vf=62,mac=52:54:00:00:00:07,vlan=100,qos=3,spoofchk=off,trust=on,link=disable",
+            0,
+        )
+        .unwrap();
+        let vf = d.vf.unwrap();
+        assert_eq!(vf.admin.mac, Some([0x52, 0x54, 0, 0, 0, 7]));
+        assert_eq!(vf.admin.vlan, Some((100, 3)));
+        assert!(!vf.admin.spoofchk && vf.admin.trust);
+        assert_eq!(vf.admin.link, LinkMode::Disable);
+    }
+
+    #[test]
+    fn bad_vfs_are_refused_naming_the_option() {
+        for (spec, needle) in [
+            ("igbvf,id=a,socket=/s,vf=0", "missing adapter"),
+            ("igbvf,id=a,socket=/s,adapter=a", "missing vf"),
+            (
+                "igbvf,id=a,socket=/s,adapter=a,vf=7",
+                "vf=7 is beyond the part's VFs: use 0 to 6",
+            ),
+            ("ixgbevf,id=a,socket=/s,adapter=a,vf=63", "use 0 to 62"),
+            (
+                "igbvf,id=a,socket=/s,adapter=a,vf=x",
+                "vf 'x' must be a VF number",
+            ),
+            (
+                "igbvf,id=a,socket=/s,adapter=a,vf=0,vlan=4095",
+                "vlan '4095' must be a VLAN ID from 1 to 4094",
+            ),
+            (
+                "igbvf,id=a,socket=/s,adapter=a,vf=0,vlan=0",
+                "from 1 to 4094",
+            ),
+            (
+                "igbvf,id=a,socket=/s,adapter=a,vf=0,qos=2",
+                "qos= needs vlan=",
+            ),
+            ("igbvf,id=a,socket=/s,adapter=a,vf=0,vlan=5,qos=8", "0 to 7"),
+            (
+                "igbvf,id=a,socket=/s,adapter=a,vf=0,mac=03:00:00:00:00:01",
+                "multicast",
+            ),
+            ("igbvf,id=a,socket=/s,adapter=a,vf=0,trust=yes", "on or off"),
+            (
+                "igbvf,id=a,socket=/s,adapter=a,vf=0,link=up",
+                "auto, enable or disable",
+            ),
+            (
+                "igb,id=a,socket=/s,vf=0",
+                "vf= applies to igbvf and ixgbevf only",
+            ),
+            ("igbvf,id=a,socket=/s,adapter=a,vf=0,sfp=sr", "ixgbe only"),
+        ] {
+            let e = DeviceSpec::parse(spec, 0).unwrap_err().to_string();
+            assert!(e.contains(needle), "{spec}: {e}");
+            assert!(!e.contains('\n'), "one line: {e}");
+        }
+    }
+
+    #[test]
+    fn an_adapters_vfs_have_their_own_numbers_one_kind_one_net() {
+        let dir = std::env::temp_dir().join(format!("nicemu-cfg-vf-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let s = |n: &str| dir.join(n).display().to_string();
+        let two = |a: &str, b: &str| {
+            parse_devices(&[
+                format!("{a},id=a,socket={}", s("a")),
+                format!("{b},id=b,socket={}", s("b")),
+            ])
+        };
+        two("igbvf,adapter=p,vf=0", "igbvf,adapter=p,vf=1").unwrap();
+        two("igbvf,adapter=p,vf=0", "igbvf,adapter=q,vf=0").unwrap();
+        let e = two("igbvf,adapter=p,vf=1", "igbvf,adapter=p,vf=1").unwrap_err();
+        assert!(e.to_string().contains("vf=1 of adapter=p is taken"), "{e}");
+        let e = two("igbvf,adapter=p,vf=0", "ixgbevf,adapter=p,vf=1").unwrap_err();
+        assert!(e.to_string().contains("an adapter is one part"), "{e}");
+        let e = two("igbvf,adapter=p,vf=0", "igbvf,adapter=p,vf=1,net=lan9").unwrap_err();
+        assert!(e.to_string().contains("one port"), "{e}");
+        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]

@@ -52,7 +52,9 @@ pub struct Cli {
     // The doc comment is --help text (clap), where brackets mean optional parts.
     #[allow(rustdoc::broken_intra_doc_links)]
     /// A PCI function or port: KIND,id=NAME,socket=PATH[,mac=MAC][,net=NET][,queues=N][,coalesce=on][,delay=NS]
-    /// (KIND: igb, ixgbe, virtio-net; net defaults to lan0; delay: wire delay in ns
+    /// (KIND: igb, ixgbe, virtio-net, or an SR-IOV VF: igbvf, ixgbevf with
+    /// adapter=A,vf=N[,vlan=N[,qos=Q]][,spoofchk=on|off][,trust=on|off][,link=auto|enable|disable],
+    /// nicemu playing the host's PF; net defaults to lan0; delay: wire delay in ns
     /// of frames arriving at an igb/ixgbe port, seen in its PTP receive time
     /// stamps; give both ends delay=D for a symmetric wire of D ns; coalesce=on:
     /// a virtio-net port's receive coalescing, off by default since the guest

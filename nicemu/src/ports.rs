@@ -8,8 +8,10 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use nicemu_device_models::function::Function;
 use nicemu_device_models::igb::{self, IgbConfig};
 use nicemu_device_models::ixgbe::{self, IxgbeConfig};
+use nicemu_device_models::vf::{self, igbvf::I82576Vf, ixgbevf::I82599Vf, Vf, VfConfig, VfControl};
 use nicemu_device_models::{DeviceEnv, MonotonicClock, NetPort, Port};
 
 use crate::config::{DeviceKind, DeviceSpec, WireSpec};
@@ -56,6 +58,8 @@ pub struct PortInfo {
     pub transport: Transport,
     /// Where a transaction's time goes (`ctl latency`).
     pub latency: Arc<PortLatency>,
+    /// An SR-IOV VF: the host's side of it (`ctl vf`, `ctl mailbox`).
+    pub vf: Option<Arc<dyn VfControl>>,
 }
 
 impl PortInfo {
@@ -76,6 +80,7 @@ impl PortInfo {
             switch,
             transport,
             latency,
+            vf: None,
         }
     }
 }
@@ -167,7 +172,9 @@ pub fn start(
         let switch = nets.entry(spec.net.clone()).or_default().clone();
         let started = match spec.kind {
             DeviceKind::VirtioNet => start_virtio(spec, &switch),
-            DeviceKind::Igb | DeviceKind::Ixgbe => start_function(spec, &switch, trace.clone()),
+            DeviceKind::Igb | DeviceKind::Ixgbe | DeviceKind::Igbvf | DeviceKind::Ixgbevf => {
+                start_function(spec, &switch, trace.clone())
+            }
         };
         match started {
             Ok(info) => {
@@ -251,6 +258,36 @@ fn connect_cables(specs: &[DeviceSpec], registry: &Registry) {
     }
 }
 
+/// The device model of an igb, ixgbe, igbvf or ixgbevf `spec`, and a VF's
+/// control.
+fn new_model(spec: &DeviceSpec, env: DeviceEnv) -> (SharedDevice, Option<Arc<dyn VfControl>>) {
+    let vf_cfg = spec.vf.as_ref().map(|v| VfConfig {
+        vf: v.index,
+        admin: v.admin,
+    });
+    match (spec.kind, vf_cfg) {
+        (DeviceKind::Ixgbe, _) => (
+            ixgbe::new_function(
+                IxgbeConfig {
+                    mac: spec.mac,
+                    sfp: spec.sfp,
+                },
+                env,
+            ),
+            None,
+        ),
+        (DeviceKind::Igbvf, Some(cfg)) => {
+            let f = Arc::new(Function::<Vf<I82576Vf>>::new(cfg, env));
+            (f.clone(), Some(f))
+        }
+        (DeviceKind::Ixgbevf, Some(cfg)) => {
+            let f = Arc::new(Function::<Vf<I82599Vf>>::new(cfg, env));
+            (f.clone(), Some(f))
+        }
+        _ => (igb::new_function(IgbConfig { mac: spec.mac }, env), None),
+    }
+}
+
 /// Starts an igb or ixgbe function: the device model on its switch port,
 /// its receive thread and timer, and its vfio-user server.
 fn start_function(
@@ -260,6 +297,8 @@ fn start_function(
 ) -> Result<PortInfo, Error> {
     let (vectors, what) = match spec.kind {
         DeviceKind::Ixgbe => (ixgbe::MSIX_VECTORS, "ixgbe (82599 SFP+)"),
+        DeviceKind::Igbvf => (vf::MSIX_VECTORS, "igbvf (82576 VF)"),
+        DeviceKind::Ixgbevf => (vf::MSIX_VECTORS, "ixgbevf (82599 VF)"),
         _ => (igb::MSIX_VECTORS, "igb (82576)"),
     };
     let lat = Arc::new(PortLatency::default());
@@ -274,16 +313,7 @@ fn start_function(
         clock: Arc::new(MonotonicClock),
         timer: timer.clone(),
     };
-    let dev: SharedDevice = match spec.kind {
-        DeviceKind::Ixgbe => ixgbe::new_function(
-            IxgbeConfig {
-                mac: spec.mac,
-                sfp: spec.sfp,
-            },
-            env,
-        ),
-        _ => igb::new_function(IgbConfig { mac: spec.mac }, env),
-    };
+    let (dev, vf_ctl) = new_model(spec, env);
     let rx_dev = Arc::new(TimedRx::new(dev.clone(), lat.clone()));
     direct.set(rx_dev.clone());
     dev.set_wire_delay_ns(spec.delay_ns);
@@ -330,7 +360,7 @@ fn start_function(
         spec.net,
         mac_text(&spec.mac)
     );
-    Ok(PortInfo::new(
+    let mut info = PortInfo::new(
         spec,
         dev,
         counters,
@@ -340,7 +370,9 @@ fn start_function(
             accesses,
         },
         lat,
-    ))
+    );
+    info.vf = vf_ctl;
+    Ok(info)
 }
 
 /// Starts wire `i` on its network's switch; returns it with the socket to

@@ -102,7 +102,7 @@ pub mod api {
 /// Multicast / promiscuous modes (`IXGBEVF_XCAST_MODE_*`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Xcast {
-    /// No multicast beyond the hash list... nothing at all (mode 0).
+    /// No multicast: broadcast and the unicast filters only (mode 0).
     None,
     /// The multicast hash list (the default).
     #[default]
@@ -303,6 +303,18 @@ impl Agent {
         };
         self.record(false, &reply.words, reply.len);
         reply
+    }
+
+    /// Refuses a message (an injected fault): NACK, with CTS when the VF
+    /// is clear to send.
+    pub fn refuse(&mut self, words: &[u32; WORDS]) -> Message {
+        self.record(true, words, WORDS);
+        self.nacks += 1;
+        let cts = if self.cts { msgtype::CTS } else { 0 };
+        let w0 = words[0] & !(msgtype::ACK | msgtype::CTS) | msgtype::NACK | cts;
+        let m = Message::new(&[w0]);
+        self.record(false, &m.words, 1);
+        m
     }
 
     /// VF_RESET: filters cleared, receive and transmit on, clear to send,
@@ -592,12 +604,53 @@ impl Agent {
 
     /// The VF takes a frame of VLAN `vid` (None: untagged): the VLANs it
     /// asked for (VLAN 0, priority tagged, always).
+    ///
+    /// Under a port VLAN, frames of that VLAN only (the PF strips its tag).
     pub fn accepts_vlan(&self, vid: Option<u16>) -> bool {
+        if let Some((pv, _)) = self.admin.vlan {
+            return vid == Some(pv);
+        }
         match vid {
             None | Some(0) => true,
             Some(v) => self.xcast == Xcast::Promisc || self.vlans.contains(&v),
         }
     }
+
+    /// What the PF does to a frame the VF sends (82576 §7.8.3.x VMVIR and
+    /// anti-spoofing, 82599 §7.10.3.9): under a port VLAN an untagged frame
+    /// gets the port VLAN's tag, a tagged one is a spoof; otherwise, with
+    /// spoof checking on, the source must be the VF's address (or one of its
+    /// extra unicast addresses) and a VLAN tag one of its VLANs.
+    pub fn tx_verdict(&self, frame: &[u8]) -> TxVerdict {
+        if frame.len() < 14 {
+            return TxVerdict::Pass;
+        }
+        let src = &frame[6..12];
+        if self.admin.spoofchk && src != self.mac && !self.uc.iter().any(|m| m == src) {
+            return TxVerdict::Spoofed;
+        }
+        let tag = (frame.len() >= 16 && frame[12..14] == [0x81, 0x00])
+            .then(|| u16::from_be_bytes([frame[14], frame[15]]) & 0xfff);
+        match (self.admin.vlan, tag) {
+            (Some((vid, qos)), None) => TxVerdict::Tag((u16::from(qos & 7) << 13) | vid),
+            (Some(_), Some(_)) => TxVerdict::Spoofed,
+            (None, Some(v)) if self.admin.spoofchk && v != 0 && !self.vlans.contains(&v) => {
+                TxVerdict::Spoofed
+            }
+            _ => TxVerdict::Pass,
+        }
+    }
+}
+
+/// What happens to a frame a VF sends ([`Agent::tx_verdict`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TxVerdict {
+    /// Out as it is.
+    Pass,
+    /// Out with this 802.1Q tag control word inserted (port VLAN).
+    Tag(u16),
+    /// Dropped and counted (anti-spoofing).
+    Spoofed,
 }
 
 #[cfg(test)]

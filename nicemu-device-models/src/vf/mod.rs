@@ -33,15 +33,16 @@ use nicemu_net_util::csum::verify_rx;
 use crate::desc::{RXD_ERR_IPE, RXD_ERR_L4E, RXD_STAT_IPCS, RXD_STAT_TCPCS, RXD_STAT_UDPCS};
 use crate::function::{
     Control, Ctl, Dir, Function, Interrupts, Layout, Media, Model, PauseCounters, PtpMatch,
-    Receive, RxStatus, Transmit, TxRoute,
+    Receive, RxSecurity, RxStatus, Transmit, TxRoute,
 };
 use crate::moderation::Moderation;
 use crate::nvm::Nvm;
 use crate::pci::{Bar, ConfigSpace};
+use crate::port::PciFunction;
 use crate::regfile::{RegDef, RegId, Written};
 use crate::sync::lock;
 use crate::txframe::{FinishSettings, FrameOpts};
-use agent::{Admin, Agent, LinkMode, PfKind, TraceEntry};
+use agent::{Admin, Agent, LinkMode, PfKind, TraceEntry, TxVerdict};
 use mailbox::{Mailbox, MailboxStats, VfEvent, WORDS};
 
 /// Interrupt registers of a VF with side effects (82576 §8.27.3, 82599
@@ -392,6 +393,53 @@ pub struct VfState {
 struct Core {
     mbx: Mailbox,
     agent: Agent,
+    /// Mailbox faults: the next requests refused (NACK) or dropped.
+    faults: MbxFaults,
+}
+
+/// Mailbox faults injected from the host side (`nicemu ctl fault DEV
+/// mbx-nack N`, `mbx-drop N`).
+#[derive(Clone, Copy, Debug, Default)]
+struct MbxFaults {
+    nack: u32,
+    drop: u32,
+}
+
+impl Core {
+    fn new(kind: PfKind, admin: Admin) -> Self {
+        Core {
+            mbx: Mailbox::default(),
+            agent: Agent::new(kind, admin),
+            faults: MbxFaults::default(),
+        }
+    }
+}
+
+/// What the host's side (`nicemu ctl`) does to a VF, object-safe so the
+/// control path holds any VF part alike.
+pub trait VfControl: Send + Sync {
+    /// The VF's number in its adapter.
+    fn vf_index(&self) -> u8;
+    /// The host's settings.
+    fn admin(&self) -> Admin;
+    /// Changes the host's settings (`ip link set PF vf N …`).
+    fn set_admin(&self, admin: Admin);
+    /// The VF's MAC address as the agent has it (all zero: none yet).
+    fn vf_mac(&self) -> [u8; 6];
+    /// The last mailbox messages, oldest first.
+    fn mailbox_trace(&self) -> Vec<TraceEntry>;
+    /// Mailbox counters and the agent's refusals.
+    fn mailbox_stats(&self) -> (MailboxStats, u64);
+    /// The agent's view of the VF (filters, mode, API).
+    fn agent(&self) -> Agent;
+    /// The PF resets.
+    fn pf_reset(&self);
+    /// A function level reset from the host's side (VFLR).
+    fn vflr(&self);
+    /// The PF refuses (NACK) the VF's next `n` messages.
+    fn mbx_nack(&self, n: u32);
+    /// The PF ignores the VF's next `n` messages: no PFACK, no reply.
+    fn mbx_drop(&self, n: u32);
 }
 
 impl<P: VfPart> Model for Vf<P> {
@@ -446,10 +494,7 @@ impl<P: VfPart> Model for Vf<P> {
                 c.agent.vf_reset();
             }
             None => {
-                *core = Some(Core {
-                    mbx: Mailbox::default(),
-                    agent: Agent::new(P::KIND, f.cfg.admin),
-                });
+                *core = Some(Core::new(P::KIND, f.cfg.admin));
             }
         }
         f.regs.poke(P::MAP.mailbox, mailbox::bits::RSTD);
@@ -466,11 +511,15 @@ impl<P: VfPart> Function<Vf<P>> {
     /// Runs `f` on the mailbox and agent state.
     fn with_core<R>(&self, f: impl FnOnce(&mut Mailbox, &mut Agent) -> R) -> R {
         let mut g = lock(&self.part.core);
-        let c = g.get_or_insert_with(|| Core {
-            mbx: Mailbox::default(),
-            agent: Agent::new(P::KIND, self.cfg.admin),
-        });
+        let c = g.get_or_insert_with(|| Core::new(P::KIND, self.cfg.admin));
         f(&mut c.mbx, &mut c.agent)
+    }
+
+    /// Runs `f` on the mailbox faults.
+    fn with_faults<R>(&self, f: impl FnOnce(&mut MbxFaults) -> R) -> R {
+        let mut g = lock(&self.part.core);
+        let c = g.get_or_insert_with(|| Core::new(P::KIND, self.cfg.admin));
+        f(&mut c.faults)
     }
 
     /// Mirrors the mailbox buffer into the VMBMEM registers.
@@ -485,9 +534,23 @@ impl<P: VfPart> Function<Vf<P>> {
     /// by the agent and answered; a PF message that waited for the buffer
     /// is posted. The VF's "other causes" vector signals a PF message.
     fn mailbox_write(&self, v: u32) {
-        let notify = self.with_core(|m, a| {
+        let mut g = lock(&self.part.core);
+        let c = g.get_or_insert_with(|| Core::new(P::KIND, self.cfg.admin));
+        let (m, a, faults) = (&mut c.mbx, &mut c.agent, &mut c.faults);
+        let notify = {
             let (ev, posted) = m.vf_write(v);
             let replied = match ev {
+                VfEvent::Request(_) if faults.drop > 0 => {
+                    faults.drop -= 1;
+                    log::info!("{}: mailbox request dropped (fault injection)", P::NAME);
+                    false
+                }
+                VfEvent::Request(words) if faults.nack > 0 => {
+                    faults.nack -= 1;
+                    let reply = a.refuse(&words);
+                    m.pf_reply(&reply);
+                    true
+                }
                 VfEvent::Request(words) => {
                     let reply = a.handle(&words);
                     m.pf_reply(&reply);
@@ -497,7 +560,8 @@ impl<P: VfPart> Function<Vf<P>> {
             };
             self.mirror_mem(m);
             posted || replied
-        });
+        };
+        drop(g);
         if notify {
             self.raise_misc();
         }
@@ -553,22 +617,20 @@ impl<P: VfPart> Function<Vf<P>> {
             .clear_bits(map.eims, fire & self.regs.peek(map.eiam));
         self.signal_vectors(u64::from(fire));
     }
+}
 
-    /// The VF's MAC address as the agent has it (all zero: none yet).
-    pub fn vf_mac(&self) -> [u8; 6] {
-        self.with_core(|_, a| a.mac)
+impl<P: VfPart> VfControl for Function<Vf<P>> {
+    fn vf_index(&self) -> u8 {
+        self.cfg.vf
     }
 
-    /// The host's settings for the VF.
-    pub fn admin(&self) -> Admin {
+    fn admin(&self) -> Admin {
         self.with_core(|_, a| a.admin)
     }
 
-    /// Changes the host's settings (`ip link set PF vf N …`): a new MAC
-    /// address becomes the VF's at once (the Linux PFs then reset the VF's
-    /// view; its driver learns it at its next reset), a link state change
-    /// reaches the VF as a link change.
-    pub fn set_admin(&self, admin: Admin) {
+    /// A new MAC address becomes the VF's at once (its driver learns it at
+    /// its next reset); a link state change reaches the VF as a link change.
+    fn set_admin(&self, admin: Admin) {
         self.with_core(|_, a| {
             if let Some(mac) = admin.mac {
                 a.mac = mac;
@@ -580,25 +642,26 @@ impl<P: VfPart> Function<Vf<P>> {
         self.check_link_change(&mut c);
     }
 
-    /// The mailbox counters and the agent's refusals.
-    pub fn mailbox_stats(&self) -> (MailboxStats, u64) {
-        self.with_core(|m, a| (m.stats(), a.nacks))
+    fn vf_mac(&self) -> [u8; 6] {
+        self.with_core(|_, a| a.mac)
     }
 
-    /// The last mailbox messages, oldest first.
-    pub fn mailbox_trace(&self) -> Vec<TraceEntry> {
+    fn mailbox_trace(&self) -> Vec<TraceEntry> {
         self.with_core(|_, a| a.trace())
     }
 
-    /// The agent's view of the VF (filters, mode, API).
-    pub fn agent(&self) -> Agent {
+    fn mailbox_stats(&self) -> (MailboxStats, u64) {
+        self.with_core(|m, a| (m.stats(), a.nacks))
+    }
+
+    fn agent(&self) -> Agent {
         self.with_core(|_, a| a.clone())
     }
 
-    /// The PF resets (a PF reset fault): the VF sees RSTI, loses clear to
-    /// send, and, when the PF is back, RSTD and a control message without
-    /// CTS, as after the Linux PF's reset.
-    pub fn pf_reset(&self) {
+    /// The VF sees RSTI, loses clear to send, and, when the PF is back,
+    /// RSTD and a control message without CTS, as after the Linux PF's
+    /// reset.
+    fn pf_reset(&self) {
         self.with_core(|m, a| {
             m.pf_reset();
             a.vf_reset();
@@ -606,6 +669,19 @@ impl<P: VfPart> Function<Vf<P>> {
             self.mirror_mem(m);
         });
         self.ping();
+    }
+
+    fn vflr(&self) {
+        log::info!("{}: VFLR from the host", P::NAME);
+        PciFunction::reset(self);
+    }
+
+    fn mbx_nack(&self, n: u32) {
+        self.with_faults(|f| f.nack = n);
+    }
+
+    fn mbx_drop(&self, n: u32) {
+        self.with_faults(|f| f.drop = n);
     }
 }
 
@@ -789,6 +865,17 @@ impl<P: VfPart> Receive for Vf<P> {
         RxStatus { csum: st, hash: 0 }
     }
 
+    /// Under a port VLAN the PF strips its tag before the frame reaches
+    /// the VF's queue (82576 VMOLR.STRVLAN, 82599 VMVIR).
+    fn rx_security(f: &Function<Self>, frame: &[u8]) -> Option<(RxSecurity, Option<Vec<u8>>)> {
+        f.with_core(|_, a| a.admin.vlan)?;
+        vlan_of(frame)?;
+        let mut stripped = Vec::with_capacity(frame.len() - 4);
+        stripped.extend_from_slice(&frame[..12]);
+        stripped.extend_from_slice(&frame[16..]);
+        Some((RxSecurity::default(), Some(stripped)))
+    }
+
     const PAUSE_RX: PauseCounters = PauseCounters {
         xon: pool::XONRXC,
         xoff: pool::XOFFRXC,
@@ -816,26 +903,26 @@ impl<P: VfPart> Transmit for Vf<P> {
         }
     }
 
-    /// Anti-spoofing (82576 §7.8.3.8.x, 82599 §7.10.3.9.2): with spoof
-    /// checking on, a frame from another source address than the VF's (or
-    /// one of its extra unicast addresses) is dropped and counted.
+    /// The PF's transmit policy ([`Agent::tx_verdict`]): anti-spoofing
+    /// drops and counts (`SPOOF_DROPS`), a port VLAN's tag is inserted.
     fn tx_security(
         f: &Function<Self>,
         _: (&FrameOpts, &crate::desc::TxContext),
         _: usize,
         frame: &mut Vec<u8>,
     ) -> bool {
-        if frame.len() < 12 {
-            return true;
+        match f.with_core(|_, a| a.tx_verdict(frame)) {
+            TxVerdict::Pass => true,
+            TxVerdict::Tag(tci) => {
+                let [hi, lo] = tci.to_be_bytes();
+                frame.splice(12..12, [0x81, 0x00, hi, lo]);
+                true
+            }
+            TxVerdict::Spoofed => {
+                f.stat_add(pool::SPOOF, 1);
+                false
+            }
         }
-        let ok = f.with_core(|_, a| {
-            let src = &frame[6..12];
-            !a.admin.spoofchk || src == a.mac || a.uc.iter().any(|m| m == src)
-        });
-        if !ok {
-            f.stat_add(pool::SPOOF, 1);
-        }
-        ok
     }
 
     fn tx_route(_: &Function<Self>) -> TxRoute {

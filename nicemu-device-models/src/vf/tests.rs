@@ -49,6 +49,8 @@ on_both_vfs!(
     flr_and_pf_reset_take_clear_to_send_away,
     hostile_register_writes_stay_bounded,
     random_register_programs_never_panic,
+    a_port_vlan_tags_and_strips_and_vlan_spoofs_drop,
+    mailbox_faults_nack_and_drop,
 );
 
 fn up<P: VfPart>() -> (Function<Vf<P>>, crate::testutil::TestEnv) {
@@ -331,4 +333,72 @@ fn random_register_programs_never_panic<P: VfPart>() {
     crate::testutil::run_program(&d, &prog);
     let r = reset_handshake(&d);
     assert!(r[0] & msgtype::ACK != 0, "responsive after the program");
+}
+
+fn a_port_vlan_tags_and_strips_and_vlan_spoofs_drop<P: VfPart>() {
+    let (d, t) = up::<P>();
+    setup_rings(&d, 8);
+    let mut admin = d.admin();
+    admin.vlan = Some((100, 5));
+    d.set_admin(admin);
+    let mut out = frame_to([0x52, 0x54, 0, 0, 0, 9]);
+    out[6..12].copy_from_slice(&MAC);
+    send(&d, 0, 8, &out);
+    let wire = t.wire.take();
+    assert_eq!(wire.len(), 1);
+    assert_eq!(wire[0][12..16], [0x81, 0x00, 0xa0, 100], "PCP 5, VID 100");
+    assert_eq!(wire[0].len(), out.len() + 4);
+    // The VF may not tag under a port VLAN.
+    let mut tagged = out.clone();
+    tagged.splice(12..12, [0x81, 0x00, 0x00, 7]);
+    send(&d, 1, 8, &tagged);
+    assert!(t.wire.take().is_empty());
+    assert_eq!(total(&d, "SPOOF_DROPS"), 1);
+    // Received: only the port VLAN's frames, tag stripped.
+    NetPort::deliver(&d, &frame_to(MAC), None, true);
+    assert_eq!(total(&d, "GPRC"), 0, "untagged: not the VF's VLAN");
+    let mut inbound = frame_to(MAC);
+    inbound.splice(12..12, [0x81, 0x00, 0x00, 100]);
+    NetPort::deliver(&d, &inbound, None, true);
+    let (st, len) = rx_written(&d, 0);
+    assert_eq!(
+        (st & 3, usize::from(len)),
+        (3, 60),
+        "placed without the tag"
+    );
+    assert_eq!(st & (1 << 3), 0, "no VP: the PF stripped it");
+    assert_eq!(rx_buffer(&d, 0, 60), frame_to(MAC));
+    // Without a port VLAN, spoof checking drops a VLAN the VF has not.
+    admin.vlan = None;
+    d.set_admin(admin);
+    send(&d, 2, 8, &tagged);
+    assert!(t.wire.take().is_empty());
+    assert!(acked(
+        mbx_call(&d, &[op::SET_VLAN | (1 << msgtype::INFO_SHIFT), 7], 1)[0]
+    ));
+    send(&d, 3, 8, &tagged);
+    assert_eq!(t.wire.take(), vec![tagged]);
+}
+
+fn mailbox_faults_nack_and_drop<P: VfPart>() {
+    let (d, _) = up::<P>();
+    d.mbx_nack(1);
+    let r = mbx_call(&d, &[op::SET_LPE, 2000], 1);
+    assert_eq!(r[0], op::SET_LPE | msgtype::NACK | msgtype::CTS);
+    assert!(acked(mbx_call(&d, &[op::SET_LPE, 2000], 1)[0]), "one only");
+    d.mbx_drop(1);
+    let m = P::MAP;
+    wr(&d, m.mailbox, bits::VFU);
+    wr(&d, m.mbmem, op::SET_LPE);
+    wr(&d, m.mailbox, bits::REQ);
+    assert_eq!(
+        rd(&d, m.mailbox) & (bits::PFACK | bits::PFSTS),
+        0,
+        "no answer"
+    );
+    assert!(acked(mbx_call(&d, &[op::SET_LPE, 2000], 1)[0]));
+    // A host-side VFLR: reset done, not clear to send.
+    d.vflr();
+    assert_ne!(rd(&d, m.mailbox) & bits::RSTD, 0);
+    assert!(!d.agent().cts);
 }

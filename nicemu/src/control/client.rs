@@ -8,7 +8,7 @@ use std::path::{Component, Path, PathBuf};
 
 use clap::{Args, Subcommand, ValueEnum};
 
-use super::protocol::{FaultSpec, Request, Response};
+use super::protocol::{FaultSpec, Request, Response, VfSet};
 
 /// `nicemu ctl` arguments.
 #[derive(Debug, Args)]
@@ -110,6 +110,22 @@ pub enum Verb {
         #[command(subcommand)]
         fault: FaultSpec,
     },
+    /// A VF's settings, as `ip link set PF vf N mac|vlan|spoofchk|trust|state`
+    /// sets them, and what its driver asked the PF for; without a setting,
+    /// shows them.
+    Vf {
+        /// Device id of the VF (an igbvf or ixgbevf --device).
+        dev: String,
+        /// The setting to change.
+        #[command(subcommand)]
+        set: Option<VfSet>,
+    },
+    /// A VF's mailbox: counters and the last 64 messages between its driver
+    /// and nicemu's PF.
+    Mailbox {
+        /// Device id of the VF.
+        dev: String,
+    },
 }
 
 impl Verb {
@@ -149,6 +165,11 @@ impl Verb {
                 dev: dev.clone(),
                 fault: fault.clone(),
             },
+            Verb::Vf { dev, set } => Request::Vf {
+                dev: dev.clone(),
+                set: set.clone(),
+            },
+            Verb::Mailbox { dev } => Request::Mailbox { dev: dev.clone() },
         }
     }
 }
@@ -210,6 +231,8 @@ fn human(verb: &Verb, d: &serde_json::Value) -> String {
         Verb::Stats { .. } if d.get("wire").is_some() => wire_stats(d),
         Verb::Stats { all, .. } => port_stats(d, *all),
         Verb::Latency { .. } => latency_table(d),
+        Verb::Vf { .. } => vf_text(d),
+        Verb::Mailbox { .. } => mailbox_text(d),
         Verb::Capture { file, .. } if file == "stop" => {
             format!("capture stopped after {} frames\n", d["frames"])
         }
@@ -363,6 +386,62 @@ fn port_stats(d: &serde_json::Value, all: bool) -> String {
     if let Some(a) = d["accesses"].as_object() {
         let l: Vec<String> = a.iter().map(|(k, v)| format!("{k} {v}")).collect();
         let _ = writeln!(o, "register accesses: {}", l.join(", "));
+    }
+    o
+}
+
+/// `vf DEV`: one `key value` line per setting and agent state.
+fn vf_text(d: &serde_json::Value) -> String {
+    use std::fmt::Write as _;
+    let mut o = String::new();
+    for k in [
+        "vf",
+        "mac",
+        "admin_mac",
+        "vlan",
+        "qos",
+        "spoofchk",
+        "trust",
+        "link_state",
+        "query_rss",
+        "clear_to_send",
+        "api",
+        "xcast",
+        "max_frame",
+        "vlans",
+        "mc_hashes",
+        "uc_filters",
+        "nacks",
+    ] {
+        let v = &d[k];
+        let v = v.as_str().map_or_else(|| v.to_string(), str::to_string);
+        let _ = writeln!(o, "{k:<14} {v}");
+    }
+    o
+}
+
+/// `mailbox DEV`: its counters, then one line per message, oldest first.
+fn mailbox_text(d: &serde_json::Value) -> String {
+    use std::fmt::Write as _;
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "requests {} pf_messages {} acks {} nacks {} unlocked_writes {} replaced {}",
+        d["requests"], d["pf_messages"], d["acks"], d["nacks"], d["unlocked_writes"], d["replaced"]
+    );
+    for t in d["trace"].as_array().into_iter().flatten() {
+        let words: Vec<&str> = t["words"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|w| w.as_str())
+            .collect();
+        let dir = if t["from"] == "vf" {
+            "vf -> pf"
+        } else {
+            "pf -> vf"
+        };
+        let _ = writeln!(o, "{dir}  {}", words.join(" "));
     }
     o
 }

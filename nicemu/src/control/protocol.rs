@@ -38,20 +38,104 @@ pub enum FaultSpec {
         #[arg(allow_hyphen_values = true)]
         ns: i64,
     },
+    /// A VF: the PF refuses (NACK) its next N mailbox messages.
+    MbxNack {
+        /// How many messages.
+        n: u32,
+    },
+    /// A VF: the PF ignores its next N mailbox messages (no ACK, no reply).
+    MbxDrop {
+        /// How many messages.
+        n: u32,
+    },
+    /// A VF: its PF resets (RSTI, then RSTD and a control message without CTS).
+    PfReset,
+    /// A VF: a function level reset from the host (VFLR).
+    Vflr,
 }
 
-impl From<FaultSpec> for nicemu_device_models::Fault {
-    fn from(f: FaultSpec) -> Self {
+impl FaultSpec {
+    /// The device model's fault, or `None` for a fault of a VF's PF side
+    /// (served by the VF's control, [`nicemu_device_models::vf::VfControl`]).
+    pub fn device_fault(self) -> Option<nicemu_device_models::Fault> {
         use nicemu_device_models::Fault as F;
-        match f {
+        Some(match self {
             FaultSpec::CorruptRx { n } => F::CorruptRx(n),
             FaultSpec::DropRx { n } => F::DropRx(n),
             FaultSpec::StallTx { queue } => F::StallTx(queue),
             FaultSpec::NvmCorrupt => F::NvmCorrupt,
             FaultSpec::CounterPreset { name, value } => F::CounterPreset(name, value),
             FaultSpec::ClockStep { ns } => F::ClockStep(ns),
-        }
+            FaultSpec::MbxNack { .. }
+            | FaultSpec::MbxDrop { .. }
+            | FaultSpec::PfReset
+            | FaultSpec::Vflr => return None,
+        })
     }
+}
+
+/// on / off of a VF setting.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Switch {
+    /// On.
+    On,
+    /// Off.
+    Off,
+}
+
+/// A VF's link setting (`ip link set … vf N state`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum VfState {
+    /// Follows the adapter's port.
+    Auto,
+    /// Up whatever the port.
+    Enable,
+    /// Down.
+    Disable,
+}
+
+/// What `nicemu ctl vf DEV …` sets, as `ip link set PF vf N …` does;
+/// nothing shows the VF.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, clap::Subcommand)]
+#[serde(tag = "set", rename_all = "kebab-case")]
+pub enum VfSet {
+    /// The administrative MAC address (the VF may not change it unless
+    /// trusted; its driver takes it at its next reset).
+    Mac {
+        /// A unicast MAC address, e.g. 52:54:00:12:34:56.
+        mac: String,
+    },
+    /// The port VLAN (0 removes it): the PF tags what the VF sends and
+    /// strips what it receives.
+    Vlan {
+        /// VLAN ID, 0 to 4094.
+        vlan: u16,
+        /// 802.1p priority of the tag, 0 to 7.
+        #[arg(long, default_value_t = 0)]
+        qos: u8,
+    },
+    /// Drop frames the VF sends from another MAC address (or VLAN).
+    Spoofchk {
+        /// on or off.
+        state: Switch,
+    },
+    /// Trust: the VF may change an administrative MAC, go promiscuous.
+    Trust {
+        /// on or off.
+        state: Switch,
+    },
+    /// The VF's link: auto (the port's), enable, disable.
+    State {
+        /// auto, enable or disable.
+        state: VfState,
+    },
+    /// Whether the VF may read the RSS redirection table and key.
+    QueryRss {
+        /// on or off.
+        state: Switch,
+    },
 }
 
 /// A request.
@@ -113,6 +197,20 @@ pub enum Request {
         /// The fault.
         fault: FaultSpec,
     },
+    /// A VF's settings and the PF agent's view of it; with `set`, change
+    /// one setting first.
+    Vf {
+        /// Device id of the VF.
+        dev: String,
+        /// The setting to change.
+        #[serde(default)]
+        set: Option<VfSet>,
+    },
+    /// A VF's mailbox: counters and the last messages.
+    Mailbox {
+        /// Device id of the VF.
+        dev: String,
+    },
 }
 
 impl Request {
@@ -125,7 +223,9 @@ impl Request {
             | Request::Capture { dev, .. }
             | Request::CaptureStop { dev }
             | Request::Latency { dev, .. }
-            | Request::Fault { dev, .. } => Some(dev),
+            | Request::Fault { dev, .. }
+            | Request::Vf { dev, .. }
+            | Request::Mailbox { dev } => Some(dev),
             Request::List => None,
         }
     }
@@ -185,6 +285,23 @@ mod tests {
             Request::List
         );
         serde_json::from_str::<Request>(r#"{"verb":"reboot"}"#).unwrap_err();
+        let r = Request::Vf {
+            dev: "vf0".into(),
+            set: Some(VfSet::Vlan { vlan: 5, qos: 1 }),
+        };
+        let s = serde_json::to_string(&r).unwrap();
+        assert_eq!(
+            s,
+            r#"{"verb":"vf","dev":"vf0","set":{"set":"vlan","vlan":5,"qos":1}}"#
+        );
+        assert_eq!(serde_json::from_str::<Request>(&s).unwrap(), r);
+        assert_eq!(
+            serde_json::from_str::<Request>(r#"{"verb":"vf","dev":"v"}"#).unwrap(),
+            Request::Vf {
+                dev: "v".into(),
+                set: None
+            }
+        );
         let e = serde_json::to_string(&Response::err("no")).unwrap();
         assert_eq!(e, r#"{"ok":false,"error":"no"}"#);
     }

@@ -8,10 +8,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use nicemu_device_models::vf::agent::LinkMode;
+use nicemu_device_models::vf::VfControl;
 use nicemu_device_models::FaultError;
 use serde_json::json;
 
-use super::protocol::{Request, Response};
+use super::protocol::{FaultSpec, Request, Response, Switch, VfSet, VfState};
 use crate::error::Error;
 use crate::outfile::OutputDir;
 use crate::ports::{PortInfo, Registry, Transport};
@@ -190,8 +192,12 @@ fn list(reg: &Registry) -> Response {
             Transport::VfioUser { tracer, .. } => tracer.enabled(),
             Transport::VhostUser(_) => false,
         };
+        // A VF's MAC is the one the agent has now (its driver may choose it).
+        let mac =
+            p.vf.as_ref()
+                .map_or_else(|| p.mac.clone(), |vf| mac_string(&vf.vf_mac()));
         json!({
-            "id": p.id, "model": p.port.model(), "socket": p.socket, "net": p.net, "mac": p.mac,
+            "id": p.id, "model": p.port.model(), "socket": p.socket, "net": p.net, "mac": mac,
             "link": if v.link_up { "up" } else { "down" },
             "driver_loaded": v.driver_loaded,
             "rx_enabled": v.rx_enabled, "tx_enabled": v.tx_enabled,
@@ -264,7 +270,7 @@ fn latency(p: &PortInfo, dev: &str, reset: bool) -> Result<Response, Response> {
 }
 
 fn run(reg: &Registry, out: &OutputDir, req: Request) -> Result<Response, Response> {
-    if let Some(r) = run_wire(reg, &req) {
+    if let Some(r) = run_wire(reg, &req).or_else(|| run_vf(reg, &req)) {
         return r;
     }
     match req {
@@ -326,7 +332,10 @@ fn run(reg: &Registry, out: &OutputDir, req: Request) -> Result<Response, Respon
         Request::Latency { dev, reset } => latency(port(reg, &dev)?, &dev, reset),
         Request::Fault { dev, fault } => {
             let p = port(reg, &dev)?;
-            p.port.inject(fault.clone().into()).map_err(|e| match e {
+            let Some(f) = fault.clone().device_fault() else {
+                return Err(Response::err("a VF fault"));
+            };
+            p.port.inject(f).map_err(|e| match e {
                 FaultError::Unsupported(_) => {
                     Response::err(format!("{dev} is a {} port: {e}", p.port.model()))
                 }
@@ -334,5 +343,145 @@ fn run(reg: &Registry, out: &OutputDir, req: Request) -> Result<Response, Respon
             })?;
             Ok(Response::ok(json!({ "dev": dev, "fault": fault })))
         }
+        Request::Vf { .. } | Request::Mailbox { .. } => Err(Response::err("not a VF request")),
     }
+}
+
+/// Requests about a VF's PF side (`vf`, `mailbox`, its faults); `None` for
+/// the others.
+fn run_vf(reg: &Registry, req: &Request) -> Option<Result<Response, Response>> {
+    let vf = |dev: &str| port(reg, dev).and_then(|p| vf_of(p, dev));
+    Some(match req {
+        Request::Vf { dev, set } => vf(dev).and_then(|vf| {
+            if let Some(set) = set {
+                vf_set(vf.as_ref(), set).map_err(Response::err)?;
+            }
+            Ok(Response::ok(vf_view(dev, vf.as_ref())))
+        }),
+        Request::Mailbox { dev } => vf(dev).map(|vf| Response::ok(mailbox_view(dev, vf.as_ref()))),
+        Request::Fault { dev, fault } if fault.clone().device_fault().is_none() => {
+            vf(dev).map(|vf| {
+                vf_fault(&vf, fault);
+                Response::ok(json!({ "dev": dev, "fault": fault }))
+            })
+        }
+        _ => return None,
+    })
+}
+
+/// The VF control of port `p`, or why it has none.
+fn vf_of(p: &PortInfo, dev: &str) -> Result<Arc<dyn VfControl>, Response> {
+    p.vf.clone().ok_or_else(|| {
+        Response::err(format!(
+            "{dev} is a {} port, not a VF (igbvf, ixgbevf)",
+            p.port.model()
+        ))
+    })
+}
+
+/// A fault of a VF's PF side.
+fn vf_fault(vf: &Arc<dyn VfControl>, f: &FaultSpec) {
+    match f {
+        FaultSpec::MbxNack { n } => vf.mbx_nack(*n),
+        FaultSpec::MbxDrop { n } => vf.mbx_drop(*n),
+        FaultSpec::PfReset => vf.pf_reset(),
+        FaultSpec::Vflr => vf.vflr(),
+        _ => {}
+    }
+}
+
+/// `ctl vf DEV SETTING …`: one of the host's settings changed, checked as
+/// `--device` checks it.
+fn vf_set(vf: &dyn VfControl, set: &VfSet) -> Result<(), String> {
+    let mut a = vf.admin();
+    let on = |s: &Switch| *s == Switch::On;
+    match set {
+        VfSet::Mac { mac } => {
+            let m = crate::config::parse_mac(mac)
+                .ok_or_else(|| format!("mac '{mac}' is not like 52:54:00:12:34:56"))?;
+            if !nicemu_device_models::vf::agent::valid_unicast(&m) {
+                return Err(format!(
+                    "mac '{mac}' is multicast or zero: use a unicast address"
+                ));
+            }
+            a.mac = Some(m);
+        }
+        VfSet::Vlan { vlan: 0, .. } => a.vlan = None,
+        VfSet::Vlan { vlan, qos } => {
+            if *vlan > 4094 || *qos > 7 {
+                return Err(format!(
+                    "vlan {vlan} qos {qos}: the VLAN ID must be 0 to 4094, the priority 0 to 7"
+                ));
+            }
+            a.vlan = Some((*vlan, *qos));
+        }
+        VfSet::Spoofchk { state } => a.spoofchk = on(state),
+        VfSet::Trust { state } => a.trust = on(state),
+        VfSet::QueryRss { state } => a.rss_query = on(state),
+        VfSet::State { state } => {
+            a.link = match state {
+                VfState::Auto => LinkMode::Auto,
+                VfState::Enable => LinkMode::Enable,
+                VfState::Disable => LinkMode::Disable,
+            };
+        }
+    }
+    vf.set_admin(a);
+    Ok(())
+}
+
+/// The MAC address as text.
+fn mac_string(m: &[u8; 6]) -> String {
+    m.iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+/// `ctl vf DEV`: the host's settings and the agent's view of the VF.
+fn vf_view(dev: &str, vf: &dyn VfControl) -> serde_json::Value {
+    let a = vf.agent();
+    let ad = a.admin;
+    json!({
+        "dev": dev,
+        "vf": vf.vf_index(),
+        "mac": mac_string(&a.mac),
+        "admin_mac": ad.mac.map(|m| mac_string(&m)),
+        "vlan": ad.vlan.map_or(0, |v| v.0),
+        "qos": ad.vlan.map_or(0, |v| v.1),
+        "spoofchk": ad.spoofchk,
+        "trust": ad.trust,
+        "link_state": format!("{:?}", ad.link).to_lowercase(),
+        "query_rss": ad.rss_query,
+        "clear_to_send": a.cts,
+        "api": a.api,
+        "xcast": format!("{:?}", a.xcast).to_lowercase(),
+        "max_frame": a.max_frame,
+        "vlans": a.vlans,
+        "mc_hashes": a.mc.len(),
+        "uc_filters": a.uc.iter().map(mac_string).collect::<Vec<_>>(),
+        "nacks": a.nacks,
+    })
+}
+
+/// `ctl mailbox DEV`: counters and the message trace.
+fn mailbox_view(dev: &str, vf: &dyn VfControl) -> serde_json::Value {
+    let (st, nacks) = vf.mailbox_stats();
+    let trace: Vec<_> = vf
+        .mailbox_trace()
+        .iter()
+        .map(|t| {
+            let words: Vec<String> = t.words[..usize::from(t.len).min(4)]
+                .iter()
+                .map(|w| format!("{w:#010x}"))
+                .collect();
+            json!({ "from": if t.from_vf { "vf" } else { "pf" }, "words": words, "len": t.len })
+        })
+        .collect();
+    json!({
+        "dev": dev,
+        "requests": st.requests, "pf_messages": st.pf_messages, "acks": st.acks,
+        "unlocked_writes": st.unlocked_writes, "replaced": st.replaced, "nacks": nacks,
+        "trace": trace,
+    })
 }
