@@ -125,11 +125,14 @@ pub fn compare(a: &RunReport, b: &RunReport, select: &Select) -> String {
     s
 }
 
-/// The headline verdicts of an A/B run with rounds, one line each.
+/// The headline verdicts of an A/B run with rounds, one line each: instruction counts
+/// (deterministic under TCG) first, then the rates and times.
 fn ab_verdicts(ab: &super::ab_record::AbSummary) -> String {
     let mut s = String::new();
     let any_main = ab.metrics.iter().any(|m| m.main);
-    for m in ab.metrics.iter().filter(|m| m.main || !any_main) {
+    let shown = |m: &&super::ab_record::AbMetric| m.main || !any_main;
+    let counts = ab.metrics.iter().filter(|m| m.count).filter(shown);
+    for m in counts.chain(ab.metrics.iter().filter(|m| !m.count).filter(shown)) {
         let Some(v) = &m.verdict else { continue };
         s.push_str(&wrap(&format!(
             "B vs A, {} {}.{}: {}",
@@ -278,6 +281,34 @@ mod tests {
         assert!(t.contains("  host     2 cores (load "), "{t}");
         assert!(t.trim_end().ends_with(TCG_CAVEAT), "{t}");
         assert!(t.contains("netperf"), "{t}");
+    }
+
+    #[test]
+    fn instruction_counts_head_the_a_b_verdicts() {
+        use crate::report::ab_record::{AbMetric, AbSummary};
+        let m = |metric: &str, count: bool| AbMetric {
+            device: "nicemu-igb".into(),
+            scenario: "ping".into(),
+            metric: metric.into(),
+            main: true,
+            count,
+            a: vec![1.0, 2.0, 3.0],
+            b: vec![2.0, 3.0, 4.0],
+            verdict: crate::stats::verdict::compare(&[1.0, 2.0, 3.0], &[2.0, 3.0, 4.0]),
+        };
+        let ab = AbSummary {
+            a_label: "A".into(),
+            b_label: "B".into(),
+            rounds: 3,
+            method: String::new(),
+            metrics: vec![m("rtt_avg_ms", false), m("cost.kernel", true)],
+        };
+        let t = ab_verdicts(&ab);
+        let (count, rate) = (
+            t.find("ping.cost.kernel").unwrap(),
+            t.find("ping.rtt_avg_ms").unwrap(),
+        );
+        assert!(count < rate, "{t}");
     }
 
     #[test]
