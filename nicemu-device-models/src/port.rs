@@ -130,6 +130,11 @@ pub trait Introspect: Send + Sync {
     fn error_counters(&self) -> Vec<(&'static str, u64)>;
     /// What the driver has programmed.
     fn driver_view(&self) -> DriverView;
+    /// Descriptors the port processed over its life: (transmit, receive) — the ring
+    /// entries its head moved past (data and context descriptors). Default: none.
+    fn descriptors(&self) -> (u64, u64) {
+        (0, 0)
+    }
     /// Injects a fault. Default: none is supported.
     fn inject(&self, fault: Fault) -> Result<(), FaultError> {
         let _ = fault;

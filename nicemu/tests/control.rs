@@ -129,6 +129,18 @@ fn list_stats_capture_faults_link_and_trace() {
         "ctl totals are unaffected by guest reads"
     );
     assert_eq!(stats(&n, "igb0")["GPTC"], 3);
+    let descs = |dev: &str| {
+        let out = n.ctl(&["--json", "stats", dev]);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let a = &v["data"]["accesses"];
+        (a["tx_descriptors"].as_u64(), a["rx_descriptors"].as_u64())
+    };
+    assert_eq!(
+        descs("igb0"),
+        (Some(3), Some(0)),
+        "one data descriptor a frame"
+    );
+    assert_eq!(descs("igb1"), (Some(0), Some(3)));
 
     // Register accesses: every BAR read and write the client makes is counted, per port.
     let acc = |dev: &str| {

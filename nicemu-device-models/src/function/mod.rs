@@ -28,7 +28,7 @@ mod tests;
 pub mod tx;
 
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::autoneg::{Mode, Speed};
@@ -66,6 +66,8 @@ pub const QUEUE_ENABLE: u32 = 1 << 25;
 /// itself: base, length, head, tail as [`crate::ring::Ring::from_block`]
 /// reads them, and the queue control register).
 pub mod q {
+    /// Ring length in bytes (16 per descriptor).
+    pub const LEN: u32 = 0x08;
     /// Head.
     pub const H: u32 = 0x10;
     /// Tail.
@@ -157,6 +159,8 @@ pub struct Function<M: Model> {
     ts_rx_on: AtomicBool,
     /// The part's own state ([`Model::State`]).
     pub(crate) part: M::State,
+    /// Descriptors processed, transmit and receive ([`Introspect::descriptors`]).
+    pub(crate) descs: [AtomicU64; 2],
 }
 
 impl<M: Model> fmt::Debug for Function<M> {
@@ -176,6 +180,7 @@ impl<M: Part> Function<M> {
         let regs = RegFile::new(M::TABLE, l.regs_size as usize);
         let f = Function {
             totals: Totals::for_file(&regs),
+            descs: [AtomicU64::new(0), AtomicU64::new(0)],
             regs,
             errors: ErrorCounters::default(),
             mem: DmaMemory::default(),
@@ -640,6 +645,11 @@ impl<M: Part> Introspect for Function<M> {
 
     fn error_counters(&self) -> Vec<(&'static str, u64)> {
         self.errors.snapshot().list()
+    }
+
+    fn descriptors(&self) -> (u64, u64) {
+        let l = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        (l(&self.descs[0]), l(&self.descs[1]))
     }
 
     fn driver_view(&self) -> DriverView {

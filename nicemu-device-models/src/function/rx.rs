@@ -6,6 +6,7 @@
 //! format (VLAN stripping, packet type, RSS hash, checksum status), counting
 //! it and signalling the queue.
 
+use std::sync::atomic::Ordering;
 use std::sync::{Mutex, MutexGuard};
 
 use nicemu_net_util::rss::HashType;
@@ -393,6 +394,7 @@ impl<M: Part> Function<M> {
         let pkt_info = ptype | sec.ptype | rss::descriptor_type(ty);
         let eop_bits = st.csum | sec.status | if ts { ptp::RXD_STAT_TS } else { 0 };
         let frame_parts = (&parts, total);
+        let h0 = r.head;
         let placed = ring::place_frame(mem, descs, &mut r, frame_parts, bufsize, |last, len| {
             rx_writeback(
                 pkt_info,
@@ -407,6 +409,8 @@ impl<M: Part> Function<M> {
             self.errors.dma();
         }
         self.regs.poke(base + q::H, r.head);
+        let used = (r.head + r.count - h0) % r.count;
+        self.descs[1].fetch_add(u64::from(used), Ordering::Relaxed);
         if ok {
             self.rx_count(done, qi, frame);
         }

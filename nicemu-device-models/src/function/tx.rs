@@ -6,6 +6,8 @@
 //! routes it (a loopback, or the wire in [`FrameBatch`]es of up to
 //! [`crate::batch::BATCH_FRAMES`] frames), then the queue's interrupt.
 
+use std::sync::atomic::Ordering;
+
 use super::stats::Tally;
 use super::{q, Dir, Function, Part, TxRoute, QUEUE_ENABLE};
 use crate::batch::FrameBatch;
@@ -47,6 +49,10 @@ impl<M: Part> Function<M> {
         if self.regs.peek(base + q::DCTL) & QUEUE_ENABLE == 0 {
             return;
         }
+        let (len, h0) = (
+            self.regs.peek(base + q::LEN) / 16,
+            self.regs.peek(base + q::H),
+        );
         let mut out = PassOut {
             qi,
             batch: self.take_batch(),
@@ -63,6 +69,10 @@ impl<M: Part> Function<M> {
         );
         self.tx_flush(&mut out);
         self.put_batch(out.batch);
+        if len > 0 {
+            let (h0, h1) = (h0 % len, self.regs.peek(base + q::H) % len);
+            self.descs[0].fetch_add(u64::from((h1 + len - h0) % len), Ordering::Relaxed);
+        }
         match pass {
             Ok(true) => M::queue_interrupt(self, qi, Dir::Tx),
             Ok(false) => {}

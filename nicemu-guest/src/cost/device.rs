@@ -4,8 +4,8 @@
 //! for `nicemu ctl --json stats` of the device under test and of the peer port
 //! (`nicemu_host devNa …` before the window opens, `devNb` after it closes); the
 //! differences are the register reads and writes (a BAR read is the expensive access on
-//! real hardware, about 1 µs over PCIe), interrupts raised and frames through the port in
-//! the window.
+//! real hardware, about 1 µs over PCIe), interrupts raised, descriptors processed and
+//! frames through the port in the window.
 //!
 //! Both ports run in the guest, as the instructions counted do, so a window's figures
 //! cover both ends of the traffic. Periodic driver work (igb's watchdog reads the
@@ -31,6 +31,10 @@ pub struct DevCounts {
     pub tx_frames: u64,
     /// Frames the switch delivered to the port.
     pub rx_frames: u64,
+    /// Transmit descriptors the device processed.
+    pub tx_descs: u64,
+    /// Receive descriptors the device filled.
+    pub rx_descs: u64,
 }
 
 impl DevCounts {
@@ -46,6 +50,8 @@ impl DevCounts {
             irqs: n(a, "irqs_raised")?,
             tx_frames: d.get("switch").and_then(|s| n(s, "tx_frames")).unwrap_or(0),
             rx_frames: d.get("switch").and_then(|s| n(s, "rx_frames")).unwrap_or(0),
+            tx_descs: n(a, "tx_descriptors").unwrap_or(0),
+            rx_descs: n(a, "rx_descriptors").unwrap_or(0),
         })
     }
 
@@ -57,6 +63,8 @@ impl DevCounts {
             irqs: end.irqs.saturating_sub(self.irqs),
             tx_frames: end.tx_frames.saturating_sub(self.tx_frames),
             rx_frames: end.rx_frames.saturating_sub(self.rx_frames),
+            tx_descs: end.tx_descs.saturating_sub(self.tx_descs),
+            rx_descs: end.rx_descs.saturating_sub(self.rx_descs),
         }
     }
 }
@@ -95,7 +103,8 @@ mod tests {
     fn stats(reads: u64, writes: u64, irqs: u64, tx: u64) -> String {
         format!(
             "{{\"ok\":true,\"data\":{{\"accesses\":{{\"bar_reads\":{reads},\"bar_writes\":{writes},\
-             \"config_reads\":0,\"config_writes\":0,\"irqs_raised\":{irqs}}},\
+             \"config_reads\":0,\"config_writes\":0,\"irqs_raised\":{irqs},\
+             \"tx_descriptors\":{tx},\"rx_descriptors\":3}},\
              \"switch\":{{\"tx_frames\":{tx},\"rx_frames\":7}}}}}}"
         )
     }
@@ -123,7 +132,9 @@ mod tests {
                 bar_writes: 2000,
                 irqs: 20,
                 tx_frames: 2000,
-                rx_frames: 0
+                rx_frames: 0,
+                tx_descs: 2000,
+                rx_descs: 0
             }
         );
         assert!(!w.contains_key("peer"), "the peer's end edge failed");

@@ -15,7 +15,8 @@
 //! cost.self.F                    function F's own instructions (the window's top functions)
 //! cost.timed.B, cost.timed.total time-driven code per bucket: shown, never a verdict
 //! cost.dev.P.bar_reads / …       nicemu's counters of port P (dut, peer): BAR reads and
-//!                                writes, interrupts raised, frames sent and received
+//!                                writes, interrupts raised, descriptors processed
+//!                                (tx_descs, rx_descs), frames sent and received
 //! cost.model.ns / cpu_ns / mmio_ns  the hardware projection (a model, see [`Model`])
 //! ```
 
@@ -187,6 +188,8 @@ fn device_and_model(
                     "irqs": per(c.irqs, units),
                     "tx_frames": per(c.tx_frames, units),
                     "rx_frames": per(c.rx_frames, units),
+                    "tx_descs": per(c.tx_descs, units),
+                    "rx_descs": per(c.rx_descs, units),
                 });
                 ((*port).to_owned(), v)
             })
@@ -305,6 +308,8 @@ mod tests {
                 irqs: 20,
                 tx_frames: 100,
                 rx_frames: 0,
+                tx_descs: 200,
+                rx_descs: 0,
             },
         );
         let c = per_unit(&window(), &u, &sel, &dev);
@@ -327,6 +332,7 @@ mod tests {
         assert_eq!(c["dev"]["dut"]["bar_reads"], 0.5);
         assert_eq!(c["dev"]["dut"]["bar_writes"], 3.0);
         assert_eq!(c["dev"]["dut"]["irqs"], 0.2);
+        assert_eq!(c["dev"]["dut"]["tx_descs"], 2.0);
         // 410 instructions per msg at IPC 1 × 2 GHz, 0.5 reads × 1 µs.
         assert_eq!(c["model"]["cpu_ns"], 205.0);
         assert_eq!(c["model"]["mmio_ns"], 500.0);

@@ -246,6 +246,9 @@ fn stats(p: &PortInfo) -> serde_json::Value {
             "irqs_raised".into(),
             json!(irq.counters().raised.load(Ordering::Relaxed)),
         );
+        let (tx, rx) = p.port.descriptors();
+        a.insert("tx_descriptors".into(), json!(tx));
+        a.insert("rx_descriptors".into(), json!(rx));
         v["accesses"] = serde_json::Value::Object(a);
     }
     if let Transport::VhostUser(vp) = &p.transport {
