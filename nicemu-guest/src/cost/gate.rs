@@ -132,7 +132,7 @@ impl Check {
         self.change_pct > self.max_pct
     }
 
-    /// "FAIL nicemu-igb netperf…cost.modules.igb: 1200 → 1300 instructions per unit
+    /// "FAIL nicemu-igb netperf…cost.modules.igb: 1200 → 1300 per unit of work
     /// (+8.3 %, limit +1 %)".
     pub fn line(&self) -> String {
         let change = if self.change_pct.is_finite() {
@@ -141,7 +141,7 @@ impl Check {
             "new".to_owned()
         };
         format!(
-            "{} {} {}: {} → {} instructions per unit ({change}, limit +{} %)",
+            "{} {} {}: {} → {} per unit of work ({change}, limit +{} %)",
             if self.breached() { "FAIL" } else { "ok  " },
             self.device,
             self.metric,
@@ -206,7 +206,7 @@ pub fn check(a: &Counts, b: &Counts, limits: &[Limit]) -> Result<Vec<Check>, Str
 
 /// The report of `checks`: one line per check, breaches first, then the outcome.
 pub fn render(checks: &[Check]) -> String {
-    let mut s = String::from("cost gate (median instructions per unit of work, B against A):\n");
+    let mut s = String::from("cost gate (B against A, medians of the rounds, per unit of work):\n");
     let (bad, good): (Vec<&Check>, Vec<&Check>) = checks.iter().partition(|c| c.breached());
     for c in bad.iter().chain(&good) {
         s.push_str(&format!("  {}\n", c.line()));
