@@ -61,8 +61,51 @@ pub(crate) struct RxDone<'v> {
     signal: u128,
     /// `None` while bus mastering is off.
     dma: Option<&'v DmaView>,
-    descs: Option<RxRingMem<'v>>,
     held: Option<(usize, MutexGuard<'v, ()>)>,
+    /// The set-up of the queue the batch last placed a frame into.
+    setup: Option<RxQueueSetup<'v>>,
+    /// The address and VLAN filters' verdict on the batch's last frame
+    /// that reached them, by what they read of it ([`FilterKey`]).
+    accepted: Option<(FilterKey, bool)>,
+}
+
+/// What the parts' address and VLAN filters ([`super::Receive::rx_accept`])
+/// read of a frame: its destination address, the ethertype or tag after the
+/// source address, the VLAN ID, and whether it is long enough to carry a
+/// tag (16 bytes, or 18 with the 82599's tag test). Frames of a batch with
+/// the same key get the same verdict, so the filters run once for them
+/// (they read the filter registers once per batch, as the queue set-up is).
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct FilterKey {
+    head: [u8; 16],
+    len: u8,
+}
+
+impl FilterKey {
+    #[inline]
+    fn of(frame: &[u8]) -> Option<FilterKey> {
+        let head = frame.get(..16)?.try_into().ok()?;
+        Some(FilterKey {
+            head,
+            len: frame.len().min(18) as u8,
+        })
+    }
+}
+
+/// What placing a frame into a receive queue reads from the queue's set-up
+/// registers, read once for the frames of a batch that go to that queue (the
+/// batch reaches the queue at one instant; its head and tail are read per
+/// frame): an enabled queue's ring (base and length), buffer size, VLAN
+/// ethertype and stripping, and its descriptors in the batch's DMA view.
+#[derive(Clone, Copy)]
+struct RxQueueSetup<'v> {
+    qi: usize,
+    base: u64,
+    count: u32,
+    bufsize: usize,
+    vet: u16,
+    strip: bool,
+    descs: Option<RxRingMem<'v>>,
 }
 
 impl<'v> RxDone<'v> {
@@ -73,8 +116,9 @@ impl<'v> RxDone<'v> {
             tally: Tally::default(),
             signal: 0,
             dma,
-            descs: None,
             held: None,
+            setup: None,
+            accepted: None,
         }
     }
 
@@ -89,17 +133,6 @@ impl<'v> RxDone<'v> {
         self.held = None;
         self.held = lock_or_try(&queues[qi], wait).map(|g| (qi, g));
         self.held.is_some()
-    }
-
-    /// The batch's DMA view and ring `r`'s descriptors in it, or `None`
-    /// while bus mastering is off.
-    #[inline]
-    fn ring_mem(&mut self, r: &Ring) -> Option<(&'v DmaView, &RxRingMem<'v>)> {
-        let dma = self.dma?;
-        if !self.descs.as_ref().is_some_and(|d| d.is_for(r)) {
-            self.descs = Some(RxRingMem::new(dma, r));
-        }
-        Some((dma, self.descs.as_ref()?))
     }
 }
 
@@ -184,7 +217,7 @@ impl<M: Part> Function<M> {
         if !done.hold(&self.rxq, qi, wait) {
             return false;
         }
-        if self.rx_passes(qi, frame) {
+        if self.rx_passes(qi, frame, done) {
             let ts = self.rx_timestamp(frame, sent);
             if let Some((sec, clear)) = M::rx_security(self, frame) {
                 let placed = clear.as_deref().unwrap_or(frame);
@@ -240,7 +273,7 @@ impl<M: Part> Function<M> {
     /// Injected faults, size checks and the part's filters (queue `qi`'s
     /// lock held): whether the frame goes on to its queue. A frame that does
     /// not is counted where the part counts it.
-    fn rx_passes(&self, qi: usize, frame: &[u8]) -> bool {
+    fn rx_passes(&self, qi: usize, frame: &[u8], done: &mut RxDone) -> bool {
         match self.faults.take_rx() {
             Some(RxFault::Corrupt) => {
                 // A frame with a bad FCS: counted, not delivered.
@@ -262,11 +295,25 @@ impl<M: Part> Function<M> {
             self.stat_add(M::LAYOUT.roc, 1);
             return false;
         }
-        if !M::rx_accept(self, frame) {
+        if !self.rx_accepts(frame, done) {
             self.errors.rx_filtered();
             return false;
         }
         true
+    }
+
+    /// [`super::Receive::rx_accept`], run once per [`FilterKey`] in a row.
+    #[inline]
+    fn rx_accepts(&self, frame: &[u8], done: &mut RxDone) -> bool {
+        let key = FilterKey::of(frame);
+        match (key, done.accepted) {
+            (Some(k), Some((last, verdict))) if k == last => verdict,
+            _ => {
+                let verdict = M::rx_accept(self, frame);
+                done.accepted = key.map(|k| (k, verdict));
+                verdict
+            }
+        }
     }
 
     /// IEEE 1588 receive stamp (82576 §7.9.2.3, 82599 §7.9.1.1): TSYNCRXCTL's
@@ -334,6 +381,43 @@ impl<M: Part> Function<M> {
         self.regs.peek(M::LAYOUT.mta + 4 * (hash >> 5)) & (1 << (hash & 31)) != 0
     }
 
+    /// The set-up of receive queue `qi` read from its registers for a batch
+    /// (placing through `dma`): `None` (the miss counted) while the queue is
+    /// disabled or its ring misprogrammed.
+    #[inline(never)]
+    fn rx_read_setup<'v>(&self, qi: usize, dma: Option<&'v DmaView>) -> Option<RxQueueSetup<'v>> {
+        let base = M::rxq_base(qi);
+        if self.regs.peek(base + q::DCTL) & QUEUE_ENABLE == 0 {
+            M::count_rx_miss(self, qi);
+            return None;
+        }
+        let r = match Ring::from_block(|o| self.regs.peek(o), base) {
+            Ok(r) => r,
+            Err(e) => {
+                self.errors.ring();
+                log::debug!("{}: rx queue {qi}: {e}", M::NAME);
+                M::count_rx_miss(self, qi);
+                return None;
+            }
+        };
+        let bufsize = match (self.regs.peek(base + M::LAYOUT.srrctl) & M::LAYOUT.srrctl_bsize)
+            as usize
+            * 1024
+        {
+            0 => 2048,
+            n => n,
+        };
+        Some(RxQueueSetup {
+            qi,
+            base: r.base,
+            count: r.count,
+            bufsize,
+            vet: self.regs.peek(M::LAYOUT.vet) as u16,
+            strip: M::vlan_strip(self, qi),
+            descs: dma.map(|d| RxRingMem::new(d, &r)),
+        })
+    }
+
     /// Places a frame into receive queue `qi` (its lock held), spanning
     /// descriptors if needed.
     pub(crate) fn rx_to_queue(
@@ -345,24 +429,30 @@ impl<M: Part> Function<M> {
         sec: RxSecurity,
         done: &mut RxDone,
     ) {
+        if done.setup.as_ref().is_none_or(|s| s.qi != qi) {
+            done.setup = self.rx_read_setup(qi, done.dma);
+        }
+        let Some(setup) = done.setup.as_ref() else {
+            return;
+        };
         let base = M::rxq_base(qi);
-        if self.regs.peek(base + q::DCTL) & QUEUE_ENABLE == 0 {
-            M::count_rx_miss(self, qi);
+        // Head and tail as the ring's registers hold them now (the driver
+        // moves the tail while the batch runs), checked as `Ring::new` does.
+        let tail = self.regs.peek(base + q::T);
+        if tail >= setup.count {
+            self.rx_bad_tail(qi, tail, setup.count);
             return;
         }
-        let mut r = match Ring::from_block(|o| self.regs.peek(o), base) {
-            Ok(r) => r,
-            Err(e) => {
-                self.errors.ring();
-                log::debug!("{}: rx queue {qi}: {e}", M::NAME);
-                M::count_rx_miss(self, qi);
-                return;
-            }
+        let head = self.regs.peek(base + q::H);
+        let mut r = Ring {
+            base: setup.base,
+            count: setup.count,
+            head: if head >= setup.count { 0 } else { head },
+            tail,
         };
         // VLAN strip: the tag goes to the descriptor.
-        let vet = self.regs.peek(M::LAYOUT.vet) as u16;
-        let tagged = frame.len() >= 18 && u16::from_be_bytes([frame[12], frame[13]]) == vet;
-        let (vlan, status_vp) = if tagged && M::vlan_strip(self, qi) {
+        let tagged = frame.len() >= 18 && u16::from_be_bytes([frame[12], frame[13]]) == setup.vet;
+        let (vlan, status_vp) = if tagged && setup.strip {
             (u16::from_be_bytes([frame[14], frame[15]]), RXD_STAT_VP)
         } else {
             (0, 0)
@@ -373,18 +463,12 @@ impl<M: Part> Function<M> {
             [frame, &[]]
         };
         let total = parts[0].len() + parts[1].len();
-        let bufsize = match (self.regs.peek(base + M::LAYOUT.srrctl) & M::LAYOUT.srrctl_bsize)
-            as usize
-            * 1024
-        {
-            0 => 2048,
-            n => n,
-        };
+        let bufsize = setup.bufsize;
         if r.pending() < total.div_ceil(bufsize) as u32 {
             M::count_rx_miss(self, qi);
             return;
         }
-        let Some((mem, descs)) = done.ring_mem(&r) else {
+        let (Some(mem), Some(descs)) = (done.dma, setup.descs.as_ref()) else {
             // Bus mastering off (PCI COMMAND.BME): the frame cannot be placed.
             self.errors.dma_blocked();
             return;
@@ -415,5 +499,15 @@ impl<M: Part> Function<M> {
             self.rx_count(done, qi, frame);
         }
         done.signal |= 1 << (qi % 128);
+    }
+
+    /// A receive ring whose tail is beyond it: counted as a ring error and
+    /// a missed frame.
+    #[cold]
+    fn rx_bad_tail(&self, qi: usize, tail: u32, count: u32) {
+        self.errors.ring();
+        let e = ring::RingError::TailOutOfRange { tail, count };
+        log::debug!("{}: rx queue {qi}: {e}", M::NAME);
+        M::count_rx_miss(self, qi);
     }
 }
