@@ -12,7 +12,7 @@ use super::stats::Tally;
 use super::{q, Dir, Function, Part, TxRoute, QUEUE_ENABLE};
 use crate::batch::FrameBatch;
 use crate::sync::lock;
-use crate::txframe::{queue_pass, Finished, FrameOpts, TxQueue};
+use crate::txframe::{queue_pass, FinishSettings, Finished, FrameOpts, TxQueue};
 
 /// Batches a function keeps for reuse between passes (passes of different
 /// queues may run at once; more than this are freed).
@@ -21,10 +21,15 @@ const KEEP_BATCHES: usize = 2;
 /// What a pass finished and has not handed on yet: frames for the wire,
 /// and the count of every frame it sent (looped back ones too), added to
 /// the statistics before the frames leave and at the end of the pass.
+/// With them, what the part's registers say of every frame of the pass,
+/// read once when the doorbell starts it (the pass runs at that instant):
+/// how frames are finished and where they go.
 struct PassOut {
     qi: usize,
     batch: FrameBatch,
     tally: Tally,
+    settings: FinishSettings,
+    route: TxRoute,
 }
 
 impl<M: Part> Function<M> {
@@ -57,6 +62,8 @@ impl<M: Part> Function<M> {
             qi,
             batch: self.take_batch(),
             tally: Tally::default(),
+            settings: M::tx_settings(self),
+            route: M::tx_route(self),
         };
         let pass = queue_pass(
             &self.regs,
@@ -82,7 +89,7 @@ impl<M: Part> Function<M> {
 
     /// Finishes a complete frame (VLAN, offloads, TSO, padding) and sends it.
     fn tx_finish(&self, txq: &mut TxQueue, first: FrameOpts, out: &mut PassOut) {
-        let s = M::tx_settings(self);
+        let s = out.settings;
         // The frame leaves the MAC with its batch: one instant for its 1588
         // stamp and its departure on the wire.
         if out.batch.is_full() {
@@ -119,7 +126,7 @@ impl<M: Part> Function<M> {
     /// into the receiver when the part loops back.
     fn tx_out(&self, frame: &mut Vec<u8>, sent: u64, out: &mut PassOut) {
         out.tally.add(frame);
-        match M::tx_route(self) {
+        match out.route {
             TxRoute::Loopback => {
                 self.rx_frame(frame, Some(sent), true);
             }
