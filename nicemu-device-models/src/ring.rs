@@ -337,6 +337,7 @@ impl<'a> RingMem<'a> {
 /// Stops at the first descriptor or buffer outside guest memory (descriptors
 /// are read from `mem.read`, buffers and write-backs go to `mem.write`;
 /// `descs` are the ring's descriptors in those two, [`RxRingMem::new`]).
+#[inline]
 pub fn place_frame(
     mem: &DmaView,
     descs: &RxRingMem<'_>,

@@ -153,6 +153,7 @@ impl TxQueue {
 
     /// Appends the buffer of one data descriptor. Returns whether a buffer
     /// read failed (a DMA error to count) alongside the gather state.
+    #[inline]
     pub fn gather(
         &mut self,
         mem: &GuestRam,
@@ -185,6 +186,7 @@ impl TxQueue {
     /// passes the frame (or each segment) to `out` and clears it. `out` gets
     /// the buffer the frame is in and may take it by swapping it for an
     /// empty one (the queue then assembles its next frame in that one).
+    #[inline]
     pub fn finish(
         &mut self,
         o: FrameOpts,

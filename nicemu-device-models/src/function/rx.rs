@@ -217,16 +217,19 @@ impl<M: Part> Function<M> {
         if !done.hold(&self.rxq, qi, wait) {
             return false;
         }
-        if self.rx_passes(qi, frame, done) {
-            let ts = self.rx_timestamp(frame, sent);
-            if let Some((sec, clear)) = M::rx_security(self, frame) {
-                let placed = clear.as_deref().unwrap_or(frame);
-                self.rx_to_queue(qi, placed, (hash, ty), ts, sec, done);
-            } else if !M::rx_place(self, qi, frame, hash, ty, ts) {
-                let sec = RxSecurity::default();
-                self.rx_to_queue(qi, frame, (hash, ty), ts, sec, done);
-            }
+        if !self.rx_passes(qi, frame, done) {
+            return true;
         }
+        let ts = self.rx_timestamp(frame, sent);
+        // What the security engine decrypted is placed instead of the frame;
+        // a frame the part places its own way (RSC) is done.
+        let security = M::rx_security(self, frame);
+        let (placed, sec) = match &security {
+            Some((sec, clear)) => (clear.as_deref().unwrap_or(frame), *sec),
+            None if M::rx_place(self, qi, frame, hash, ty, ts) => return true,
+            None => (frame, RxSecurity::default()),
+        };
+        self.rx_to_queue(qi, placed, (hash, ty), ts, sec, done);
         true
     }
 

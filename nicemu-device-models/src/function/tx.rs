@@ -88,6 +88,7 @@ impl<M: Part> Function<M> {
     }
 
     /// Finishes a complete frame (VLAN, offloads, TSO, padding) and sends it.
+    #[inline]
     fn tx_finish(&self, txq: &mut TxQueue, first: FrameOpts, out: &mut PassOut) {
         let s = out.settings;
         // The frame leaves the MAC with its batch: one instant for its 1588
@@ -124,6 +125,7 @@ impl<M: Part> Function<M> {
     /// Counts a finished frame and adds it to the batch for the wire (its
     /// buffer changes places with an empty one of the batch), or puts it back
     /// into the receiver when the part loops back.
+    #[inline]
     fn tx_out(&self, frame: &mut Vec<u8>, sent: u64, out: &mut PassOut) {
         out.tally.add(frame);
         match out.route {
