@@ -25,10 +25,7 @@ pub fn vectors(args: &QemuArgsArgs, nicemu: &Path) -> Result<(Vec<String>, Vec<S
                 names.join(", ")
             ))
         })?;
-    let dir = RunDir {
-        host: args.dir.clone(),
-        guest: args.dir.clone(),
-    };
+    let dir = RunDir::at(&args.dir, &args.dir);
     let mut qemu = vec![
         "-machine".to_owned(),
         "q35,memory-backend=mem".to_owned(),

@@ -278,10 +278,7 @@ mod tests {
                 ..Selection::default()
             },
         };
-        let d = RunDir {
-            host: "/h/c".into(),
-            guest: "/g/c".into(),
-        };
+        let d = RunDir::at("/h/c", "/g/c");
         let a = s.qemu_args(&d, &["igb".into()]);
         assert_eq!(
             a,

@@ -12,3 +12,4 @@ pub mod nicemu_proc;
 pub mod pin;
 pub mod register_trace;
 pub mod run_dir;
+pub mod socket_alias;

@@ -99,7 +99,7 @@ pub(crate) fn nicemu_cell(
     for (i, mac) in ports.iter().enumerate() {
         let (kind, idp) = port_kind(i);
         let id = format!("{idp}{i}");
-        let (host, guest) = d.file(&format!("{id}.sock"));
+        let (host, guest) = d.socket(&format!("{id}.sock"));
         args.push("--device".to_owned());
         args.push(format!(
             "{kind},id={id},socket={}{},mac={mac},net=lan0{}{}",
@@ -113,7 +113,7 @@ pub(crate) fn nicemu_cell(
     }
     let qemu = match topo.interop_peer() {
         Some(model) => {
-            let (host, guest) = d.file("wire.sock");
+            let (host, guest) = d.socket("wire.sock");
             args.push("--wire".to_owned());
             args.push(format!("stream,path={},net=lan0", host.display()));
             sockets.push(host);
@@ -126,7 +126,7 @@ pub(crate) fn nicemu_cell(
             virtio_queues,
         ),
     };
-    let (control, _) = d.file(CONTROL_SOCKET);
+    let (control, _) = d.socket(CONTROL_SOCKET);
     args.push("--control".to_owned());
     args.push(control.display().to_string());
     sockets.push(control.clone());
@@ -150,10 +150,7 @@ mod tests {
 
     #[test]
     fn mixed_cell_is_igb0_and_ixgbe1_with_the_delay() {
-        let d = RunDir {
-            host: PathBuf::from("/h"),
-            guest: PathBuf::from("/g"),
-        };
+        let d = RunDir::at("/h", "/g");
         let c = nicemu_cell(
             Path::new("/bin/nicemu"),
             "igb",
@@ -235,5 +232,62 @@ mod tests {
             c.args.iter().filter(|a| a.contains(",coalesce=on")).count()
         };
         assert_eq!((virtio(false), virtio(true)), (0, 2));
+    }
+
+    /// A cache in a deep directory (a CI job's HOME, a deep NICEMU_CACHE): the run directory
+    /// alone is longer than a unix socket path may be (108 bytes), yet nicemu gets socket
+    /// paths it can bind, and they are the files in the cell directory QEMU connects to.
+    #[test]
+    fn sockets_of_a_run_directory_deeper_than_the_socket_path_limit_can_be_bound() {
+        let deep = std::env::temp_dir()
+            .join(format!("nicemu-deep-{}", std::process::id()))
+            .join("a-ci-job-with-a-long-name/home/.cache/nicemu/sid-root/var/lib");
+        let run = RunDir::create(&deep, None, "1796161598-16192").unwrap();
+        let d = run.sub("1-tree_linux+p-nicemu-igb").unwrap();
+        assert!(d.host.join("igb0.sock").as_os_str().len() > 108);
+        let c = nicemu_cell(
+            Path::new("/bin/nicemu"),
+            "igb",
+            Topology::Netns,
+            DeviceKind::NicemuIgb,
+            &d,
+            PortOpts::default(),
+            2,
+        );
+        for s in &c.sockets {
+            assert!(
+                s.as_os_str().len() < 108,
+                "{} bytes: {}",
+                s.as_os_str().len(),
+                s.display()
+            );
+            assert!(
+                c.args.iter().any(|a| a.contains(&*s.to_string_lossy())),
+                "{}",
+                s.display()
+            );
+        }
+        // Bound at the short path, the socket is the cell directory's file.
+        let l = std::os::unix::net::UnixListener::bind(&c.sockets[0]).unwrap();
+        let real = d.host.join("igb0.sock");
+        assert!(std::os::unix::fs::FileTypeExt::is_socket(
+            &std::fs::symlink_metadata(&real).unwrap().file_type()
+        ));
+        // QEMU on the host (no chroot) connects at a path that fits too.
+        let guest = c.qemu.iter().find(|a| a.contains("vfio-user-pci")).unwrap();
+        let path = guest
+            .split("\"path\":\"")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap();
+        assert!(path.len() < 108, "{path}");
+        std::os::unix::net::UnixStream::connect(path).unwrap();
+        drop(l);
+        drop((c, d, run));
+        let _ = std::fs::remove_dir_all(
+            std::env::temp_dir().join(format!("nicemu-deep-{}", std::process::id())),
+        );
     }
 }

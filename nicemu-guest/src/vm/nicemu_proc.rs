@@ -60,7 +60,7 @@ impl NicemuProcess {
         for socket in sockets {
             if socket.as_os_str().len() >= 108 {
                 return Err(Error::Usage(format!(
-                    "socket path {} is too long for a unix socket; set NICEMU_CACHE to a shorter dir",
+                    "socket path {} is too long for a unix socket (and no short link could be made in /tmp); set NICEMU_CACHE to a shorter dir",
                     socket.display()
                 )));
             }

@@ -2,8 +2,10 @@
 //! Per-run work directories, visible to QEMU (inside the sid root when QEMU is chrooted).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::error::{Error, Result};
+use crate::vm::socket_alias::SocketAlias;
 
 /// A directory as the harness sees it and as QEMU sees it.
 #[derive(Debug, Clone)]
@@ -12,27 +14,38 @@ pub struct RunDir {
     pub host: PathBuf,
     /// The same directory as QEMU sees it (under the chroot, if any).
     pub guest: PathBuf,
+    /// Short socket paths for a run's directory tree (shared by its subdirectories); none
+    /// for a directory the user named (`qemu-args --dir`), whose paths are printed as given.
+    alias: Option<Arc<SocketAlias>>,
 }
 
 impl RunDir {
+    /// The directory `host` (seen by QEMU as `guest`), as it is (nothing is created, socket
+    /// paths are never shortened).
+    pub fn at(host: impl Into<PathBuf>, guest: impl Into<PathBuf>) -> Self {
+        RunDir {
+            host: host.into(),
+            guest: guest.into(),
+            alias: None,
+        }
+    }
+
     /// Creates `BASE/var/lib/nicemu-runs/ID` for a chrooted QEMU (`chroot_root` set) or
     /// `CACHE/runs/ID` for host QEMU.
     pub fn create(cache: &Path, chroot_root: Option<&Path>, id: &str) -> Result<Self> {
         let me = match chroot_root {
             Some(root) => {
                 let guest = PathBuf::from("/var/lib/nicemu-runs").join(id);
-                RunDir {
-                    host: root.join(guest.strip_prefix("/").unwrap_or(&guest)),
-                    guest,
-                }
+                RunDir::at(root.join(guest.strip_prefix("/").unwrap_or(&guest)), guest)
             }
             None => {
                 let p = cache.join("runs").join(id);
-                RunDir {
-                    host: p.clone(),
-                    guest: p,
-                }
+                RunDir::at(p.clone(), p)
             }
+        };
+        let me = RunDir {
+            alias: Some(Arc::new(SocketAlias::new(&me.host))),
+            ..me
         };
         std::fs::create_dir_all(&me.host).map_err(|e| Error::io(&me.host, e))?;
         Ok(me)
@@ -43,6 +56,7 @@ impl RunDir {
         let d = RunDir {
             host: self.host.join(name),
             guest: self.guest.join(name),
+            alias: self.alias.clone(),
         };
         std::fs::create_dir_all(&d.host).map_err(|e| Error::io(&d.host, e))?;
         Ok(d)
@@ -54,6 +68,24 @@ impl RunDir {
             self.host.join(name),
             self.guest.join(name).to_string_lossy().into_owned(),
         )
+    }
+
+    /// Host and guest paths of a unix socket in this directory, each short enough to bind
+    /// and connect: through the run's short symlink when a run directory is too deep (see
+    /// [`SocketAlias`]). A QEMU in a chroot sees the run under a short path already; a
+    /// QEMU on the host connects through the symlink too.
+    pub fn socket(&self, name: &str) -> (PathBuf, String) {
+        let (host, guest) = self.file(name);
+        let short = self
+            .alias
+            .as_ref()
+            .map_or_else(|| host.clone(), |a| a.path(&host));
+        let guest = if self.guest == self.host {
+            short.to_string_lossy().into_owned()
+        } else {
+            guest
+        };
+        (short, guest)
     }
 }
 
