@@ -9,7 +9,8 @@
 //! but the build outputs kbuild writes. A sync copies only files whose size or mtime changed,
 //! keeping the mtime, and removes files that left the tree, so make stays incremental. A tree
 //! in the middle of a rebase or merge, or with conflict markers in a file it would build, is
-//! refused with one line.
+//! refused with one line (a git tree before anything starts, through `git grep`; any tree
+//! when a sync is about to copy a changed file that has them).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -198,6 +199,9 @@ pub fn sync(dir: &Path, mirror: &Path, files: &[PathBuf]) -> Result<Synced> {
             done.unchanged += 1;
             continue;
         }
+        if meta.is_file() {
+            refuse_conflicts(dir, rel, &from)?;
+        }
         if let Some(parent) = to.parent() {
             std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
         }
@@ -228,6 +232,39 @@ pub fn sync(dir: &Path, mirror: &Path, files: &[PathBuf]) -> Result<Synced> {
         }
     }
     Ok(done)
+}
+
+/// Refuses a file about to be copied that holds conflict markers: a line starting
+/// `<<<<<<< ` and one starting `>>>>>>> ` (binary files, with a NUL in their first 8 KiB as
+/// git decides, are skipped). This is the check a tree without git gets (`check_state` runs
+/// `git grep` on a git tree); it reads only files a sync copies, i.e. the changed ones.
+fn refuse_conflicts(dir: &Path, rel: &Path, from: &Path) -> Result<()> {
+    let text = std::fs::read(from).map_err(|e| Error::io(from, e))?;
+    if has_conflict_markers(&text) {
+        return Err(Error::Usage(format!(
+            "--kernel-tree {}: {} has conflict markers (<<<<<<< / >>>>>>>); resolve them first",
+            dir.display(),
+            rel.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Whether `text` (not binary) has both a `<<<<<<< ` and a `>>>>>>> ` line.
+fn has_conflict_markers(text: &[u8]) -> bool {
+    if text[..text.len().min(8192)].contains(&0) {
+        return false;
+    }
+    let mut lines = text.split(|b| *b == b'\n');
+    let (mut open, mut close) = (false, false);
+    for l in &mut lines {
+        open |= l.starts_with(b"<<<<<<< ");
+        close |= l.starts_with(b">>>>>>> ");
+        if open && close {
+            return true;
+        }
+    }
+    false
 }
 
 /// True if `to` already has `meta`'s size and mtime (symlinks: the same target).
@@ -437,6 +474,41 @@ mod tests {
         // A lone `=======` (an rst underline) is no conflict.
         std::fs::write(t.join("b.c"), "Title\n=======\n").unwrap();
         check_state(&t).unwrap();
+        let _ = std::fs::remove_dir_all(&t);
+    }
+
+    /// A tree that is no git work tree has no `git grep`: a file the sync is about to copy
+    /// (new or changed, so every file on the first build and only what changed later) is
+    /// checked for conflict markers, and the build is refused in one line before it is
+    /// copied, so a later sync checks it again.
+    #[test]
+    fn a_plain_tree_with_conflict_markers_in_a_changed_file_is_refused_in_one_line() {
+        let t = tmp("plain-conflict");
+        let (dir, mirror) = (t.join("tree"), t.join("mirror"));
+        std::fs::create_dir_all(dir.join("drivers/igb")).unwrap();
+        std::fs::write(dir.join("Makefile"), "VERSION = 7\n").unwrap();
+        std::fs::write(dir.join("drivers/igb/igb_main.c"), "int a;\n").unwrap();
+        std::fs::write(dir.join("README.rst"), "Title\n=======\n").unwrap();
+        check_state(&dir).unwrap();
+        sync(&dir, &mirror, &source_files(&dir).unwrap()).unwrap();
+        let conflicted = "int a;\n<<<<<<< HEAD\nint x;\n=======\nint y;\n>>>>>>> side\n";
+        std::fs::write(dir.join("drivers/igb/igb_main.c"), conflicted).unwrap();
+        for _ in 0..2 {
+            let e = sync(&dir, &mirror, &source_files(&dir).unwrap())
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("drivers/igb/igb_main.c has conflict markers") && !e.contains('\n'),
+                "{e}"
+            );
+            assert_eq!(
+                std::fs::read_to_string(mirror.join("drivers/igb/igb_main.c")).unwrap(),
+                "int a;\n"
+            );
+        }
+        std::fs::write(dir.join("drivers/igb/igb_main.c"), "int b;\n").unwrap();
+        let done = sync(&dir, &mirror, &source_files(&dir).unwrap()).unwrap();
+        assert_eq!(done.copied, 1);
         let _ = std::fs::remove_dir_all(&t);
     }
 }
