@@ -88,6 +88,12 @@ pub const RULES: &[(&str, Allowed)] = &[
         "faults.cases",
         Allowed::SubsetOf(crate::scenario::faults::CASES),
     ),
+    (
+        "driver-stress.steps",
+        Allowed::SubsetOf(crate::scenario::driver_stress::STEPS),
+    ),
+    ("driver-stress.secs", Allowed::Int(2, 600)),
+    ("driver-stress.readers", Allowed::Int(1, 16)),
     ("mq.combined", Allowed::Int(0, 64)),
     ("mq.streams", Allowed::Int(1, 64)),
     ("mq.duration", Allowed::Int(1, 600)),

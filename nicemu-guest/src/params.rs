@@ -140,6 +140,21 @@ pub const KNOWN: &[(&str, &str, &str)] = &[
         "seconds the hostile guest drives the unbound device's BAR0",
     ),
     (
+        "driver-stress.steps",
+        "ring,channels,features,coalesce,updown,xdp,faults,reload",
+        "driver-stress steps, comma-separated (run in the scenario's order)",
+    ),
+    (
+        "driver-stress.secs",
+        "20",
+        "seconds each driver-stress command may take before it counts as hung",
+    ),
+    (
+        "driver-stress.readers",
+        "3",
+        "processes reading every statistics path while driver-stress runs",
+    ),
+    (
         "faults.cases",
         "stats,capture,crc,link,stall",
         "fault cases to run (nicemu devices only)",

@@ -33,7 +33,8 @@ fn every_scenario_of_the_capture_passes() {
     // The capture predates `faults`, `rss` and `mq` (they have their own captures below) and the
     // `ptp` rate check and ptp4l runs (without them `ptp` fails: see `ptp_needs_the_rate_check`);
     // `regsweep` needs nicemu's register trace (its parser test is in regsweep.rs); `ethtool`
-    // has its own capture (ethtool_ops.rs), `xsk` too (xsk.rs).
+    // has its own capture (ethtool_ops.rs), `xsk` too (xsk.rs), `driver-stress` too
+    // (driver_stress.rs).
     for name in NAMES.iter().filter(|n| {
         ![
             "faults",
@@ -49,6 +50,7 @@ fn every_scenario_of_the_capture_passes() {
             "ethtool",
             "xdp",
             "xsk",
+            "driver-stress",
         ]
         .contains(n)
     }) {

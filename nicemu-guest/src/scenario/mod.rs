@@ -19,6 +19,7 @@ pub mod contract;
 pub mod counters;
 pub mod cpu;
 pub mod cyclictest;
+pub mod driver_stress;
 pub mod ethtool_ops;
 pub mod expect;
 pub mod faults;
@@ -76,6 +77,8 @@ pub const NAMES: &[&str] = &[
     "xdp",
     "xsk",
     "kselftest",
+    // Late: its `reload` step unloads and reloads the driver.
+    "driver-stress",
     // Last: it leaves the device unbound from its driver.
     "hostile",
 ];
@@ -104,6 +107,7 @@ pub fn by_name(name: &str) -> Option<Box<dyn Scenario>> {
         "preemptoff" => Box::new(preemptoff::Preemptoff),
         "hwstamp" => Box::new(hwstamp::Hwstamp),
         "perf" => Box::new(perf::Perf),
+        "driver-stress" => Box::new(driver_stress::DriverStress),
         _ => return None,
     })
 }
