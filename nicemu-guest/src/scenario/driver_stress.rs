@@ -344,79 +344,15 @@ fn parse(s: &Section) -> ScenarioResult {
         {
             secs.insert((*step).to_owned(), json!(t));
         }
-        let tags = TAGS
-            .iter()
-            .find(|(n, _)| n == step)
-            .map(|(_, t)| *t)
-            .unwrap_or_default();
-        for tag in tags {
-            let Some(rc) = s.get(&format!("{tag}_rc")) else {
-                continue;
-            };
-            let out: Vec<&str> = s.lines(tag).collect();
-            let xdp_interrupted = step == &"xdp" && INTERRUPTED.contains(&rc);
-            if TIMED_OUT.contains(&rc) && !xdp_interrupted {
-                r.add_failure(format!(
-                    "{step}: {tag} did not finish within its bound (rc {rc})"
-                ));
-            } else if rc != "0" && !xdp_interrupted {
-                if out.iter().any(|l| l.contains("not supported")) {
-                    unsupported.push(format!("{step}:{tag}"));
-                } else {
-                    r.add_failure(format!(
-                        "{step}: {tag} failed (rc {rc}): {}",
-                        out.last().copied().unwrap_or("no output")
-                    ));
-                }
-            }
-        }
+        check_commands(s, step, &mut r, &mut unsupported);
     }
     if steps.contains(&"faults") {
-        for (k, v) in
-            s.kv.iter()
-                .filter(|(k, _)| k.starts_with("f_") && k.ends_with("_ack"))
-        {
-            if v != "0" {
-                r.add_failure(format!(
-                    "faults: {} answered {v}",
-                    k.trim_end_matches("_ack")
-                ));
-            }
-        }
-        if let Some(w) = s.get("f_reset_wait_s").and_then(|v| v.parse::<u64>().ok()) {
-            r.metric("stall_reset_wait_s", json!(w));
-            if w >= STALL_WAIT {
-                r.add_failure(format!(
-                    "faults: the driver did not reset the adapter within {STALL_WAIT} s of stall-tx"
-                ));
-            }
-        }
+        check_faults(s, &mut r);
     }
     if steps.contains(&"reload") && s.get("reload_iface") == Some("none") {
         r.add_failure("reload: the device under test did not come back after insmod");
     }
-    let readers: Vec<(u64, u64)> =
-        s.kv.iter()
-            .filter(|(k, _)| k.starts_with("reader"))
-            .filter_map(|(_, v)| {
-                let (n, e) = v.split_once(',')?;
-                Some((n.parse().ok()?, e.parse().ok()?))
-            })
-            .collect();
-    let want = s
-        .get("readers")
-        .and_then(|v| v.parse::<usize>().ok())
-        .unwrap_or(0);
-    if readers.len() < want || readers.iter().any(|(n, _)| *n == 0) {
-        r.add_failure(format!(
-            "{} of {want} statistics readers completed a round",
-            readers.iter().filter(|(n, _)| *n > 0).count()
-        ));
-    }
-    let rounds: u64 = readers.iter().map(|(n, _)| n).sum();
-    let errors: u64 = readers.iter().map(|(_, e)| e).sum();
-    r.metric("reader_rounds", json!(rounds));
-    r.metric("reader_errors", json!(errors));
+    let rounds = check_readers(s, &mut r);
     r.metric("step_secs", serde_json::Value::Object(secs));
     if !unsupported.is_empty() {
         r.metric("unsupported", json!(unsupported));
@@ -435,6 +371,91 @@ fn parse(s: &Section) -> ScenarioResult {
         }
     ));
     r
+}
+
+/// The exit codes of `step`'s commands: a timeout or an error fails, `Operation not
+/// supported` goes to `unsupported`.
+fn check_commands(s: &Section, step: &str, r: &mut ScenarioResult, unsupported: &mut Vec<String>) {
+    let tags = TAGS
+        .iter()
+        .find(|(n, _)| *n == step)
+        .map(|(_, t)| *t)
+        .unwrap_or_default();
+    for tag in tags {
+        let Some(rc) = s.get(&format!("{tag}_rc")) else {
+            continue;
+        };
+        if step == "xdp" && INTERRUPTED.contains(&rc) {
+            continue;
+        }
+        let out: Vec<&str> = s.lines(tag).collect();
+        if TIMED_OUT.contains(&rc) {
+            r.add_failure(format!(
+                "{step}: {tag} did not finish within its bound (rc {rc})"
+            ));
+        } else if rc != "0" {
+            if out.iter().any(|l| l.contains("not supported")) {
+                unsupported.push(format!("{step}:{tag}"));
+            } else {
+                r.add_failure(format!(
+                    "{step}: {tag} failed (rc {rc}): {}",
+                    out.last().copied().unwrap_or("no output")
+                ));
+            }
+        }
+    }
+}
+
+/// The `faults` step: every host action answered 0, the reset came within [`STALL_WAIT`].
+fn check_faults(s: &Section, r: &mut ScenarioResult) {
+    for (k, v) in
+        s.kv.iter()
+            .filter(|(k, _)| k.starts_with("f_") && k.ends_with("_ack"))
+    {
+        if v != "0" {
+            r.add_failure(format!(
+                "faults: {} answered {v}",
+                k.trim_end_matches("_ack")
+            ));
+        }
+    }
+    if let Some(w) = s.get("f_reset_wait_s").and_then(|v| v.parse::<u64>().ok()) {
+        r.metric("stall_reset_wait_s", json!(w));
+        if w >= STALL_WAIT {
+            r.add_failure(format!(
+                "faults: the driver did not reset the adapter within {STALL_WAIT} s of stall-tx"
+            ));
+        }
+    }
+}
+
+/// The readers' `rounds,errors`: each must have completed a round. Returns the rounds.
+fn check_readers(s: &Section, r: &mut ScenarioResult) -> u64 {
+    let readers: Vec<(u64, u64)> =
+        s.kv.iter()
+            .filter(|(k, _)| k.starts_with("reader") && k.as_str() != "readers")
+            .filter_map(|(_, v)| {
+                let (n, e) = v.split_once(',')?;
+                Some((n.parse().ok()?, e.parse().ok()?))
+            })
+            .collect();
+    let want = s
+        .get("readers")
+        .and_then(|v| v.parse::<usize>().ok())
+        .unwrap_or(0);
+    if readers.len() < want || readers.iter().any(|(n, _)| *n == 0) {
+        r.add_failure(format!(
+            "{} of {want} statistics readers completed a round",
+            readers.iter().filter(|(n, _)| *n > 0).count()
+        ));
+    }
+    let rounds: u64 = readers.iter().map(|(n, _)| n).sum();
+    r.metric("reader_rounds", json!(rounds));
+    r.metric(
+        "reader_errors",
+        json!(readers.iter().map(|(_, e)| e).sum::<u64>()),
+    );
+    rounds
 }
 
 #[cfg(test)]
