@@ -59,6 +59,11 @@ pub fn matrix_from_args(args: &RunArgs) -> Result<Matrix> {
     Matrix::build(file, &o)
 }
 
+/// How much longer a guest of a debug kernel (`sid-debug`: KASAN, lockdep, kmemleak) may
+/// take than the default timeout allows (measured under TCG: see the book's Kernel splats
+/// chapter).
+const DEBUG_SLOWDOWN: u64 = 10;
+
 /// Default per-guest timeout for `scenarios` with `params`.
 pub fn default_timeout(scenarios: &[Box<dyn Scenario>], params: &Params) -> u64 {
     let guest: u64 = scenarios.iter().map(|s| s.budget_secs(params)).sum();
@@ -171,10 +176,17 @@ impl Plan {
             .iter()
             .filter_map(|s| scenario::by_name(s))
             .collect();
-        let timeout = args
-            .guest
-            .timeout
-            .unwrap_or_else(|| default_timeout(&scenarios, &matrix.params));
+        let debug = requests
+            .iter()
+            .any(|r| matches!(r.spec, KernelSpec::Debug(_)));
+        let timeout = args.guest.timeout.unwrap_or_else(|| {
+            let t = default_timeout(&scenarios, &matrix.params);
+            if debug {
+                t * DEBUG_SLOWDOWN
+            } else {
+                t
+            }
+        });
 
         let ignore = match &args.guest.splat_ignore {
             Some(p) => IgnoreList::read(p).map_err(Error::Usage)?,

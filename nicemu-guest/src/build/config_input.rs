@@ -12,6 +12,13 @@ use crate::error::{Error, Result};
 /// The config fragment merged onto x86_64_defconfig.
 pub const FRAGMENT: &str = include_str!("../../kernel/nicemu.config");
 
+/// The debug fragment `NAME-debug` kernels merge after [`FRAGMENT`] (lockdep, atomic-sleep
+/// checks, KASAN, kmemleak, UBSAN, debug objects, debug info for decoding call traces).
+pub const DEBUG_FRAGMENT: &str = include_str!("../../kernel/debug.config");
+
+/// The LOCALVERSION of a debug kernel ("7.2.13-nicemu-debug").
+pub const DEBUG_LOCALVERSION: &str = "-nicemu-debug";
+
 /// The fragment's section that only makes the harness's own builds small; never forced on a
 /// developer's config.
 const SMALL_BUILD_MARKER: &str = "# keep the build small and quick";
@@ -35,6 +42,9 @@ pub struct ConfigInput {
     pub base: Option<ConfigFile>,
     /// `--config-fragment` files, merged in order on top.
     pub fragments: Vec<ConfigFile>,
+    /// A debug kernel (`sid-debug`): [`DEBUG_FRAGMENT`] merged after the base (before the
+    /// `--config-fragment`s), built with [`DEBUG_LOCALVERSION`].
+    pub debug: bool,
 }
 
 impl ConfigInput {
@@ -44,10 +54,18 @@ impl ConfigInput {
         if self.is_default() {
             return FRAGMENT.to_owned();
         }
-        let mut s = String::from("config-v1\n");
+        let mut s = String::from(if self.debug {
+            "config-v1 debug\n"
+        } else {
+            "config-v1\n"
+        });
         match &self.base {
             Some(b) => s.push_str(&b.text),
             None => s.push_str(FRAGMENT),
+        }
+        if self.debug {
+            s.push_str("\n--debug--\n");
+            s.push_str(DEBUG_FRAGMENT);
         }
         for f in &self.fragments {
             s.push_str("\n--fragment--\n");
@@ -58,7 +76,7 @@ impl ConfigInput {
 
     /// True when nothing beyond the default was asked for.
     pub fn is_default(&self) -> bool {
-        self.base.is_none() && self.fragments.is_empty()
+        self.base.is_none() && self.fragments.is_empty() && !self.debug
     }
 }
 
@@ -280,12 +298,28 @@ mod tests {
         let a = ConfigInput {
             base: Some(f("CONFIG_IGB=m\n")),
             fragments: vec![],
+            debug: false,
         };
         let b = ConfigInput {
             base: Some(f("CONFIG_IGB=m\n")),
             fragments: vec![f("CONFIG_KASAN=y\n")],
+            debug: false,
         };
         assert_ne!(d.identity(), a.identity());
         assert_ne!(a.identity(), b.identity());
+        let debug = ConfigInput {
+            debug: true,
+            ..ConfigInput::default()
+        };
+        assert!(!debug.is_default());
+        assert!(debug.identity().contains(DEBUG_FRAGMENT));
+        assert_ne!(debug.identity(), d.identity());
+        // The same fragment given with --config-fragment is another build (another
+        // LOCALVERSION): the two never share a cache entry.
+        let as_fragment = ConfigInput {
+            fragments: vec![f(DEBUG_FRAGMENT)],
+            ..ConfigInput::default()
+        };
+        assert_ne!(debug.identity(), as_fragment.identity());
     }
 }

@@ -9,6 +9,7 @@
 //!   ones; the stock kernel boots;
 //! - patches that touch anything else, a `NAME-built` kernel, or a `tree:DIR`: the whole kernel
 //!   is built ([`whole_kernel`]) with x86_64 defconfig + `nicemu-guest/kernel/nicemu.config`;
+//!   a `NAME-debug` kernel likewise, with `nicemu-guest/kernel/debug.config` on top;
 //! - patches that only touch Documentation/: said so, the stock kernel boots;
 //! - `--driver-dir DIR`: one driver's sources built against the kernel's build tree.
 //!
@@ -194,6 +195,12 @@ pub fn resolve(req: &KernelRequest, sid_root: &Path, log_dir: &Path) -> Result<G
         KernelSpec::Built(base) => {
             let stock = guest_kernel::resolve(&base_spec(base)?, sid_root)?;
             built_with_changes(req, &stock, sid_root, log_dir)?
+        }
+        KernelSpec::Debug(base) => {
+            let stock = guest_kernel::resolve(&base_spec(base)?, sid_root)?;
+            let mut debug = req.clone();
+            debug.config.debug = true;
+            built_with_changes(&debug, &stock, sid_root, log_dir)?
         }
         spec if !req.config.is_default() => {
             // --config / --config-fragment: the kernel is built whole from its source.

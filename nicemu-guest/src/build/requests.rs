@@ -58,6 +58,7 @@ fn config_inputs(args: &RunArgs) -> Result<ConfigInput> {
             .iter()
             .map(|p| config_input::read(p, "--config-fragment"))
             .collect::<Result<_>>()?,
+        debug: false,
     })
 }
 

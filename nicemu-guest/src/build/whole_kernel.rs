@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use super::config_input::{self, ConfigInput};
-pub use super::config_input::{unmet_options, FRAGMENT};
+pub use super::config_input::{unmet_options, DEBUG_FRAGMENT, FRAGMENT};
 use super::make;
 use super::patch::{self, Patch};
 use super::store::{builds_dir, key, BUILDS_IN_ROOT};
@@ -205,7 +205,7 @@ fn build(
     config: &ConfigInput,
     log: &Path,
 ) -> Result<()> {
-    let make = make_command(cc, src, b, id);
+    let make = make_command(cc, src, b, id, localversion(config));
     let host_b = sid_root.join(&b[1..]);
     let removed = super::resume::begin(&host_b, &host_b.join("out"))?;
     if removed > 0 {
@@ -249,6 +249,9 @@ fn configure(
         Ok(format!("{b}/{name}"))
     };
     let mut frags = Vec::new();
+    if config.debug {
+        frags.push(write("debug.config", DEBUG_FRAGMENT)?);
+    }
     for (i, f) in config.fragments.iter().enumerate() {
         frags.push(write(&format!("fragment-{}.config", i + 1), &f.text)?);
     }
@@ -266,15 +269,26 @@ fn configure(
                 "set -e; mkdir -p {b}/out; {make} x86_64_defconfig; {}{make} olddefconfig",
                 merge(&files)
             );
-            (
-                script,
-                "configuring (x86_64_defconfig + nicemu.config)".to_owned(),
-                None,
-            )
+            let what = if config.debug {
+                "x86_64_defconfig + nicemu.config + debug.config"
+            } else {
+                "x86_64_defconfig + nicemu.config"
+            };
+            (script, format!("configuring ({what})"), None)
         }
         Some(base) => {
             let base_file = write("base.config", &base.text)?;
-            let add = config_input::additions(&config_input::merged(&base.text, &config.fragments));
+            let mut all_frags = config.fragments.clone();
+            if config.debug {
+                all_frags.insert(
+                    0,
+                    config_input::ConfigFile {
+                        name: "debug.config".into(),
+                        text: DEBUG_FRAGMENT.into(),
+                    },
+                );
+            }
+            let add = config_input::additions(&config_input::merged(&base.text, &all_frags));
             let mut script = format!("set -e; mkdir -p {b}/out; cp {base_file} {b}/out/.config; ");
             if !frags.is_empty() {
                 script.push_str(&merge(&frags));
@@ -295,6 +309,16 @@ fn configure(
     };
     make::run_in_root(sid_root, &script, log, &phase)?;
     let final_config = std::fs::read_to_string(host_b.join("out/.config")).unwrap_or_default();
+    if config.debug {
+        let unmet = unmet_options(DEBUG_FRAGMENT, &final_config);
+        if !unmet.is_empty() {
+            println!(
+                "build: config: {} option(s) of debug.config did not stick: {}",
+                unmet.len(),
+                unmet.join(", ")
+            );
+        }
+    }
     match before {
         None => report_unmet(&host_b.join("out/.config")),
         Some(before) => {
@@ -341,13 +365,25 @@ fn mark_configured(b: &Path, identity: &str) -> Result<()> {
     std::fs::write(&stamp, identity).map_err(|e| Error::io(&stamp, e))
 }
 
+/// The LOCALVERSION of a build made from `config`.
+fn localversion(config: &ConfigInput) -> &'static str {
+    if config.debug {
+        config_input::DEBUG_LOCALVERSION
+    } else {
+        LOCALVERSION
+    }
+}
+
 /// The make command line of a build in `b` (inside the chroot). ccache's base directory is
 /// the builds directory, so absolute paths under it hash as relative ones and builds of the
-/// same source in different cache entries (A and B of an experiment) share ccache's results.
-fn make_command(cc: &Compiler, src: &str, b: &str, id: &str) -> String {
+/// same source in different cache entries (A and B of an experiment) share ccache's results;
+/// with debug info (`sid-debug`) the working directory is left out of the hash for the same
+/// reason (`CCACHE_NOHASHDIR`: the paths in the DWARF are the build's own either way).
+fn make_command(cc: &Compiler, src: &str, b: &str, id: &str, localversion: &str) -> String {
     format!(
-        "CCACHE_BASEDIR={BUILDS_IN_ROOT} make -C {src} O={b}/out -j{} CC='ccache {cc}' HOSTCC={cc} \
-         LOCALVERSION={LOCALVERSION} KBUILD_BUILD_USER=nicemu KBUILD_BUILD_HOST=build-{}",
+        "CCACHE_BASEDIR={BUILDS_IN_ROOT} CCACHE_NOHASHDIR=1 make -C {src} O={b}/out -j{} \
+         CC='ccache {cc}' HOSTCC={cc} LOCALVERSION={localversion} KBUILD_BUILD_USER=nicemu \
+         KBUILD_BUILD_HOST=build-{}",
         super::make::jobs(),
         &id[..12],
         cc = cc.name,

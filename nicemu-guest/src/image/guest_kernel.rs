@@ -14,6 +14,8 @@ pub const NAMES: &[&str] = &[
     "sid-built",
     "trixie-built",
     "trixie-rt-built",
+    "sid-debug",
+    "trixie-debug",
 ];
 
 /// How the user named a guest kernel.
@@ -26,6 +28,10 @@ pub enum KernelSpec {
     /// The whole kernel built from a Debian kernel's own source (`sid-built`,
     /// `trixie-built`): x86_64 defconfig + the repo's config fragment.
     Built(String),
+    /// The whole kernel built from a Debian kernel's own source with the repo's debug
+    /// fragment on top (`sid-debug`): lockdep, atomic-sleep checks, KASAN, kmemleak, UBSAN
+    /// (`nicemu-guest/kernel/debug.config`).
+    Debug(String),
     /// A developer's kernel tree, built out of tree in the cache (`tree:DIR`).
     Tree(PathBuf),
     /// A user's own bzImage plus its `lib/modules/KVER` directory.
@@ -48,6 +54,12 @@ impl KernelSpec {
                 .is_some_and(|b| b == "sid" || debian_kernel::flavour(b).is_some()) =>
             {
                 Ok(KernelSpec::Built(k.trim_end_matches("-built").to_owned()))
+            }
+            k if k
+                .strip_suffix("-debug")
+                .is_some_and(|b| b == "sid" || debian_kernel::flavour(b).is_some()) =>
+            {
+                Ok(KernelSpec::Debug(k.trim_end_matches("-debug").to_owned()))
             }
             k if debian_kernel::flavour(k).is_some() => Ok(KernelSpec::Debian(k.to_owned())),
             k if !k.contains('/') && !Path::new(k).exists() => Err(Error::Usage(format!(
@@ -73,6 +85,7 @@ impl KernelSpec {
             KernelSpec::Sid => "sid".into(),
             KernelSpec::Debian(n) => n.clone(),
             KernelSpec::Built(n) => format!("{n}-built"),
+            KernelSpec::Debug(n) => format!("{n}-debug"),
             KernelSpec::Tree(dir) => format!(
                 "tree:{}",
                 dir.file_name()
@@ -184,10 +197,12 @@ pub fn resolve(spec: &KernelSpec, sid_root: &Path) -> Result<GuestKernel> {
                 build_dir: None,
             })
         }
-        KernelSpec::Built(_) | KernelSpec::Tree(_) => Err(Error::Kernel(format!(
-            "{} is built, not fetched (crate::build::resolve builds it)",
-            spec.name()
-        ))),
+        KernelSpec::Built(_) | KernelSpec::Debug(_) | KernelSpec::Tree(_) => {
+            Err(Error::Kernel(format!(
+                "{} is built, not fetched (crate::build::resolve builds it)",
+                spec.name()
+            )))
+        }
     }
 }
 
@@ -226,6 +241,12 @@ mod tests {
             KernelSpec::Built("trixie-rt".into())
         );
         KernelSpec::from_args("bookworm-built", None).unwrap_err();
+        let d = KernelSpec::from_args("sid-debug", None).unwrap();
+        assert_eq!(
+            (d.clone(), d.name()),
+            (KernelSpec::Debug("sid".into()), "sid-debug".into())
+        );
+        KernelSpec::from_args("bookworm-debug", None).unwrap_err();
         assert_eq!(
             KernelSpec::from_args("tree:/src/linux", None)
                 .unwrap()

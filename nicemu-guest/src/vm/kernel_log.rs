@@ -6,6 +6,7 @@
 //! scenario's marked output line, and splats are read whole. The harness reads the file as
 //! QEMU writes it, scanning for splats while the guest runs ([`crate::splat::Scanner`]), so
 //! a kernel panic ends the boot at once.
+//! `kmemleak.verbose=1` puts what `/init`'s kmemleak scan finds there too.
 //! `printk.devkmsg=on` lets `/init` write its section markers to `/dev/kmsg` without the
 //! default rate limit (so each splat is known to have happened during which scenario).
 
@@ -17,7 +18,9 @@ use std::time::{Duration, Instant};
 use crate::splat::{Scanner, Splat};
 
 /// Kernel command-line words that put the kernel's console on the second serial port.
-pub const CMDLINE: &str = "console=ttyS1 loglevel=7 printk.devkmsg=on";
+/// `kmemleak.verbose=1` makes a kmemleak scan print each unreferenced object there (kernels
+/// without kmemleak ignore the word).
+pub const CMDLINE: &str = "console=ttyS1 loglevel=7 printk.devkmsg=on kmemleak.verbose=1";
 /// The kernel console's file in a cell directory.
 pub const FILE: &str = "kernel.log";
 /// Console lines kept for a broken boot's report.
