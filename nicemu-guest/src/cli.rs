@@ -206,7 +206,8 @@ pub struct RunArgs {
     pub scenarios: Vec<String>,
     /// Guest kernels: sid, trixie, trixie-rt; sid-built, trixie-built, trixie-rt-built (the
     /// whole kernel built from that kernel's Debian source with the repo's config fragment,
-    /// e.g. for the latency tracers); tree:DIR (a kernel tree built out of tree); or a
+    /// e.g. for the latency tracers); sid-debug (the same with nicemu-guest/kernel/debug.config:
+    /// lockdep, KASAN, kmemleak, …); tree:DIR (a kernel tree built out of tree); or a
     /// bzImage path (with --modules). Repeatable / comma-separated.
     #[arg(long = "kernel", value_delimiter = ',')]
     pub kernels: Vec<String>,
