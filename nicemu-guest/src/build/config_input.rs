@@ -74,6 +74,19 @@ impl ConfigInput {
         s
     }
 
+    /// The fragments merged onto the base, in order: the debug fragment of a debug kernel,
+    /// then the `--config-fragment`s.
+    pub fn all_fragments(&self) -> Vec<ConfigFile> {
+        let debug = self.debug.then(|| ConfigFile {
+            name: "debug.config".into(),
+            text: DEBUG_FRAGMENT.into(),
+        });
+        debug
+            .into_iter()
+            .chain(self.fragments.iter().cloned())
+            .collect()
+    }
+
     /// True when nothing beyond the default was asked for.
     pub fn is_default(&self) -> bool {
         self.base.is_none() && self.fragments.is_empty() && !self.debug

@@ -278,17 +278,8 @@ fn configure(
         }
         Some(base) => {
             let base_file = write("base.config", &base.text)?;
-            let mut all_frags = config.fragments.clone();
-            if config.debug {
-                all_frags.insert(
-                    0,
-                    config_input::ConfigFile {
-                        name: "debug.config".into(),
-                        text: DEBUG_FRAGMENT.into(),
-                    },
-                );
-            }
-            let add = config_input::additions(&config_input::merged(&base.text, &all_frags));
+            let add =
+                config_input::additions(&config_input::merged(&base.text, &config.all_fragments()));
             let mut script = format!("set -e; mkdir -p {b}/out; cp {base_file} {b}/out/.config; ");
             if !frags.is_empty() {
                 script.push_str(&merge(&frags));
@@ -308,7 +299,15 @@ fn configure(
         }
     };
     make::run_in_root(sid_root, &script, log, &phase)?;
-    let final_config = std::fs::read_to_string(host_b.join("out/.config")).unwrap_or_default();
+    report_config(config, before, &host_b.join("out/.config"));
+    Ok(())
+}
+
+/// Says what the configuring step left out or changed: options of the repo's fragments that
+/// did not stick, what the scenarios' needs changed in a developer's config, and
+/// `--config-fragment` options missing from the final `.config`.
+fn report_config(config: &ConfigInput, before: Option<String>, config_path: &Path) {
+    let final_config = std::fs::read_to_string(config_path).unwrap_or_default();
     if config.debug {
         let unmet = unmet_options(DEBUG_FRAGMENT, &final_config);
         if !unmet.is_empty() {
@@ -320,7 +319,7 @@ fn configure(
         }
     }
     match before {
-        None => report_unmet(&host_b.join("out/.config")),
+        None => report_unmet(config_path),
         Some(before) => {
             let changed = config_input::changed(&before, &final_config);
             if changed.is_empty() {
@@ -344,7 +343,6 @@ fn configure(
             );
         }
     }
-    Ok(())
 }
 
 /// The stamp written once `out/.config` is configured; it holds the configuration's identity.
