@@ -13,6 +13,8 @@ use crate::error::{Error, Result};
 pub const DRIVERS: &[&str] = &[
     "igb",
     "ixgbe",
+    "igbvf",
+    "ixgbevf",
     "e1000e",
     "virtio_net",
     "sch_prio",

@@ -148,8 +148,8 @@ fn check_built_module(s: &Section, target: &Target, r: &mut ScenarioResult) {
 /// The `Speed:` ethtool must report for `driver`, if the harness knows it.
 pub fn expected_speed(driver: &str) -> Option<&'static str> {
     match driver {
-        "igb" => Some("1000Mb/s"),
-        "ixgbe" => Some("10000Mb/s"),
+        "igb" | "igbvf" => Some("1000Mb/s"),
+        "ixgbe" | "ixgbevf" => Some("10000Mb/s"),
         _ => None,
     }
 }

@@ -103,6 +103,11 @@ pub enum DeviceKind {
     /// QEMU's in-process virtio-net-pci (the paravirtual baseline), ports joined like
     /// QEMU's igb pair (`-netdev dgram`; one queue pair, no vnet header so no offloads).
     QemuVirtio,
+    /// nicemu's 82576 SR-IOV VFs over vfio-user (the ports are VFs 0, 1… of one
+    /// adapter, nicemu their PF).
+    NicemuIgbvf,
+    /// nicemu's 82599 SR-IOV VFs over vfio-user.
+    NicemuIxgbevf,
 }
 
 /// Most queue pairs the harness gives a nicemu virtio-net port.
@@ -117,6 +122,8 @@ impl DeviceKind {
         DeviceKind::NicemuIxgbe,
         DeviceKind::NicemuVirtio,
         DeviceKind::QemuVirtio,
+        DeviceKind::NicemuIgbvf,
+        DeviceKind::NicemuIxgbevf,
     ];
 
     /// Command-line name.
@@ -128,6 +135,8 @@ impl DeviceKind {
             DeviceKind::NicemuIxgbe => "nicemu-ixgbe",
             DeviceKind::NicemuVirtio => "nicemu-virtio",
             DeviceKind::QemuVirtio => "qemu-virtio",
+            DeviceKind::NicemuIgbvf => "nicemu-igbvf",
+            DeviceKind::NicemuIxgbevf => "nicemu-ixgbevf",
         }
     }
 
@@ -138,6 +147,8 @@ impl DeviceKind {
             DeviceKind::QemuE1000e => "e1000e",
             DeviceKind::NicemuIxgbe => "ixgbe",
             DeviceKind::NicemuVirtio | DeviceKind::QemuVirtio => "virtio_net",
+            DeviceKind::NicemuIgbvf => "igbvf",
+            DeviceKind::NicemuIxgbevf => "ixgbevf",
         }
     }
 
@@ -147,6 +158,8 @@ impl DeviceKind {
             DeviceKind::NicemuIgb => Some("igb"),
             DeviceKind::NicemuIxgbe => Some("ixgbe"),
             DeviceKind::NicemuVirtio => Some("virtio-net"),
+            DeviceKind::NicemuIgbvf => Some("igbvf"),
+            DeviceKind::NicemuIxgbevf => Some("ixgbevf"),
             _ => None,
         }
     }
@@ -159,11 +172,15 @@ impl DeviceKind {
         }
     }
 
-    /// Extra nicemu `--device` options of the kind (virtio-net: `queues=N`, N the
-    /// `virtio_queues` asked for: parameter `virtio.queues`, default 2).
-    pub fn nicemu_opts(self, virtio_queues: usize) -> String {
+    /// Extra nicemu `--device` options of port `port` of the kind (virtio-net:
+    /// `queues=N`, N the `virtio_queues` asked for: parameter `virtio.queues`, default 2;
+    /// VFs: VF `port` of adapter `a0`).
+    pub fn nicemu_opts(self, virtio_queues: usize, port: usize) -> String {
         match self {
             DeviceKind::NicemuVirtio => format!(",queues={virtio_queues}"),
+            DeviceKind::NicemuIgbvf | DeviceKind::NicemuIxgbevf => {
+                format!(",adapter=a0,vf={port}")
+            }
             _ => String::new(),
         }
     }
@@ -179,6 +196,9 @@ impl DeviceKind {
             (DeviceKind::NicemuVirtio | DeviceKind::QemuVirtio, "stats") => Some(
                 "virtio_net has no hardware packet/byte/broadcast counters to check (ethtool -S)",
             ),
+            (DeviceKind::NicemuIgbvf | DeviceKind::NicemuIxgbevf, "selftest" | "stats") => {
+                Some("a VF's self-test and counters are not checked by the harness yet")
+            }
             (d, "hostile") if d != DeviceKind::NicemuIgb => {
                 Some("the hostile guest's register program is the 82576's (nicemu's igb only)")
             }
@@ -329,8 +349,12 @@ mod tests {
         let joined = a.join(" ");
         assert!(joined.contains("-netdev vhost-user,id=n1,chardev=c1,queues=4 "));
         assert!(joined.contains("virtio-net-pci,netdev=n1,mq=on,vectors=10,mac="));
-        assert_eq!(DeviceKind::NicemuVirtio.nicemu_opts(4), ",queues=4");
-        assert_eq!(DeviceKind::NicemuIgb.nicemu_opts(4), "");
+        assert_eq!(DeviceKind::NicemuVirtio.nicemu_opts(4, 0), ",queues=4");
+        assert_eq!(DeviceKind::NicemuIgb.nicemu_opts(4, 0), "");
+        assert_eq!(
+            DeviceKind::NicemuIxgbevf.nicemu_opts(4, 1),
+            ",adapter=a0,vf=1"
+        );
         let a = DeviceKind::QemuVirtio.qemu_args("/r", &[], &[TEST_MAC, PEER_MAC], 4);
         let joined = a.join(" ");
         assert!(joined.contains("virtio-net-pci,netdev=n2,bus=rp2,mac=52:54:00:12:34:57"));

@@ -104,7 +104,7 @@ pub(crate) fn nicemu_cell(
         args.push(format!(
             "{kind},id={id},socket={}{},mac={mac},net=lan0{}{}",
             host.display(),
-            dev.nicemu_opts(virtio_queues),
+            dev.nicemu_opts(virtio_queues, i),
             opts.items(kind),
             if i == 0 { cable.as_str() } else { "" }
         ));
