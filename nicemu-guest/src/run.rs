@@ -74,6 +74,7 @@ pub fn default_timeout(scenarios: &[Box<dyn Scenario>], params: &Params) -> u64 
 pub fn run(args: &RunArgs) -> Result<RunReport> {
     let started = Instant::now();
     let limits = crate::cost::gate::Limit::parse_all(&args.cost_limits).map_err(Error::Usage)?;
+    let started_date = report::run_env::now_rfc3339();
     let plan = Plan::new(args)?;
     crate::preflight::check_paths(args, &plan.matrix)?;
     let nicemu_bin = nicemu_binary(args, &plan)?;
@@ -124,12 +125,10 @@ pub fn run(args: &RunArgs) -> Result<RunReport> {
         run_dir::remove_images(&dir.host);
     }
     report.wall_secs = (started.elapsed().as_secs_f64() * 10.0).round() / 10.0;
-    report.env = Some(report::run_env::measure(
-        &prov,
-        nicemu_bin.as_deref(),
-        args.guest.pin,
-        args.guest.smp,
-    ));
+    report.env = Some(report::run_env::RunEnv {
+        started: Some(started_date),
+        ..report::run_env::measure(&prov, nicemu_bin.as_deref(), args.guest.pin, args.guest.smp)
+    });
     if plan.is_ab(args, rounds) && rounds > 1 {
         report.ab = Some(report::ab::summarise(&report, rounds, &args.main_metrics));
     }

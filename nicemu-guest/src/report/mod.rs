@@ -5,12 +5,14 @@
 pub mod ab;
 pub mod ab_record;
 pub mod cases;
+pub mod cell_files;
 pub mod compare;
 pub mod cost_table;
 pub mod escape;
 pub mod html;
 pub mod json;
 pub mod junit;
+pub mod ktap;
 pub mod markdown;
 pub mod merge;
 pub mod metric_select;
@@ -27,8 +29,9 @@ use crate::params::Params;
 use crate::scenario::{ScenarioResult, Status};
 use crate::splat::Splat;
 
-/// Version of the JSON layout.
-pub const SCHEMA: u32 = 2;
+/// Version of the JSON layout (docs/src/guest/results-schema.md): raised when a field is
+/// renamed, removed or changes meaning; 3 added `failures`, `env.started`, `env.command`.
+pub const SCHEMA: u32 = 3;
 
 /// Results of one `run` invocation (or several merged).
 #[derive(Debug, Clone, Serialize, Deserialize)]

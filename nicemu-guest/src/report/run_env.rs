@@ -26,6 +26,35 @@ pub struct RunEnv {
     /// Host load average (1 min) when the run started: the machine may be shared.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load_avg: Option<f64>,
+    /// When the run started (UTC, RFC 3339: "2026-12-05T08:10:00Z").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started: Option<String>,
+    /// The command line that made the run, quoted for a POSIX shell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+}
+
+/// The date for [`RunEnv::started`].
+pub fn now_rfc3339() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+/// `args` as one line a POSIX shell reads back: words with characters other than
+/// `[A-Za-z0-9_./:=,+@%-]` in single quotes.
+pub fn shell_line(args: impl IntoIterator<Item = String>) -> String {
+    args.into_iter()
+        .map(|a| {
+            let plain = !a.is_empty()
+                && a.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_./:=,+@%-".contains(c));
+            if plain {
+                a
+            } else {
+                format!("'{}'", a.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 impl RunEnv {
@@ -78,12 +107,43 @@ pub fn measure(prov: &Provisioned, nicemu: Option<&Path>, pin: bool, smp: u32) -
         load_avg: std::fs::read_to_string("/proc/loadavg")
             .ok()
             .and_then(|l| l.split_whitespace().next().and_then(|x| x.parse().ok())),
+        started: None,
+        command: Some(shell_line(std::env::args())),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_command_line_reads_back_in_a_shell() {
+        let line = shell_line(
+            [
+                "nicemu-guest",
+                "run",
+                "--device",
+                "nicemu-igb,qemu-igb",
+                "--param",
+                "netperf.duration=3",
+                "it's here",
+                "",
+            ]
+            .map(String::from),
+        );
+        assert_eq!(
+            line,
+            "nicemu-guest run --device nicemu-igb,qemu-igb --param netperf.duration=3 'it'\\''s here' ''"
+        );
+        let out = std::process::Command::new("sh")
+            .args(["-c", &format!("printf '%s|' {line}")])
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "nicemu-guest|run|--device|nicemu-igb,qemu-igb|--param|netperf.duration=3|it's here||"
+        );
+    }
 
     #[test]
     fn env_line_names_each_version_once() {
@@ -93,6 +153,8 @@ mod tests {
             qemu_version: Some("QEMU emulator version 11.1.3".into()),
             pinning: Some("vCPU0→0 nicemu→0".into()),
             load_avg: Some(10.04),
+            started: None,
+            command: None,
         };
         assert_eq!(
             e.line(),

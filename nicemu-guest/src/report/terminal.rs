@@ -58,7 +58,7 @@ pub fn reports(report: &RunReport, ab: Option<(String, String)>) {
 }
 
 /// Where a run's files are, printed last: results.json, report.html, junit.xml (with the
-/// copies `--json`/`--html`/`--junit` asked for) and each guest's log directory.
+/// copies `--json`/`--html`/`--junit` asked for) and each guest's directory (logs, KTAP).
 pub fn locations(report: &RunReport, dir: &Path, out: &Outputs) -> String {
     let file = |name: &str, copy: &Option<std::path::PathBuf>| {
         let mut s = dir.join(name).display().to_string();
@@ -72,11 +72,14 @@ pub fn locations(report: &RunReport, dir: &Path, out: &Outputs) -> String {
     s.push_str(&format!("junit:      {}\n", file("junit.xml", &out.junit)));
     for (i, c) in report.runs.iter().enumerate() {
         let head = if i == 0 { "logs:" } else { "" };
-        let logs = if c.device.starts_with("nicemu") {
-            "serial.log, qemu.log, nicemu.log"
-        } else {
-            "serial.log, qemu.log"
-        };
+        let mut logs = String::from("serial.log, qemu.log");
+        if c.device.starts_with("nicemu") {
+            logs.push_str(", nicemu.log");
+        }
+        logs.push_str(", scenarios.tap");
+        if c.result("kselftest").is_some() {
+            logs.push_str(", kselftest.tap");
+        }
         s.push_str(&format!("{head:<12}{}/ ({logs})\n", c.dir));
     }
     s
@@ -112,12 +115,14 @@ mod tests {
         assert!(lines.contains(&"junit:      /runs/1/junit.xml"), "{text}");
         assert!(
             lines.contains(
-                &"logs:       /runs/1/1-sid-nicemu-igb/ (serial.log, qemu.log, nicemu.log)"
+                &"logs:       /runs/1/1-sid-nicemu-igb/ (serial.log, qemu.log, nicemu.log, scenarios.tap)"
             ),
             "{text}"
         );
         assert!(
-            lines.contains(&"            /runs/1/2-sid-qemu-igb/ (serial.log, qemu.log)"),
+            lines.contains(
+                &"            /runs/1/2-sid-qemu-igb/ (serial.log, qemu.log, scenarios.tap)"
+            ),
             "{text}"
         );
     }

@@ -244,6 +244,8 @@ mod tests {
             qemu_version: Some("QEMU emulator version 11.1.3 (Debian 1:11.1.3+ds-1)".into()),
             pinning: None,
             load_avg: Some(3.25),
+            started: None,
+            command: None,
         }
     }
 

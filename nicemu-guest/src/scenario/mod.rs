@@ -158,11 +158,7 @@ pub fn evaluate(scenario: &dyn Scenario, console: &Console, target: &Target) -> 
         None => ScenarioResult::fail(name, "the guest never started this scenario"),
         Some(sec) if sec.done_rc.is_none() => {
             let mut r = scenario.parse(sec, target);
-            r.status = Status::Fail;
-            r.reason = Some(format!(
-                "the scenario did not finish (guest crashed or timed out){}",
-                r.reason.map(|x| format!("; {x}")).unwrap_or_default()
-            ));
+            r.fail_first("the scenario did not finish (guest crashed or timed out)");
             r
         }
         Some(sec) => {

@@ -42,6 +42,10 @@ pub struct ScenarioResult {
     pub summary: Option<String>,
     /// Measured values and facts (driver name, sub-test values, timings).
     pub metrics: BTreeMap<String, serde_json::Value>,
+    /// Each check that failed, in the order found (`reason` joins them with "; "); the
+    /// KTAP and JUnit files list them one by one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failures: Vec<String>,
 }
 
 impl ScenarioResult {
@@ -53,14 +57,14 @@ impl ScenarioResult {
             reason: None,
             summary: None,
             metrics: BTreeMap::new(),
+            failures: Vec::new(),
         }
     }
 
     /// A failing result.
     pub fn fail(scenario: &str, reason: impl Into<String>) -> Self {
         let mut r = Self::pass(scenario);
-        r.status = Status::Fail;
-        r.reason = Some(reason.into());
+        r.add_failure(reason);
         r
     }
 
@@ -91,7 +95,29 @@ impl ScenarioResult {
         let reason = reason.into();
         self.reason = Some(match self.reason.take() {
             Some(r) => format!("{r}; {reason}"),
-            None => reason,
+            None => reason.clone(),
         });
+        self.failures.push(reason);
+    }
+
+    /// Marks the result failed with `reason` as its first failure (what made the rest moot,
+    /// e.g. the scenario not finishing).
+    pub fn fail_first(&mut self, reason: impl Into<String>) {
+        let reason = reason.into();
+        self.status = Status::Fail;
+        self.reason = Some(match self.reason.take() {
+            Some(r) => format!("{reason}; {r}"),
+            None => reason.clone(),
+        });
+        self.failures.insert(0, reason);
+    }
+
+    /// The failed checks one by one: `failures`, or for a result written before they were
+    /// recorded (schema 2) its `reason`.
+    pub fn failed_checks(&self) -> Vec<String> {
+        match (&self.status, self.failures.is_empty(), &self.reason) {
+            (Status::Fail, true, Some(r)) => vec![r.clone()],
+            _ => self.failures.clone(),
+        }
     }
 }
