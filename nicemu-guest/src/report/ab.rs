@@ -235,7 +235,12 @@ pub fn cyclictest_tables(report: &RunReport) -> String {
                 c.kernel_label,
                 c.device
             ));
-            for l in seed_lines(&threads, &prio, interval, threshold) {
+            let hist_us = c
+                .result("cyclictest")
+                .and_then(|r| r.metrics.get("histogram_us"))
+                .and_then(|v| v.as_u64())
+                .unwrap_or(p.num("cyclictest.histogram") as u64);
+            for l in seed_lines(&threads, &prio, interval, threshold, hist_us) {
                 block.push_str(&l);
                 block.push('\n');
             }
@@ -352,7 +357,7 @@ mod tests {
         assert_eq!(back.ab.as_ref().unwrap().metrics[7].a, [100.0, 101.0, 99.0]);
         assert_eq!(back.runs[1].side.as_deref(), Some("B"));
         assert_eq!(back.runs[5].round, Some(3));
-        let html = crate::report::html::render(&r);
+        let html = crate::report::html::render_at(&r, None);
         assert!(html.contains("<h2>A/B verdict (3 round(s) per side)</h2>"));
         // 3+3 rounds: the exact test cannot reach 5 %, so no verdict claims a difference.
         assert!(html.contains("no significant difference (n=3+3)"));

@@ -99,48 +99,6 @@ pub fn markdown(t: &CaseTable) -> String {
     s
 }
 
-/// The table as an HTML `<table>` (empty when no cell ran `kselftest`); the reason is the
-/// cell's tooltip.
-pub fn html(t: &CaseTable) -> String {
-    use super::escape::esc;
-    if t.rows.is_empty() {
-        return String::new();
-    }
-    let mut s = String::from(
-        "<h2>kselftest cases</h2>\n<p>! = not what the device's expectations file says</p>\n<table><tr><th>case</th>",
-    );
-    for c in &t.columns {
-        s.push_str(&format!("<th>{}</th>", esc(c)));
-    }
-    s.push_str("</tr>\n");
-    for (name, program, cells) in &t.rows {
-        s.push_str(&format!(
-            "<tr><td title=\"{}\">{}</td>",
-            esc(program),
-            esc(name)
-        ));
-        for c in cells {
-            s.push_str(&match c {
-                None => "<td>—</td>".to_owned(),
-                Some(c) => format!(
-                    "<td class=\"{}\" title=\"{}\">{}{}</td>",
-                    if c.status == "TIMEOUT" {
-                        "FAIL"
-                    } else {
-                        c.status.as_str()
-                    },
-                    esc(c.reason.as_deref().unwrap_or("")),
-                    esc(&c.status),
-                    if c.deviates { " !" } else { "" }
-                ),
-            });
-        }
-        s.push_str("</tr>\n");
-    }
-    s.push_str("</table>\n");
-    s
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -171,7 +129,8 @@ mod tests {
                    {"case": "csum.test", "program": "drivers/net/hw:csum.py", "status": "PASS"}]),
             &[],
         );
-        let t = table(&report("r", vec![a, b]));
+        let r = report("r", vec![a, b]);
+        let t = table(&r);
         assert_eq!(t.columns, ["sid / nicemu-igb", "sid / qemu-igb"]);
         assert_eq!(t.rows.len(), 3);
         let md = markdown(&t);
@@ -179,7 +138,7 @@ mod tests {
         assert!(md.contains("| stats.check_pause | FAIL ! | — |"), "{md}");
         assert!(md.contains("| csum.test | — | PASS |"), "{md}");
         assert_eq!(markdown(&table(&report("r", vec![]))), "");
-        let h = html(&t);
+        let h = crate::report::html::render_at(&r, None);
         assert!(
             h.contains("<td class=\"FAIL\" title=\"x\">FAIL !</td>"),
             "{h}"

@@ -116,14 +116,16 @@ pub fn add_percentiles(out: &mut Output, bin: u64, threshold: u64) {
 }
 
 /// The seed's table (`T: N … Min Avg Max` per CPU) plus p99 / p99.9 and the threshold share,
-/// one line per thread: "T: 0 P:90 I:200 C:  30000 Min:   5 Avg:  231 Max: 11871 p99:   531 p99.9:  3900 >100µs: 1.2 %".
+/// one line per thread: "T: 0 P:90 I:200 C:  30000 Min:   5 Avg:  231 Max: 11871 p99:   531 p99.9:  3900 >100µs: 1.2 %";
+/// a percentile beyond the histogram (`hist_us` µs) is written `>4000`.
 pub fn seed_lines(
     threads: &[Thread],
     priority: &str,
     interval: u64,
     threshold: u64,
+    hist_us: u64,
 ) -> Vec<String> {
-    let opt = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_else(|| "ovf".into());
+    let opt = |v: Option<u64>| v.map_or_else(|| format!(">{hist_us}"), |v| v.to_string());
     threads
         .iter()
         .map(|t| {
@@ -142,6 +144,63 @@ pub fn seed_lines(
             )
         })
         .collect()
+}
+
+/// A latency of `us` microseconds as the reports write it ("4 ms", "750 µs").
+pub fn micros_text(us: u64) -> String {
+    if us >= 1000 && us.is_multiple_of(1000) {
+        format!("{} ms", us / 1000)
+    } else {
+        format!("{us} µs")
+    }
+}
+
+/// What a percentile beyond a histogram of `hist_us` µs is known to be.
+pub fn beyond_histogram(hist_us: u64) -> String {
+    format!("> {} (histogram end)", micros_text(hist_us))
+}
+
+/// Per-CPU percentiles for a summary: "531/612 µs", or with some beyond the histogram
+/// "531 µs/> 4 ms (histogram end)", or all beyond it "> 4 ms (histogram end)".
+pub fn percentiles_text(p: &[Option<u64>], hist_us: u64) -> String {
+    if p.iter().all(Option::is_some) {
+        let v: Vec<String> = p.iter().flatten().map(u64::to_string).collect();
+        return format!("{} µs", v.join("/"));
+    }
+    if p.iter().all(Option::is_none) {
+        return beyond_histogram(hist_us);
+    }
+    p.iter()
+        .map(|v| v.map_or_else(|| beyond_histogram(hist_us), |v| format!("{v} µs")))
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// The table's headline: "max 1175678 µs (1175678/862548), p99 > 4 ms (histogram end)".
+pub fn summary(threads: &[Thread], hist_us: u64) -> String {
+    let max = threads.iter().map(|t| t.max).max().unwrap_or(0);
+    let per: Vec<String> = threads.iter().map(|t| t.max.to_string()).collect();
+    let p99: Vec<Option<u64>> = threads.iter().map(|t| t.p99).collect();
+    format!(
+        "max {max} µs ({}), p99 {}",
+        per.join("/"),
+        percentiles_text(&p99, hist_us)
+    )
+}
+
+/// [`summary`] from a result's metrics (results written before it said where the
+/// histogram ends read with the parameter's default).
+pub fn summary_of(r: &ScenarioResult) -> Option<String> {
+    let threads: Vec<Thread> = serde_json::from_value(r.metrics.get("threads")?.clone()).ok()?;
+    if threads.is_empty() {
+        return None;
+    }
+    let hist_us = r
+        .metrics
+        .get("histogram_us")
+        .and_then(|v| v.as_u64())
+        .unwrap_or(Params::default().num("cyclictest.histogram") as u64);
+    Some(summary(&threads, hist_us))
 }
 
 /// Parsed cyclictest output.
@@ -257,10 +316,11 @@ impl Scenario for Cyclictest {
         let reader = p.get("cyclictest.stats_reader") == "1";
         let mut s = String::from(NEED_IFACE);
         s.push_str(&format!(
-            "nicemu_kv stats_reader {}\nnicemu_kv hist_bin {}\nnicemu_kv threshold {}\n\
+            "nicemu_kv stats_reader {}\nnicemu_kv hist_bin {}\nnicemu_kv hist_us {}\nnicemu_kv threshold {}\n\
              rm -f /tmp/cyc.stop; echo 0 > /tmp/cyc.reads\n",
             u8::from(reader),
             bin_width(p.num("cyclictest.histogram") as u64),
+            p.num("cyclictest.histogram") as u64,
             p.num("cyclictest.threshold") as u64
         ));
         if reader {
@@ -333,18 +393,13 @@ impl Scenario for Cyclictest {
         if secs > 0.0 {
             r.metric("secs", json!(secs));
         }
-        let per: Vec<String> = out.threads.iter().map(|t| t.max.to_string()).collect();
-        let p99: Vec<String> = out
-            .threads
-            .iter()
-            .map(|t| t.p99.map(|v| v.to_string()).unwrap_or_else(|| "ovf".into()))
-            .collect();
-        r.summary = Some(format!(
-            "max {} µs ({}), p99 {} µs",
-            max,
-            per.join("/"),
-            p99.join("/")
-        ));
+        // Guests before `hist_us` was printed: the buckets are a hundredth of the histogram.
+        let hist_us = s
+            .get("hist_us")
+            .and_then(num)
+            .map_or(bin * 100, |v| v as u64);
+        r.metric("histogram_us", json!(hist_us));
+        r.summary = Some(summary(&out.threads, hist_us));
         r
     }
 }
@@ -354,6 +409,23 @@ mod tests {
     use super::*;
 
     const CAPTURE: &str = include_str!("../../tests/fixtures/cyclictest-histogram.txt");
+
+    #[test]
+    fn percentiles_beyond_the_histogram_say_where_it_ends() {
+        assert_eq!(
+            percentiles_text(&[Some(531), Some(612)], 4000),
+            "531/612 µs"
+        );
+        assert_eq!(
+            percentiles_text(&[Some(531), None], 4000),
+            "531 µs/> 4 ms (histogram end)"
+        );
+        assert_eq!(
+            percentiles_text(&[None, None], 4000),
+            "> 4 ms (histogram end)"
+        );
+        assert_eq!(beyond_histogram(2500), "> 2500 µs (histogram end)");
+    }
 
     #[test]
     fn histogram_summary_and_rebinned_rows() {
@@ -391,7 +463,7 @@ mod tests {
             assert!(t.min <= p50 && p50 <= p99 && p99 <= t.max, "{t:?}");
             assert!(t.above_pct.unwrap() > 0.0 && t.above_pct.unwrap() < 100.0);
         }
-        let table = seed_lines(&o.threads, "90", 200, 100);
+        let table = seed_lines(&o.threads, "90", 200, 100, 4000);
         assert_eq!(table.len(), 2);
         assert!(table[0].starts_with("T: 0 P:90 I:200 C:"), "{}", table[0]);
         assert!(table[1].starts_with("T: 1 P:90 I:700 C:"), "{}", table[1]);
