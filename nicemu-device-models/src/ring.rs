@@ -347,6 +347,17 @@ pub fn place_frame(
     mut writeback: impl FnMut(bool, u16) -> [u8; 16],
 ) -> Result<(), RingError> {
     let (parts, total) = frame;
+    if total > 0 && total <= bufsize {
+        // The frame fits one buffer (a 64 B or 1500 B frame in 2 KiB).
+        let d = descs.read.read(r.head)?;
+        let pkt = u64::from_le_bytes([d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7]]);
+        write_parts(&mem.write, pkt, parts, 0, total)?;
+        descs
+            .write
+            .write_back(r.head, &writeback(true, total as u16))?;
+        r.advance();
+        return Ok(());
+    }
     let mut off = 0usize;
     while off < total {
         let chunk = (total - off).min(bufsize.max(1));

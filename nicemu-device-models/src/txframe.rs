@@ -208,7 +208,7 @@ impl TxQueue {
         s: FinishSettings,
         out: &mut impl FnMut(&mut Vec<u8>),
     ) -> Result<Finished, TxDrop> {
-        let ctx = self.ctx[usize::from(o.idx & 1)];
+        let ctx = &self.ctx[usize::from(o.idx & 1)];
         let frame = &mut self.frame;
         if o.cmd & TXD_CMD_VLE != 0 && frame.len() >= 12 {
             let tag = o.legacy_vlan.unwrap_or(ctx.vlan);
@@ -235,7 +235,7 @@ impl TxQueue {
             // An ESP frame's L4 checksum ends where its trailer starts.
             let end = frame.len().saturating_sub(ctx.esp_trailer(o.popts));
             let f = &mut frame[..end];
-            apply_checksums(f, &ctx, o.popts & 1 != 0, o.popts & 2 != 0)?;
+            apply_checksums(f, ctx, o.popts & 1 != 0, o.popts & 2 != 0)?;
         }
         if s.pad && frame.len() < MIN_FRAME {
             frame.resize(MIN_FRAME, 0);

@@ -67,6 +67,8 @@ pub(crate) struct RxDone<'v> {
     /// The address and VLAN filters' verdict on the batch's last frame
     /// that reached them, by what they read of it ([`FilterKey`]).
     accepted: Option<(FilterKey, bool)>,
+    /// Descriptors the batch used, added to the function's count once.
+    used: u64,
 }
 
 /// What the parts' address and VLAN filters ([`super::Receive::rx_accept`])
@@ -119,6 +121,7 @@ impl<'v> RxDone<'v> {
             held: None,
             setup: None,
             accepted: None,
+            used: 0,
         }
     }
 
@@ -248,6 +251,9 @@ impl<M: Part> Function<M> {
     pub(crate) fn rx_done(&self, done: &mut RxDone) {
         done.held = None;
         self.count_tally(Dir::Rx, done.qi, &mut done.tally);
+        if done.used != 0 {
+            self.descs[1].fetch_add(std::mem::take(&mut done.used), Ordering::Relaxed);
+        }
         while done.signal != 0 {
             let qi = done.signal.trailing_zeros() as usize;
             done.signal &= done.signal - 1;
@@ -497,7 +503,7 @@ impl<M: Part> Function<M> {
         }
         self.regs.poke(base + q::H, r.head);
         let used = (r.head + r.count - h0) % r.count;
-        self.descs[1].fetch_add(u64::from(used), Ordering::Relaxed);
+        done.used += u64::from(used);
         if ok {
             self.rx_count(done, qi, frame);
         }
