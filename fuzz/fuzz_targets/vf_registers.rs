@@ -14,7 +14,7 @@ use nicemu_device_models::vf::agent::{Admin, MAX_MC_HASHES, MAX_UC_FILTERS, MAX_
 use nicemu_device_models::vf::igbvf::I82576Vf;
 use nicemu_device_models::vf::ixgbevf::I82599Vf;
 use nicemu_device_models::vf::mailbox::bits;
-use nicemu_device_models::vf::{Vf, VfConfig, VfPart};
+use nicemu_device_models::vf::{Vf, VfConfig, VfControl, VfPart};
 use nicemu_device_models::function::Function;
 use nicemu_device_models::PciFunction;
 use vm_memory::{Bytes, GuestAddress};

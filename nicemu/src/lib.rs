@@ -22,6 +22,7 @@ pub mod switch;
 pub mod threads;
 pub mod timer;
 pub mod trace;
+pub mod veb;
 pub mod vfio;
 pub mod vhost;
 pub mod wire;

@@ -20,6 +20,7 @@ use crate::latency::{PortLatency, TimedRx, TimedWire};
 use crate::switch::{PortCounters, PortSlot, Switch};
 use crate::timer::{self, DeviceTimer};
 use crate::trace::{TraceSink, Tracer};
+use crate::veb::{Adapter, VebWire};
 use crate::vfio::{irq::EventIrq, SharedDevice, VfioPort};
 use crate::vhost::VirtioNetPort;
 use crate::wire;
@@ -168,12 +169,17 @@ pub fn start(
     };
     let mut registry = Registry::default();
     let mut nets: HashMap<String, Arc<Switch>> = HashMap::new();
+    let mut adapters: HashMap<String, Arc<Adapter>> = HashMap::new();
     for spec in specs {
+        let veb = spec
+            .vf
+            .as_ref()
+            .map(|v| adapters.entry(v.adapter.clone()).or_default().clone());
         let switch = nets.entry(spec.net.clone()).or_default().clone();
         let started = match spec.kind {
             DeviceKind::VirtioNet => start_virtio(spec, &switch),
             DeviceKind::Igb | DeviceKind::Ixgbe | DeviceKind::Igbvf | DeviceKind::Ixgbevf => {
-                start_function(spec, &switch, trace.clone())
+                start_function(spec, &switch, trace.clone(), veb)
             }
         };
         match started {
@@ -258,6 +264,20 @@ fn connect_cables(specs: &[DeviceSpec], registry: &Registry) {
     }
 }
 
+/// The transmit path of a function on switch port `port`: timed, and for a
+/// VF through its adapter's VEB, which counts loopback.
+fn function_wire(
+    veb: Option<&Arc<Adapter>>,
+    port: crate::switch::PortHandle,
+    lat: &Arc<PortLatency>,
+) -> Arc<dyn nicemu_device_models::FrameSink> {
+    let timed = Arc::new(TimedWire::new(Arc::new(port), lat.clone()));
+    match veb {
+        Some(a) => Arc::new(VebWire::new(a.clone(), a.next_index(), timed)),
+        None => timed,
+    }
+}
+
 /// The device model of an igb, ixgbe, igbvf or ixgbevf `spec`, and a VF's
 /// control.
 fn new_model(spec: &DeviceSpec, env: DeviceEnv) -> (SharedDevice, Option<Arc<dyn VfControl>>) {
@@ -294,6 +314,7 @@ fn start_function(
     spec: &DeviceSpec,
     switch: &Arc<Switch>,
     trace: Option<TraceSink>,
+    veb: Option<Arc<Adapter>>,
 ) -> Result<PortInfo, Error> {
     let (vectors, what) = match spec.kind {
         DeviceKind::Ixgbe => (ixgbe::MSIX_VECTORS, "ixgbe (82599 SFP+)"),
@@ -309,11 +330,14 @@ fn start_function(
     let timer = Arc::new(DeviceTimer::default());
     let env = DeviceEnv {
         irq: irq.clone(),
-        wire: Arc::new(TimedWire::new(Arc::new(port), lat.clone())),
+        wire: function_wire(veb.as_ref(), port, &lat),
         clock: Arc::new(MonotonicClock),
         timer: timer.clone(),
     };
     let (dev, vf_ctl) = new_model(spec, env);
+    if let (Some(a), Some(vf)) = (&veb, &vf_ctl) {
+        a.add(vf.clone());
+    }
     let rx_dev = Arc::new(TimedRx::new(dev.clone(), lat.clone()));
     direct.set(rx_dev.clone());
     dev.set_wire_delay_ns(spec.delay_ns);

@@ -170,6 +170,14 @@ pub mod pool {
     pub const BPTC: u32 = 0x46c0;
     /// Multicasts transmitted.
     pub const MPTC: u32 = 0x46c4;
+    /// Good packets received from another VF of the adapter (VEB).
+    pub const GPRLBC: u32 = 0x46d0;
+    /// Good packets sent to another VF of the adapter.
+    pub const GPTLBC: u32 = 0x46d4;
+    /// Good octets received from another VF of the adapter.
+    pub const GORLBC: u32 = 0x46d8;
+    /// Good octets sent to another VF of the adapter.
+    pub const GOTLBC: u32 = 0x46dc;
 }
 
 /// Rows of [`pool_rows`].
@@ -215,11 +223,11 @@ pub const fn pool_rows() -> [RegDef<Hook>; POOL_ROWS] {
         rc("PTC64", PTC64).array(6, 4),
         rc("BPTC", BPTC),
         rc("MPTC", MPTC),
-        // Room for the pool counters the switch policy adds (loopback).
-        rc("GPRLBC", 0x46d0),
-        rc("GPTLBC", 0x46d4),
-        rc("GORLBC", 0x46d8),
-        rc("GOTLBC", 0x46dc),
+        // What the adapter's VEB switched between its VFs.
+        rc("GPRLBC", GPRLBC),
+        rc("GPTLBC", GPTLBC),
+        rc("GORLBC", GORLBC),
+        rc("GOTLBC", GOTLBC),
     ]
 }
 
@@ -440,6 +448,11 @@ pub trait VfControl: Send + Sync {
     fn mbx_nack(&self, n: u32);
     /// The PF ignores the VF's next `n` messages: no PFACK, no reply.
     fn mbx_drop(&self, n: u32);
+    /// Counts `frames` frames of `octets` octets (FCS included) the
+    /// adapter's VEB switched between this VF and another of its VFs:
+    /// sent by this VF (`sent`) or received (the VF loopback counters,
+    /// VFGPTLBC/VFGOTLBC and VFGPRLBC/VFGORLBC on the 82576).
+    fn count_loopback(&self, sent: bool, frames: u32, octets: u64);
 }
 
 impl<P: VfPart> Model for Vf<P> {
@@ -492,6 +505,8 @@ impl<P: VfPart> Model for Vf<P> {
             Some(c) => {
                 c.mbx.vf_reset();
                 c.agent.vf_reset();
+                // The MAC the VF set survives its reset (the PF keeps it).
+                f.sync_ral(c.agent.mac);
             }
             None => {
                 *core = Some(Core::new(P::KIND, f.cfg.admin));
@@ -520,6 +535,20 @@ impl<P: VfPart> Function<Vf<P>> {
         let mut g = lock(&self.part.core);
         let c = g.get_or_insert_with(|| Core::new(P::KIND, self.cfg.admin));
         f(&mut c.faults)
+    }
+
+    /// Puts the VF's MAC address into the pool's receive address (with
+    /// Address Valid unless it is all zero), where the VEB reads it.
+    fn sync_ral(&self, mac: [u8; 6]) {
+        let av = if mac == [0; 6] { 0 } else { 1 << 31 };
+        self.regs.poke(
+            pool::RAL0,
+            u32::from_le_bytes([mac[0], mac[1], mac[2], mac[3]]),
+        );
+        self.regs.poke(
+            pool::RAL0 + 4,
+            u32::from(u16::from_le_bytes([mac[4], mac[5]])) | av,
+        );
     }
 
     /// Mirrors the mailbox buffer into the VMBMEM registers.
@@ -554,6 +583,7 @@ impl<P: VfPart> Function<Vf<P>> {
                 VfEvent::Request(words) => {
                     let reply = a.handle(&words);
                     m.pf_reply(&reply);
+                    self.sync_ral(a.mac);
                     true
                 }
                 VfEvent::None => false,
@@ -636,14 +666,19 @@ impl<P: VfPart> VfControl for Function<Vf<P>> {
                 a.mac = mac;
             }
             a.admin = admin;
+            self.sync_ral(a.mac);
         });
         let mut c = self.ctl();
         c.media.set_mode(admin.link);
         self.check_link_change(&mut c);
     }
 
+    /// Read from the pool's receive address, without the agent's lock (the
+    /// VEB looks it up per frame).
     fn vf_mac(&self) -> [u8; 6] {
-        self.with_core(|_, a| a.mac)
+        let lo = self.regs.peek(pool::RAL0).to_le_bytes();
+        let hi = self.regs.peek(pool::RAL0 + 4).to_le_bytes();
+        [lo[0], lo[1], lo[2], lo[3], hi[0], hi[1]]
     }
 
     fn mailbox_trace(&self) -> Vec<TraceEntry> {
@@ -682,6 +717,16 @@ impl<P: VfPart> VfControl for Function<Vf<P>> {
 
     fn mbx_drop(&self, n: u32) {
         self.with_faults(|f| f.drop = n);
+    }
+
+    fn count_loopback(&self, sent: bool, frames: u32, octets: u64) {
+        let (p, o) = if sent {
+            (pool::GPTLBC, pool::GOTLBC)
+        } else {
+            (pool::GPRLBC, pool::GORLBC)
+        };
+        self.stat_add(p, frames);
+        self.totals.count(&self.regs, o, octets);
     }
 }
 

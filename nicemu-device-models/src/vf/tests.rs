@@ -51,6 +51,7 @@ on_both_vfs!(
     random_register_programs_never_panic,
     a_port_vlan_tags_and_strips_and_vlan_spoofs_drop,
     mailbox_faults_nack_and_drop,
+    loopback_counts_and_the_mac_the_veb_reads,
 );
 
 fn up<P: VfPart>() -> (Function<Vf<P>>, crate::testutil::TestEnv) {
@@ -401,4 +402,31 @@ fn mailbox_faults_nack_and_drop<P: VfPart>() {
     d.vflr();
     assert_ne!(rd(&d, m.mailbox) & bits::RSTD, 0);
     assert!(!d.agent().cts);
+}
+
+fn loopback_counts_and_the_mac_the_veb_reads<P: VfPart>() {
+    let (d, _) = Vf::<P>::dev_with(VfConfig {
+        vf: 2,
+        admin: Admin::default(),
+    });
+    assert_eq!(d.vf_mac(), [0; 6], "none before the driver sets one");
+    reset_handshake(&d);
+    let mine = [0x02, 0, 0, 0, 0, 0x42];
+    let w1 = u32::from_le_bytes([mine[0], mine[1], mine[2], mine[3]]);
+    let w2 = u32::from(u16::from_le_bytes([mine[4], mine[5]]));
+    assert!(acked(mbx_call(&d, &[op::SET_MAC_ADDR, w1, w2], 1)[0]));
+    assert_eq!(d.vf_mac(), mine);
+    reset_handshake(&d);
+    assert_eq!(d.vf_mac(), mine, "kept across the VF's reset");
+    d.count_loopback(true, 2, 128);
+    d.count_loopback(false, 1, 64);
+    assert_eq!(total(&d, "GPTLBC"), 2);
+    assert_eq!(total(&d, "GOTLBC"), 128);
+    assert_eq!(total(&d, "GPRLBC"), 1);
+    if P::KIND == agent::PfKind::Igb {
+        assert_eq!(rd(&d, 0x0f44), 2, "VFGPTLBC");
+        assert_eq!(rd(&d, 0x0f50), 128, "VFGOTLBC");
+        assert_eq!(rd(&d, 0x0f40), 1, "VFGPRLBC");
+        assert_eq!(rd(&d, 0x0f48), 64, "VFGORLBC");
+    }
 }

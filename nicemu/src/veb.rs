@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: Apache-2.0
+//! The VEB (virtual Ethernet bridge) of one SR-IOV adapter: frames one of
+//! its VFs sends to another of its VFs are switched inside the adapter and
+//! counted in both VFs' loopback counters (82576 datasheet §7.8.3.x
+//! "VM to VM switching", the VF's VFGPTLBC/VFGOTLBC and VFGPRLBC/VFGORLBC).
+//! The frames themselves take the network's switch as every frame does
+//! (its learning, its queues); the VEB counts what the adapter would
+//! have looped back: a unicast to a sibling VF's address, or a broadcast
+//! or multicast (once sent, received by every sibling).
+
+use std::sync::{Arc, RwLock};
+
+use nicemu_device_models::vf::VfControl;
+use nicemu_device_models::{FrameBatch, FrameSink};
+
+/// The VFs of one adapter, in the order they were started.
+#[derive(Default)]
+pub struct Adapter {
+    vfs: RwLock<Vec<Arc<dyn VfControl>>>,
+}
+
+impl std::fmt::Debug for Adapter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = self.vfs.read().map_or(0, |v| v.len());
+        f.debug_struct("Adapter").field("vfs", &n).finish()
+    }
+}
+
+impl Adapter {
+    /// The place the next VF added will have.
+    pub fn next_index(&self) -> usize {
+        self.vfs.read().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    /// Adds a VF (at [`Self::next_index`]).
+    pub fn add(&self, vf: Arc<dyn VfControl>) {
+        self.vfs.write().unwrap_or_else(|e| e.into_inner()).push(vf);
+    }
+
+    /// Counts a frame VF `from` sent that the adapter loops back to its
+    /// other VFs, if any.
+    pub fn count(&self, from: usize, frame: &[u8]) {
+        if frame.len() < 14 {
+            return;
+        }
+        let vfs = self.vfs.read().unwrap_or_else(|e| e.into_inner());
+        let octets = frame.len() as u64 + 4;
+        let dst = &frame[..6];
+        let group = dst[0] & 1 != 0;
+        let mut looped = false;
+        for (i, vf) in vfs.iter().enumerate() {
+            if i == from || !(group || vf.vf_mac() == dst) {
+                continue;
+            }
+            vf.count_loopback(false, 1, octets);
+            looped = true;
+        }
+        if looped {
+            if let Some(me) = vfs.get(from) {
+                me.count_loopback(true, 1, octets);
+            }
+        }
+    }
+}
+
+/// A VF's transmit path through its adapter's VEB to the network.
+pub struct VebWire {
+    adapter: Arc<Adapter>,
+    index: usize,
+    inner: Arc<dyn FrameSink>,
+}
+
+impl VebWire {
+    /// The wire of the VF at `index` in `adapter`, onto `inner`.
+    pub fn new(adapter: Arc<Adapter>, index: usize, inner: Arc<dyn FrameSink>) -> Self {
+        VebWire {
+            adapter,
+            index,
+            inner,
+        }
+    }
+}
+
+impl FrameSink for VebWire {
+    fn transmit(&self, frame: &[u8]) {
+        self.adapter.count(self.index, frame);
+        self.inner.transmit(frame);
+    }
+
+    fn transmit_at(&self, frame: &[u8], sent_ns: u64) {
+        self.adapter.count(self.index, frame);
+        self.inner.transmit_at(frame, sent_ns);
+    }
+
+    fn transmit_batch(&self, batch: &FrameBatch) {
+        for f in batch.frames().iter() {
+            self.adapter.count(self.index, f);
+        }
+        self.inner.transmit_batch(batch);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nicemu_device_models::testutil::driver::{DriverQueues, MAC};
+    use nicemu_device_models::vf::double::{mbx_call, reset_handshake};
+    use nicemu_device_models::vf::igbvf::I82576Vf;
+    use nicemu_device_models::vf::Vf;
+
+    #[derive(Default)]
+    struct Sink(std::sync::Mutex<usize>);
+    impl FrameSink for Sink {
+        fn transmit(&self, _: &[u8]) {
+            *self.0.lock().unwrap() += 1;
+        }
+    }
+
+    fn total(
+        vf: &Arc<dyn VfControl>,
+        name: &str,
+        port: &dyn nicemu_device_models::Introspect,
+    ) -> u64 {
+        let _ = vf;
+        port.counters()
+            .into_iter()
+            .find(|(n, _)| n == name)
+            .map_or(0, |c| c.1)
+    }
+
+    #[test]
+    fn frames_between_vfs_of_an_adapter_are_counted_as_loopback() {
+        let (a, _) = Vf::<I82576Vf>::dev();
+        let (b, _) =
+            Vf::<I82576Vf>::dev_with(Vf::<I82576Vf>::test_config([0x52, 0x54, 0, 0, 0, 0x77]));
+        reset_handshake(&a);
+        reset_handshake(&b);
+        let _ = mbx_call::<I82576Vf>;
+        let (a, b) = (Arc::new(a), Arc::new(b));
+        let adapter = Arc::new(Adapter::default());
+        adapter.add(a.clone());
+        adapter.add(b.clone());
+        let sink = Arc::new(Sink::default());
+        let wire = VebWire::new(adapter.clone(), 0, sink.clone());
+        let mut f = vec![0u8; 60];
+        f[..6].copy_from_slice(&[0x52, 0x54, 0, 0, 0, 0x77]);
+        f[6..12].copy_from_slice(&MAC);
+        wire.transmit(&f);
+        f[..6].copy_from_slice(&[0x52, 0x54, 0, 0, 0, 0x99]);
+        wire.transmit(&f);
+        f[..6].copy_from_slice(&[0xff; 6]);
+        wire.transmit(&f);
+        assert_eq!(
+            *sink.0.lock().unwrap(),
+            3,
+            "every frame goes on to the network"
+        );
+        let (ac, bc): (Arc<dyn VfControl>, Arc<dyn VfControl>) = (a.clone(), b.clone());
+        assert_eq!(
+            total(&ac, "GPTLBC", a.as_ref()),
+            2,
+            "to the sibling and broadcast"
+        );
+        assert_eq!(total(&ac, "GOTLBC", a.as_ref()), 128);
+        assert_eq!(total(&bc, "GPRLBC", b.as_ref()), 2);
+        assert_eq!(total(&ac, "GPRLBC", a.as_ref()), 0, "not to itself");
+    }
+}
