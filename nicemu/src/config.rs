@@ -84,6 +84,9 @@ pub struct DeviceSpec {
     pub cable: Option<String>,
     /// What makes an `igbvf`/`ixgbevf` device a VF.
     pub vf: Option<VfSpec>,
+    /// `port-security=on`: frames from another source address than `mac`
+    /// are dropped and counted (igb, ixgbe).
+    pub port_security: bool,
 }
 
 /// Largest accepted `delay=` (one second).
@@ -202,6 +205,7 @@ struct DeviceKeys {
     spoofchk: Option<bool>,
     trust: Option<bool>,
     link: Option<nicemu_device_models::vf::agent::LinkMode>,
+    port_security: Option<bool>,
 }
 
 /// `vlan=`: a port VLAN ID from 1 to 4094.
@@ -261,9 +265,10 @@ impl DeviceKeys {
             "spoofchk" => self.spoofchk = Some(on_off("spoofchk", v)?),
             "trust" => self.trust = Some(on_off("trust", v)?),
             "link" => self.link = Some(vf_link(v)?),
+            "port-security" => self.port_security = Some(on_off("port-security", v)?),
             other => {
                 return Err(format!(
-                    "unknown key '{other}' (known: id, socket, mac, net, queues, coalesce, delay, sfp, autoneg, cable, adapter, vf, vlan, qos, spoofchk, trust, link)"
+                    "unknown key '{other}' (known: id, socket, mac, net, queues, coalesce, delay, sfp, autoneg, cable, adapter, vf, vlan, qos, spoofchk, trust, link, port-security)"
                 ))
             }
         }
@@ -303,6 +308,9 @@ impl DeviceKeys {
             if !kind.is_vf() {
                 return Err(format!("{k}= applies to igbvf and ixgbevf only"));
             }
+        }
+        if self.port_security.is_some() && !matches!(kind, DeviceKind::Igb | DeviceKind::Ixgbe) {
+            return Err("port-security= applies to igb and ixgbe (a VF has spoofchk=)".into());
         }
         if self.qos.is_some() && self.vlan.is_none() {
             return Err("qos= needs vlan= (the priority of the port VLAN)".into());
@@ -387,6 +395,7 @@ impl DeviceSpec {
             cable: keys.cable,
             sfp: keys.sfp.unwrap_or_default(),
             vf,
+            port_security: keys.port_security.unwrap_or(false),
         })
     }
 }
@@ -588,6 +597,8 @@ mod tests {
         assert_eq!(d.autoneg_ns, 300_000_000);
         let d = DeviceSpec::parse("ixgbe,id=x,socket=/s,delay=1500", 1).unwrap();
         assert_eq!(d.delay_ns, 1500);
+        let d = DeviceSpec::parse("igb,id=x,socket=/s,port-security=on", 1).unwrap();
+        assert!(d.port_security);
         let d = DeviceSpec::parse("ixgbe,id=x,socket=/s,sfp=lr", 1).unwrap();
         assert_eq!(d.sfp, nicemu_device_models::ixgbe::SfpKind::Lr);
         let d = DeviceSpec::parse("virtio-net,id=v,socket=/s,queues=4", 3).unwrap();
@@ -703,6 +714,11 @@ mod tests {
                 "vf= applies to igbvf and ixgbevf only",
             ),
             ("igbvf,id=a,socket=/s,adapter=a,vf=0,sfp=sr", "ixgbe only"),
+            ("igb,id=a,socket=/s,port-security=yes", "on or off"),
+            (
+                "virtio-net,id=a,socket=/s,port-security=on",
+                "igb and ixgbe",
+            ),
         ] {
             let e = DeviceSpec::parse(spec, 0).unwrap_err().to_string();
             assert!(e.contains(needle), "{spec}: {e}");

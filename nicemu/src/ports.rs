@@ -20,7 +20,7 @@ use crate::latency::{PortLatency, TimedRx, TimedWire};
 use crate::switch::{PortCounters, PortSlot, Switch};
 use crate::timer::{self, DeviceTimer};
 use crate::trace::{TraceSink, Tracer};
-use crate::veb::{Adapter, VebWire};
+use crate::veb::{Adapter, LockedWire, VebWire};
 use crate::vfio::{irq::EventIrq, SharedDevice, VfioPort};
 use crate::vhost::VirtioNetPort;
 use crate::wire;
@@ -267,13 +267,16 @@ fn connect_cables(specs: &[DeviceSpec], registry: &Registry) {
 /// The transmit path of a function on switch port `port`: timed, and for a
 /// VF through its adapter's VEB, which counts loopback.
 fn function_wire(
+    spec: &DeviceSpec,
     veb: Option<&Arc<Adapter>>,
     port: crate::switch::PortHandle,
     lat: &Arc<PortLatency>,
 ) -> Arc<dyn nicemu_device_models::FrameSink> {
+    let counters = port.counters.clone();
     let timed = Arc::new(TimedWire::new(Arc::new(port), lat.clone()));
     match veb {
         Some(a) => Arc::new(VebWire::new(a.clone(), a.next_index(), timed)),
+        None if spec.port_security => Arc::new(LockedWire::new(spec.mac, counters, timed)),
         None => timed,
     }
 }
@@ -330,7 +333,7 @@ fn start_function(
     let timer = Arc::new(DeviceTimer::default());
     let env = DeviceEnv {
         irq: irq.clone(),
-        wire: function_wire(veb.as_ref(), port, &lat),
+        wire: function_wire(spec, veb.as_ref(), port, &lat),
         clock: Arc::new(MonotonicClock),
         timer: timer.clone(),
     };

@@ -138,6 +138,9 @@ pub struct PortCounters {
     /// Frames the port sent that were shorter than an Ethernet header,
     /// dropped by the switch.
     pub runt_drops: AtomicU64,
+    /// Frames the port sent from another source address than its own,
+    /// dropped (`port-security=on`).
+    pub spoof_drops: AtomicU64,
     /// The counters of the port's network.
     pub net: Arc<NetCounters>,
 }

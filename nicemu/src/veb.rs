@@ -6,7 +6,8 @@
 //! The frames themselves take the network's switch as every frame does
 //! (its learning, its queues); the VEB counts what the adapter would
 //! have looped back: a unicast to a sibling VF's address, or a broadcast
-//! or multicast (once sent, received by every sibling).
+//! or multicast (once sent, received by every sibling). Also the port
+//! security any igb or ixgbe port can have ([`LockedWire`]).
 
 use std::sync::{Arc, RwLock};
 
@@ -100,6 +101,73 @@ impl FrameSink for VebWire {
     }
 }
 
+/// A port whose frames must come from its own MAC address
+/// (`port-security=on`): any other source is dropped and counted
+/// (`spoof_drops` of its switch port), so it cannot take another port's
+/// unicast by sending with that port's address.
+pub struct LockedWire {
+    mac: [u8; 6],
+    counters: Arc<crate::switch::PortCounters>,
+    inner: Arc<dyn FrameSink>,
+}
+
+impl LockedWire {
+    /// The wire of a port locked to `mac`, counting in `counters`.
+    pub fn new(
+        mac: [u8; 6],
+        counters: Arc<crate::switch::PortCounters>,
+        inner: Arc<dyn FrameSink>,
+    ) -> Self {
+        LockedWire {
+            mac,
+            counters,
+            inner,
+        }
+    }
+
+    /// The frame comes from the port's address; else it is counted.
+    fn own(&self, frame: &[u8]) -> bool {
+        let ok = frame.len() < 12 || frame[6..12] == self.mac;
+        if !ok {
+            self.counters
+                .spoof_drops
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        ok
+    }
+}
+
+impl FrameSink for LockedWire {
+    fn transmit(&self, frame: &[u8]) {
+        if self.own(frame) {
+            self.inner.transmit(frame);
+        }
+    }
+
+    fn transmit_at(&self, frame: &[u8], sent_ns: u64) {
+        if self.own(frame) {
+            self.inner.transmit_at(frame, sent_ns);
+        }
+    }
+
+    fn transmit_batch(&self, batch: &FrameBatch) {
+        if batch
+            .frames()
+            .iter()
+            .all(|f| f.len() < 12 || f[6..12] == self.mac)
+        {
+            self.inner.transmit_batch(batch);
+            return;
+        }
+        let sent = batch.sent();
+        for f in batch.frames().iter() {
+            if self.own(f) {
+                self.inner.transmit_at(f, sent);
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -126,6 +194,25 @@ mod tests {
             .into_iter()
             .find(|(n, _)| n == name)
             .map_or(0, |c| c.1)
+    }
+
+    #[test]
+    fn a_locked_port_drops_and_counts_frames_from_other_addresses() {
+        let sink = Arc::new(Sink::default());
+        let counters = Arc::new(crate::switch::PortCounters::default());
+        let w = LockedWire::new(MAC, counters.clone(), sink.clone());
+        let mut f = vec![0u8; 60];
+        f[6..12].copy_from_slice(&MAC);
+        w.transmit(&f);
+        f[11] ^= 1;
+        w.transmit_at(&f, 5);
+        assert_eq!(*sink.0.lock().unwrap(), 1);
+        assert_eq!(
+            counters
+                .spoof_drops
+                .load(std::sync::atomic::Ordering::Relaxed),
+            1
+        );
     }
 
     #[test]

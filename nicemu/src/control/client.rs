@@ -367,8 +367,8 @@ fn port_stats(d: &serde_json::Value, all: bool) -> String {
     let s = &d["switch"];
     let _ = writeln!(
         o,
-        "switch port: tx_frames {} rx_frames {} rx_drops {} runt_drops {}",
-        s["tx_frames"], s["rx_frames"], s["rx_drops"], s["runt_drops"]
+        "switch port: tx_frames {} rx_frames {} rx_drops {} runt_drops {} spoof_drops {}",
+        s["tx_frames"], s["rx_frames"], s["rx_drops"], s["runt_drops"], s["spoof_drops"]
     );
     let n = &d["net"];
     let _ = writeln!(

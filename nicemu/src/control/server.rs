@@ -162,6 +162,7 @@ fn switch_stats(c: &crate::switch::PortCounters) -> serde_json::Value {
         "rx_frames": c.rx_frames.load(Ordering::Relaxed),
         "rx_drops": c.rx_drops.load(Ordering::Relaxed),
         "runt_drops": c.runt_drops.load(Ordering::Relaxed),
+        "spoof_drops": c.spoof_drops.load(Ordering::Relaxed),
         "egress_drops": c.egress_drops.load(Ordering::Relaxed),
     })
 }
