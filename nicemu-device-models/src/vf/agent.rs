@@ -208,8 +208,14 @@ pub struct Agent {
     pub enabled: bool,
     /// Messages refused.
     pub nacks: u64,
+    /// When the last bare NACK for a read while not clear to send went out.
+    ack_nack_ns: Option<u64>,
     trace: VecDeque<TraceEntry>,
 }
+
+/// Least time between two bare NACKs answering a VF that reads while not
+/// clear to send (`igb_rcv_ack_from_vf`'s 2 s).
+pub const ACK_NACK_INTERVAL_NS: u64 = 2_000_000_000;
 
 /// Largest frame the 82576 takes (`MAX_JUMBO_FRAME_SIZE`, 9216 bytes).
 const IGB_MAX_FRAME: u32 = 9216;
@@ -256,6 +262,7 @@ impl Agent {
             api: api::V10,
             enabled: false,
             nacks: 0,
+            ack_nack_ns: None,
             trace: VecDeque::new(),
         }
     }
@@ -303,6 +310,29 @@ impl Agent {
         };
         self.record(false, &reply.words, reply.len);
         reply
+    }
+
+    /// The VF acknowledged a PF message at `now_ns`: while it is not clear
+    /// to send (after a PF reset, a VF reset it did not follow with
+    /// VF_RESET) the PF tells it so with a bare NACK, at most every
+    /// [`ACK_NACK_INTERVAL_NS`] (`igb_rcv_ack_from_vf`,
+    /// `ixgbe_rcv_ack_from_vf`). The drivers' link check reads that NACK
+    /// as "lost clear to send" and resets the VF (`e1000_check_for_link_vf`,
+    /// `ixgbevf_check_mac_link_vf`); without it a VF whose PF reset waits
+    /// with its link down for ever.
+    pub fn on_vf_ack(&mut self, now_ns: u64) -> Option<Message> {
+        if self.cts {
+            return None;
+        }
+        if let Some(t) = self.ack_nack_ns {
+            if now_ns.saturating_sub(t) < ACK_NACK_INTERVAL_NS {
+                return None;
+            }
+        }
+        self.ack_nack_ns = Some(now_ns);
+        let m = Message::new(&[msgtype::NACK]);
+        self.record(false, &m.words, 1);
+        Some(m)
     }
 
     /// Refuses a message (an injected fault): NACK, with CTS when the VF

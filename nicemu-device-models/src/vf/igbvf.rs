@@ -27,7 +27,6 @@ pub const MAP: VfMap = VfMap {
     eitr0: 0x1680,
     ivar0: 0x1700,
     ivar_misc: 0x1740,
-    misc_shift: 8,
     mailbox: 0x0c40,
     mbmem: 0x0800,
 };
@@ -99,7 +98,7 @@ const OWN: &[RegDef<Hook>] = &[
         .mask(0x7fff_fffc)
         .hook(Hook::Intr(IntrReg::Eitr)),
     RegDef::new("IVAR0", MAP.ivar0).mask(0x8383_8383),
-    RegDef::new("IVAR_MISC", MAP.ivar_misc).mask(0x0000_8300),
+    RegDef::new("IVAR_MISC", MAP.ivar_misc).mask(0x83),
     RegDef::new("VMBMEM", MAP.mbmem)
         .array(16, 4)
         .hook(Hook::Part(Reg::MbMem)),

@@ -27,7 +27,6 @@ pub const MAP: VfMap = VfMap {
     eitr0: 0x0820,
     ivar0: 0x0120,
     ivar_misc: 0x0140,
-    misc_shift: 0,
     mailbox: 0x02fc,
     mbmem: 0x0200,
 };

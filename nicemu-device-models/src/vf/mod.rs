@@ -306,11 +306,10 @@ pub struct VfMap {
     pub eitr0: u32,
     /// IVAR of queues 0 and 1.
     pub ivar0: u32,
-    /// IVAR_MISC.
+    /// IVAR_MISC: the "other causes" (mailbox, link) vector in bits 7:0
+    /// with its valid bit 7, as both drivers write it
+    /// (`igbvf_configure_msix`, `ixgbevf_set_ivar` for direction -1).
     pub ivar_misc: u32,
-    /// Bit position of the "other causes" entry in IVAR_MISC (igbvf: 8,
-    /// ixgbevf: 0).
-    pub misc_shift: u32,
     /// The mailbox register.
     pub mailbox: u32,
     /// The mailbox buffer.
@@ -588,8 +587,11 @@ impl<P: VfPart> Function<Vf<P>> {
                 }
                 VfEvent::None => false,
             };
+            let nacked = v & mailbox::bits::ACK != 0
+                && a.on_vf_ack(self.env.clock.now_ns())
+                    .is_some_and(|nack| m.pf_send(nack));
             self.mirror_mem(m);
-            posted || replied
+            posted || replied || nacked
         };
         drop(g);
         if notify {
@@ -613,7 +615,7 @@ impl<P: VfPart> Function<Vf<P>> {
     /// Raises the cause IVAR_MISC routes the VF's other causes (mailbox,
     /// link) to.
     fn raise_misc(&self) {
-        let e = (self.regs.peek(P::MAP.ivar_misc) >> P::MAP.misc_shift) & 0xff;
+        let e = self.regs.peek(P::MAP.ivar_misc) & 0xff;
         if e & IVAR_VALID != 0 {
             self.raise_eicr(&mut lock(&self.intr), 1 << (e & 0x7f));
         }
@@ -660,9 +662,12 @@ impl<P: VfPart> VfControl for Function<Vf<P>> {
 
     /// A new MAC address becomes the VF's at once (its driver learns it at
     /// its next reset); a link state change reaches the VF as a link change.
+    /// Other settings (trust, spoof checking, VLAN, link) leave the MAC the
+    /// VF uses alone: a trusted VF that changed its address keeps it, as
+    /// `ip link set PF vf N trust off` leaves it on the Linux PFs.
     fn set_admin(&self, admin: Admin) {
         self.with_core(|_, a| {
-            if let Some(mac) = admin.mac {
+            if let Some(mac) = admin.mac.filter(|_| admin.mac != a.admin.mac) {
                 a.mac = mac;
             }
             a.admin = admin;

@@ -52,6 +52,7 @@ on_both_vfs!(
     a_port_vlan_tags_and_strips_and_vlan_spoofs_drop,
     mailbox_faults_nack_and_drop,
     loopback_counts_and_the_mac_the_veb_reads,
+    host_settings_leave_a_trusted_vfs_own_mac,
 );
 
 fn up<P: VfPart>() -> (Function<Vf<P>>, crate::testutil::TestEnv) {
@@ -240,7 +241,8 @@ fn queue_and_mailbox_causes_route_through_the_ivars<P: VfPart>() {
     let m = P::MAP;
     // Rx queue 0 → vector 0, Tx queue 0 → vector 1, other causes → 2.
     wr(&d, m.ivar0, 0x80 | (0x81 << 8));
-    wr(&d, m.ivar_misc, 0x82 << m.misc_shift);
+    // As igbvf_configure_msix and ixgbevf_set_ivar write it: vector 2, valid.
+    wr(&d, m.ivar_misc, 0x82);
     wr(&d, m.eiac, 0x3);
     wr(&d, m.eiam, 0x3);
     wr(&d, m.eims, 0x7);
@@ -261,7 +263,8 @@ fn queue_and_mailbox_causes_route_through_the_ivars<P: VfPart>() {
 fn link_changes_reach_the_vf_as_a_control_message<P: VfPart>() {
     let (d, t) = up::<P>();
     let m = P::MAP;
-    wr(&d, m.ivar_misc, 0x82 << m.misc_shift);
+    // As igbvf_configure_msix and ixgbevf_set_ivar write it: vector 2, valid.
+    wr(&d, m.ivar_misc, 0x82);
     wr(&d, m.eims, 0x4);
     assert_eq!(rd(&d, m.link), P::link_reg(true));
     t.irq.take();
@@ -291,13 +294,30 @@ fn flr_and_pf_reset_take_clear_to_send_away<P: VfPart>() {
     assert_eq!(rd(&d, P::MAP.mailbox) & bits::RSTD, bits::RSTD);
     let r = mbx_call(&d, &[op::SET_LPE, 2000], 1);
     assert_eq!(r[0] & (msgtype::NACK | msgtype::CTS), msgtype::NACK);
-    let (d, _) = up::<P>();
+    let (d, t) = up::<P>();
+    t.clock.set(5_000_000_000);
     d.pf_reset();
     assert_ne!(rd(&d, P::MAP.mailbox) & bits::RSTD, 0);
     let w = mbx_read(&d, 1);
     assert_eq!(w[0], op::PF_CONTROL_MSG, "no CTS after the PF's reset");
+    // Reading while not clear to send earns a bare NACK (the drivers' link
+    // check then resets the VF), at most every 2 s.
+    assert_ne!(rd(&d, P::MAP.mailbox) & bits::PFSTS, 0);
+    assert_eq!(mbx_read(&d, 1)[0], msgtype::NACK);
+    assert_eq!(rd(&d, P::MAP.mailbox) & bits::PFSTS, 0, "not again at once");
+    t.clock.set(7_000_000_000);
+    wr(&d, P::MAP.mailbox, bits::ACK);
+    assert_ne!(rd(&d, P::MAP.mailbox) & bits::PFSTS, 0, "2 s later");
+    assert_eq!(mbx_read(&d, 1)[0], msgtype::NACK);
     let r = reset_handshake(&d);
     assert!(r[0] & msgtype::ACK != 0, "the VF driver recovers");
+    t.clock.set(20_000_000_000);
+    mbx_read(&d, 1);
+    assert_eq!(
+        rd(&d, P::MAP.mailbox) & bits::PFSTS,
+        0,
+        "clear to send: no NACK for an ACK"
+    );
 }
 
 fn hostile_register_writes_stay_bounded<P: VfPart>() {
@@ -429,4 +449,31 @@ fn loopback_counts_and_the_mac_the_veb_reads<P: VfPart>() {
         assert_eq!(rd(&d, 0x0f40), 1, "VFGPRLBC");
         assert_eq!(rd(&d, 0x0f48), 64, "VFGORLBC");
     }
+}
+
+fn host_settings_leave_a_trusted_vfs_own_mac<P: VfPart>() {
+    let (d, _) = up::<P>();
+    let mine = [0x52, 0x54, 0, 0x12, 0x34, 0x99];
+    let w1 = u32::from_le_bytes([mine[0], mine[1], mine[2], mine[3]]);
+    let w2 = u32::from(u16::from_le_bytes([mine[4], mine[5]]));
+    let r = mbx_call(&d, &[op::SET_MAC_ADDR, w1, w2], 1);
+    assert!(!acked(r[0]), "untrusted under an admin MAC: refused");
+    assert_eq!(d.vf_mac(), MAC);
+    let mut admin = d.admin();
+    admin.trust = true;
+    d.set_admin(admin);
+    assert!(acked(mbx_call(&d, &[op::SET_MAC_ADDR, w1, w2], 1)[0]));
+    assert_eq!(d.vf_mac(), mine);
+    admin.trust = false;
+    admin.spoofchk = false;
+    d.set_admin(admin);
+    assert_eq!(d.vf_mac(), mine, "trust off keeps the MAC the VF chose");
+    assert_eq!(d.agent().mac, mine);
+    admin.mac = Some([0x52, 0x54, 0, 0x12, 0x34, 0x77]);
+    d.set_admin(admin);
+    assert_eq!(
+        d.vf_mac(),
+        [0x52, 0x54, 0, 0x12, 0x34, 0x77],
+        "a new admin MAC"
+    );
 }
