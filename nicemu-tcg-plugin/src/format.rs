@@ -21,7 +21,8 @@
 //! W id=ID begin_vcpu=V end_vcpu=V named=0|1
 //! U VCPU USER_INSNS
 //! K VCPU HEXADDR INSNS EXECS      one kernel translation block that ran in the window
-//! I VCPU NAME INSNS               a named function's inclusive instructions
+//! I VCPU NAME INSNS               a named function's inclusive instructions (NAME+timed: the
+//!                                 time-driven code left out of them)
 //! E id=ID
 //! X MESSAGE                       something the plugin could not do
 //! T VCPU USER_INSNS KERNEL_INSNS  whole-run totals, at exit
@@ -161,6 +162,34 @@ impl Symbols {
         Some((s, addr - s.addr))
     }
 
+    /// The address ranges `[start, next symbol)` of the symbols whose bare name `keep`
+    /// accepts, adjacent ranges merged, in address order (the last symbol, whose end is
+    /// unknown, is left out).
+    pub fn ranges(&self, keep: impl Fn(&str) -> bool) -> Vec<(u64, u64)> {
+        let mut out: Vec<(u64, u64)> = Vec::new();
+        for w in self.list.windows(2) {
+            let (s, next) = (&w[0], &w[1]);
+            if s.addr == next.addr || !keep(&s.name) {
+                continue;
+            }
+            match out.last_mut() {
+                Some(last) if last.1 == s.addr => last.1 = next.addr,
+                _ => out.push((s.addr, next.addr)),
+            }
+        }
+        out
+    }
+
+    /// Addresses of the symbols whose bare name `keep` accepts, in address order.
+    pub fn entries(&self, keep: impl Fn(&str) -> bool) -> Vec<u64> {
+        let mut v: Vec<u64> = (self.list.iter())
+            .filter(|s| keep(&s.name))
+            .map(|s| s.addr)
+            .collect();
+        v.dedup();
+        v
+    }
+
     /// Addresses of the symbols named `name` (`MODULE:NAME` for a module's).
     pub fn addresses(&self, name: &str) -> Vec<u64> {
         let (module, bare) = match name.split_once(':') {
@@ -177,19 +206,59 @@ impl Symbols {
 
 /// Code sections whose start and end symbols bound ranges never counted into a named
 /// function: the entry code of system calls, interrupts and exceptions, which runs on the
-/// interrupted task's stack before switching to the interrupt stack.
+/// interrupted task's stack before switching to the interrupt stack. Time-driven
+/// functions ([`crate::timed`]) are never counted into one either.
 pub const EXCLUDED_SECTIONS: &[&str] = &["entry_text", "irqentry_text", "noinstr_text"];
+
+/// Whether `vaddr` is in one of `ranges` (`[start, end)`, sorted, not overlapping).
+pub fn in_ranges(ranges: &[(u64, u64)], vaddr: u64) -> bool {
+    let i = ranges.partition_point(|&(a, _)| a <= vaddr);
+    i > 0 && vaddr < ranges[i - 1].1
+}
 
 /// What the plugin instruments once the guest's symbols are known.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Config {
     /// Named functions: the name asked for and its entry addresses.
     pub functions: Vec<(String, Vec<u64>)>,
-    /// Address ranges `[start, end)` never counted into a named function.
+    /// Address ranges `[start, end)` of the entry sections, never counted into a named
+    /// function; sorted by start, not overlapping.
     pub exclude: Vec<(u64, u64)>,
+    /// Address ranges of time-driven functions ([`crate::timed`]): inside a named
+    /// function they count into its time-driven counter ([`TIMED_SUFFIX`]); sorted.
+    pub timed: Vec<(u64, u64)>,
+    /// Entry points of time-driven functions: called inside a named function, they and
+    /// their callees count as time, not into it ([`crate::frames`]).
+    pub timed_entries: Vec<u64>,
+}
+
+/// Suffix of the name under which a named function's time-driven instructions (the
+/// time-driven code it ran or that interrupted it on its stack) are written.
+pub const TIMED_SUFFIX: &str = "+timed";
+
+fn merged(mut r: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
+    r.sort_unstable();
+    let mut out: Vec<(u64, u64)> = Vec::with_capacity(r.len());
+    for (a, b) in r {
+        match out.last_mut() {
+            Some(last) if a <= last.1 => last.1 = last.1.max(b),
+            _ => out.push((a, b)),
+        }
+    }
+    out
 }
 
 impl Config {
+    /// Whether kernel address `vaddr` is in an entry section.
+    pub fn excluded(&self, vaddr: u64) -> bool {
+        in_ranges(&self.exclude, vaddr)
+    }
+
+    /// Whether kernel address `vaddr` is in a time-driven function.
+    pub fn timed_at(&self, vaddr: u64) -> bool {
+        in_ranges(&self.timed, vaddr)
+    }
+
     /// The configuration for functions `names` (at most [`MAX_FUNCTIONS`]) in `symbols`;
     /// also returns the names not found.
     pub fn new(symbols: &Symbols, names: &[String]) -> (Config, Vec<String>) {
@@ -202,15 +271,20 @@ impl Config {
             }
             c.functions.push((name.clone(), addrs));
         }
+        let mut exclude = Vec::new();
         for sec in EXCLUDED_SECTIONS {
             let a = symbols.addresses(&format!("__{sec}_start"));
             let b = symbols.addresses(&format!("__{sec}_end"));
             if let (Some(&a), Some(&b)) = (a.first(), b.first()) {
                 if a < b {
-                    c.exclude.push((a, b));
+                    exclude.push((a, b));
                 }
             }
         }
+        c.exclude = merged(exclude);
+        let is_timed = |n: &str| crate::timed::timed(n).is_some();
+        c.timed = symbols.ranges(is_timed);
+        c.timed_entries = symbols.entries(is_timed);
         (c, missing)
     }
 }
@@ -439,6 +513,11 @@ ffffffff81000010 T __entry_text_start
 ffffffff8100230b T __entry_text_end
 ffffffff81000230 T __irqentry_text_start
 ffffffff81001850 T __irqentry_text_end
+ffffffff81100000 T delay_tsc
+ffffffff81100080 t delay_loop
+ffffffff81100100 T __const_udelay
+ffffffff81200000 T native_queued_spin_lock_slowpath
+ffffffff81200400 T queued_read_lock_slowpath
 ffffffff818221b0 T vfs_read
 ffffffff818221a0 t __pfx_vfs_read
 ffffffff82a00000 D jiffies
@@ -451,7 +530,7 @@ ffffffffc0a00000 T igb_probe\t[igb]
     #[test]
     fn kallsyms_text_symbols_sorted_and_looked_up() {
         let s = Symbols::parse(KALLSYMS);
-        assert_eq!(s.len(), 10, "data and zero-address symbols are skipped");
+        assert_eq!(s.len(), 15, "data and zero-address symbols are skipped");
         let (sym, off) = s.lookup(0xffff_ffff_8182_21c4).unwrap();
         assert_eq!((sym.qualified().as_str(), off), ("vfs_read", 0x14));
         let (sym, off) = s.lookup(0xffff_ffff_c0a0_1010).unwrap();
@@ -483,13 +562,34 @@ ffffffffc0a00000 T igb_probe\t[igb]
         );
         assert_eq!(c.functions[2], ("nope".into(), vec![]));
         assert_eq!(missing, ["nope"]);
+        // The entry sections (overlapping here, merged); the time-driven functions, each
+        // run of adjacent ones merged: delay_tsc and delay_loop up to __const_udelay
+        // (counted: its own arithmetic is work), the two spin slow paths up to
+        // __pfx_vfs_read.
+        assert_eq!(c.exclude, [(0xffff_ffff_8100_0010, 0xffff_ffff_8100_230b)]);
         assert_eq!(
-            c.exclude,
+            c.timed,
             [
-                (0xffff_ffff_8100_0010, 0xffff_ffff_8100_230b),
-                (0xffff_ffff_8100_0230, 0xffff_ffff_8100_1850)
+                (0xffff_ffff_8110_0000, 0xffff_ffff_8110_0100),
+                (0xffff_ffff_8120_0000, 0xffff_ffff_8182_21a0),
             ]
         );
+        assert_eq!(
+            c.timed_entries,
+            [
+                0xffff_ffff_8110_0000,
+                0xffff_ffff_8110_0080,
+                0xffff_ffff_8120_0000,
+                0xffff_ffff_8120_0400
+            ]
+        );
+        assert!(c.excluded(0xffff_ffff_8100_0230));
+        assert!(!c.excluded(0xffff_ffff_8110_0090));
+        assert!(c.timed_at(0xffff_ffff_8110_0090));
+        assert!(!c.timed_at(0xffff_ffff_8110_0100));
+        assert!(!c.timed_at(0xffff_ffff_8182_21b0));
+        assert!(!c.excluded(0xffff_ffff_8182_21b0));
+        assert!(!c.excluded(0xffff_ffff_8100_0000));
     }
 
     fn window() -> Window {

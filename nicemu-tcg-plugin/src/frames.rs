@@ -13,6 +13,13 @@
 //! - on another stack: an interrupt or exception on its own stack, or another task after
 //!   a context switch; it does not count.
 //!
+//! A time-driven function ([`crate::timed`]) entered on an activation's stack mutes it:
+//! neither it nor anything it calls counts until it returns; those instructions go to
+//! the function's time-driven counter instead (index `functions + f`), shown apart.
+//! That is an interrupt taken where the activation runs (on the interrupt stack
+//! already, a softirq's nested timer interrupt stays there), or a driver function's
+//! `udelay()`.
+//!
 //! A function open twice (recursion) counts each block once. A function that sleeps and
 //! wakes on another vCPU stops counting: its activation waits on the first vCPU until its
 //! stack is seen again above it, or is dropped when [`MAX_FRAMES`] activations are open.
@@ -34,30 +41,52 @@ fn same_stack(a: u64, b: u64) -> bool {
 pub struct Frames {
     /// (function index, stack pointer at its entry).
     open: Vec<(u8, u64)>,
-    /// Instructions counted per function index (cumulative).
+    /// Stack pointers at the entries of time-driven calls still running inside
+    /// activations (while one is open on a block's stack, the block does not count).
+    muted: Vec<u64>,
+    /// Named functions.
+    functions: usize,
+    /// Instructions counted per function index (cumulative), then the time-driven
+    /// instructions inside each (`functions + f`).
     pub inclusive: Vec<u64>,
     /// Activations dropped because [`MAX_FRAMES`] were open.
     pub dropped: u64,
 }
 
 impl Frames {
-    /// No activation open; `functions` counters at zero.
+    /// No activation open; `functions` counters (and as many time-driven ones) at zero.
     pub fn new(functions: usize) -> Frames {
         Frames {
             open: Vec::with_capacity(MAX_FRAMES),
-            inclusive: vec![0; functions],
+            muted: Vec::with_capacity(MAX_FRAMES),
+            functions,
+            inclusive: vec![0; 2 * functions],
             dropped: 0,
         }
     }
 
     /// Closes the activations on `rsp`'s stack that `rsp` is above (they returned).
+    /// Time-driven calls that returned are unmuted; with no activation left, all are.
     fn close_returned(&mut self, rsp: u64) {
         self.open
             .retain(|&(_, at)| !(same_stack(rsp, at) && rsp > at));
+        if self.open.is_empty() {
+            self.muted.clear();
+        } else {
+            self.muted.retain(|&at| !(same_stack(rsp, at) && rsp > at));
+        }
     }
 
-    /// Adds `insns` to every function open on `rsp`'s stack, once each.
-    fn count(&mut self, rsp: u64, insns: u32) {
+    /// Adds `insns` to every function open on `rsp`'s stack, once each: to its
+    /// time-driven counter when the block is (`timed`) or a time-driven call is running
+    /// there (after [`Self::close_returned`], one on the same stack is at or above
+    /// `rsp`: the block is inside it).
+    fn count(&mut self, rsp: u64, insns: u32, timed: bool) {
+        let base = if timed || self.muted.iter().any(|&at| same_stack(rsp, at)) {
+            self.functions
+        } else {
+            0
+        };
         let mut mask = 0u64;
         for &(f, at) in &self.open {
             if same_stack(rsp, at) {
@@ -66,18 +95,19 @@ impl Frames {
         }
         while mask != 0 {
             let f = mask.trailing_zeros() as usize;
-            if let Some(c) = self.inclusive.get_mut(f) {
+            if let Some(c) = self.inclusive.get_mut(base + f) {
                 *c += u64::from(insns);
             }
             mask &= mask - 1;
         }
     }
 
-    /// A kernel block of `insns` instructions starts with stack pointer `rsp`. Returns
-    /// whether activations are still open (blocks need to keep reporting).
-    pub fn block(&mut self, rsp: u64, insns: u32) -> bool {
+    /// A kernel block of `insns` instructions, in a time-driven function or not
+    /// (`timed`), starts with stack pointer `rsp`. Returns whether activations are still
+    /// open (blocks need to keep reporting).
+    pub fn block(&mut self, rsp: u64, insns: u32, timed: bool) -> bool {
         self.close_returned(rsp);
-        self.count(rsp, insns);
+        self.count(rsp, insns, timed);
         !self.open.is_empty()
     }
 
@@ -90,7 +120,23 @@ impl Frames {
             self.dropped += 1;
         }
         self.open.push((f & 63, rsp));
-        self.count(rsp, insns);
+        self.count(rsp, insns, false);
+    }
+
+    /// A time-driven function's entry block of `insns` instructions starts with stack
+    /// pointer `rsp` while activations are open: it and its callees count as time.
+    /// Returns whether activations are still open.
+    pub fn timed_entry(&mut self, rsp: u64, insns: u32) -> bool {
+        self.close_returned(rsp);
+        if !self.open.is_empty() {
+            if self.muted.len() == MAX_FRAMES {
+                self.muted.remove(0);
+                self.dropped += 1;
+            }
+            self.muted.push(rsp);
+            self.count(rsp, insns, true);
+        }
+        !self.open.is_empty()
     }
 
     /// Whether an activation is open.
@@ -111,10 +157,10 @@ mod tests {
         let mut f = Frames::new(2);
         let sp = TASK + 0x3f00;
         f.entry(0, sp, 4); // F's entry block
-        assert!(f.block(sp - 0x40, 10)); // a callee, deeper
-        assert!(f.block(sp - 8, 3)); // back in F
-        assert!(!f.block(sp + 8, 7)); // the caller, after F's ret
-        assert_eq!(f.inclusive, [17, 0]);
+        assert!(f.block(sp - 0x40, 10, false)); // a callee, deeper
+        assert!(f.block(sp - 8, 3, false)); // back in F
+        assert!(!f.block(sp + 8, 7, false)); // the caller, after F's ret
+        assert_eq!(f.inclusive, [17, 0, 0, 0]);
         assert!(!f.any_open());
     }
 
@@ -123,11 +169,11 @@ mod tests {
         let mut f = Frames::new(1);
         let sp = TASK + 0x3f00;
         f.entry(0, sp, 4);
-        assert!(f.block(IRQ + 0x3000, 50)); // interrupt handler on the IRQ stack
-        assert!(f.block(TASK + 0x10_0000 + 0x100, 80)); // another task's stack
-        assert!(f.block(sp - 0x20, 6)); // F again
-        assert!(!f.block(sp + 8, 1));
-        assert_eq!(f.inclusive, [10]);
+        assert!(f.block(IRQ + 0x3000, 50, false)); // interrupt handler on the IRQ stack
+        assert!(f.block(TASK + 0x10_0000 + 0x100, 80, false)); // another task's stack
+        assert!(f.block(sp - 0x20, 6, false)); // F again
+        assert!(!f.block(sp + 8, 1, false));
+        assert_eq!(f.inclusive, [10, 0]);
     }
 
     #[test]
@@ -136,11 +182,11 @@ mod tests {
         let sp = TASK + 0x3f00;
         f.entry(0, sp, 4); // F on the task stack
         f.entry(1, IRQ + 0x3f00, 5); // G entered in an interrupt, on the IRQ stack
-        assert!(f.block(IRQ + 0x3e00, 20));
-        assert!(f.block(IRQ + 0x3f08, 2)); // G returned
-        assert!(f.block(sp - 0x10, 3));
-        assert!(!f.block(sp + 8, 1));
-        assert_eq!(f.inclusive, [7, 25]);
+        assert!(f.block(IRQ + 0x3e00, 20, false));
+        assert!(f.block(IRQ + 0x3f08, 2, false)); // G returned
+        assert!(f.block(sp - 0x10, 3, false));
+        assert!(!f.block(sp + 8, 1, false));
+        assert_eq!(f.inclusive, [7, 25, 0, 0]);
     }
 
     #[test]
@@ -149,11 +195,35 @@ mod tests {
         let sp = TASK + 0x3f00;
         f.entry(0, sp, 2);
         f.entry(0, sp - 0x80, 2); // F calls F
-        assert!(f.block(sp - 0x100, 10));
-        assert!(f.block(sp - 0x78, 1)); // inner returned, outer still open
+        assert!(f.block(sp - 0x100, 10, false));
+        assert!(f.block(sp - 0x78, 1, false)); // inner returned, outer still open
         f.entry(0, sp, 3); // F tail-calls (jmp) itself at the same stack pointer
-        assert!(!f.block(sp + 8, 1));
-        assert_eq!(f.inclusive, [18]);
+        assert!(!f.block(sp + 8, 1, false));
+        assert_eq!(f.inclusive, [18, 0]);
+    }
+
+    #[test]
+    fn a_time_driven_call_and_its_callees_count_as_time_until_it_returns() {
+        let mut f = Frames::new(1);
+        let sp = IRQ + 0x3f00; // F in a softirq on the interrupt stack
+        f.entry(0, sp, 4);
+        assert!(f.block(sp - 0x10, 6, false));
+        // A timer interrupt nested on the same stack: its entry (time-driven) and the
+        // tick work it calls, two frames deeper, count as time.
+        assert!(f.timed_entry(sp - 0x100, 9));
+        assert!(f.block(sp - 0x180, 500, false));
+        assert!(f.block(sp - 0x108, 7, true)); // back in the timed entry code
+        assert!(f.block(sp - 0x20, 3, false)); // returned into F: counts again
+                                               // udelay() called by F: __const_udelay is work, delay_tsc's wait is time.
+        assert!(f.block(sp - 0x28, 4, false));
+        assert!(f.block(sp - 0x30, 1000, true));
+        assert!(f.block(sp - 0x18, 2, false));
+        assert!(!f.block(sp + 8, 1, false));
+        assert_eq!(f.inclusive, [19, 1516]);
+        // With no activation open, a time-driven call is not remembered.
+        assert!(!f.timed_entry(sp - 0x100, 9));
+        f.entry(0, sp - 0x80, 5);
+        assert_eq!(f.inclusive, [24, 1516]);
     }
 
     #[test]

@@ -24,6 +24,7 @@ pub mod format;
 pub mod frames;
 mod plugin;
 mod regs;
+pub mod timed;
 pub mod window;
 
 pub use plugin::{qemu_plugin_install, qemu_plugin_version};

@@ -81,12 +81,8 @@ struct Named {
     names: Vec<String>,
     entries: HashMap<u64, u8>,
     exclude: Vec<(u64, u64)>,
-}
-
-impl Named {
-    fn excluded(&self, vaddr: u64) -> bool {
-        self.exclude.iter().any(|&(a, b)| (a..b).contains(&vaddr))
-    }
+    timed: Vec<(u64, u64)>,
+    timed_entries: std::collections::HashSet<u64>,
 }
 
 /// One vCPU's activations of named functions and its register reader.
@@ -264,6 +260,17 @@ unsafe extern "C" fn on_marker(vcpu: u32, userdata: *mut c_void) {
     }
 }
 
+/// What a kernel block reporting its stack pointer is.
+#[derive(Debug, Clone, Copy)]
+enum Event {
+    /// The entry block of named function `.0`, of `.1` instructions.
+    Entry(u8, u32),
+    /// The entry block of a time-driven function, of `.0` instructions.
+    Timed(u32),
+    /// Any other block, of `.0` instructions, time-driven code or not (`.1`).
+    Block(u32, bool),
+}
+
 /// Userdata of an entry block: function index and the block's instructions.
 fn entry_data(f: u8, insns: u32) -> *mut c_void {
     ((usize::from(f) << 32) | insns as usize) as *mut c_void
@@ -273,14 +280,28 @@ unsafe extern "C" fn on_entry(vcpu: u32, userdata: *mut c_void) {
     let d = userdata as usize;
     if let Some(s) = STATE.get() {
         // SAFETY: registered with R_REGS, running on `vcpu`'s thread.
-        unsafe { s.frame_event(vcpu, Some((d >> 32) as u8), d as u32) };
+        unsafe { s.frame_event(vcpu, Event::Entry((d >> 32) as u8, d as u32)) };
     }
+}
+
+unsafe extern "C" fn on_timed_entry(vcpu: u32, userdata: *mut c_void) {
+    if let Some(s) = STATE.get() {
+        // SAFETY: registered with R_REGS, running on `vcpu`'s thread.
+        unsafe { s.frame_event(vcpu, Event::Timed(userdata as usize as u32)) };
+    }
+}
+
+/// Userdata of a block reporting while activations are open: its instructions, and
+/// bit 32 set when it is time-driven code.
+fn block_data(insns: u32, timed: bool) -> *mut c_void {
+    ((usize::from(timed) << 32) | insns as usize) as *mut c_void
 }
 
 unsafe extern "C" fn on_block(vcpu: u32, userdata: *mut c_void) {
     if let Some(s) = STATE.get() {
+        let d = userdata as usize;
         // SAFETY: registered with R_REGS, running on `vcpu`'s thread.
-        unsafe { s.frame_event(vcpu, None, userdata as usize as u32) };
+        unsafe { s.frame_event(vcpu, Event::Block(d as u32, d >> 32 != 0)) };
     }
 }
 
@@ -316,8 +337,19 @@ impl State {
             if let Some(&f) = named.entries.get(&vaddr) {
                 let ud = entry_data(f, insns);
                 (api.register_vcpu_tb_exec_cb)(tb, on_entry, ffi::CB_R_REGS, ud);
-            } else if !named.excluded(vaddr) {
-                let ud = insns as usize as *mut c_void;
+            } else if named.timed_entries.contains(&vaddr) {
+                (api.register_vcpu_tb_exec_cond_cb)(
+                    tb,
+                    on_timed_entry,
+                    ffi::CB_R_REGS,
+                    ffi::COND_NE,
+                    self.active.0,
+                    0,
+                    insns as usize as *mut c_void,
+                );
+            } else if !format::in_ranges(&named.exclude, vaddr) {
+                let timed = format::in_ranges(&named.timed, vaddr);
+                let ud = block_data(insns, timed);
                 (api.register_vcpu_tb_exec_cond_cb)(
                     tb,
                     on_block,
@@ -375,12 +407,13 @@ impl State {
         e
     }
 
-    /// A named function's entry block (`f`) or any kernel block while one is open runs
-    /// on `vcpu`: the activations follow its stack pointer.
+    /// A named function's entry block, a time-driven function's entry or any other
+    /// kernel block while one is open runs on `vcpu`: the activations follow its stack
+    /// pointer.
     ///
     /// # Safety
     /// Called from a callback registered with R_REGS, on `vcpu`'s thread.
-    unsafe fn frame_event(&self, vcpu: u32, f: Option<u8>, insns: u32) {
+    unsafe fn frame_event(&self, vcpu: u32, ev: Event) {
         let Some(m) = self.vcpus.get(vcpu as usize) else {
             return;
         };
@@ -389,12 +422,13 @@ impl State {
         let Some(rsp) = (unsafe { self.read_reg(&mut v, Reg::Rsp) }) else {
             return;
         };
-        let open = match f {
-            Some(f) => {
+        let open = match ev {
+            Event::Entry(f, insns) => {
                 v.frames.entry(f, rsp, insns);
                 true
             }
-            None => v.frames.block(rsp, insns),
+            Event::Timed(insns) => v.frames.timed_entry(rsp, insns),
+            Event::Block(insns, timed) => v.frames.block(rsp, insns, timed),
         };
         // SAFETY: writes this vCPU's own slot of the plugin's scoreboard.
         unsafe { (self.api.u64_set)(self.active.0, vcpu, u64::from(open)) };
@@ -497,9 +531,14 @@ impl State {
             }
         }
         *named = Some(Arc::new(Named {
-            names: cfg.functions.iter().map(|(n, _)| n.clone()).collect(),
+            // The inclusive counters, then the time-driven ones ([`Frames`]' layout).
+            names: (cfg.functions.iter().map(|(n, _)| n.clone()))
+                .chain((cfg.functions.iter()).map(|(n, _)| format!("{n}{}", format::TIMED_SUFFIX)))
+                .collect(),
             entries,
             exclude: cfg.exclude,
+            timed: cfg.timed,
+            timed_entries: cfg.timed_entries.into_iter().collect(),
         }));
         drop(named);
         // SAFETY: asks QEMU to flush and unregister; `on_reset_done` registers again.

@@ -11,6 +11,8 @@
 //! cost.fn.F.incl / .calls        named function F: inclusive instructions, calls
 //! cost.fn.F.per_call             its inclusive instructions per call
 //! cost.fn.F.share_pct            its inclusive share of the window's kernel instructions
+//! cost.fn.F.timed                time-driven code it ran or that interrupted it on its
+//!                                stack (left out of .incl): shown, never a verdict
 //! cost.calls.F                   calls of function F
 //! cost.self.F                    function F's own instructions (the window's top functions)
 //! cost.timed.B, cost.timed.total time-driven code per bucket: shown, never a verdict
@@ -130,6 +132,10 @@ pub fn per_unit(
             if w.kernel() > 0 {
                 o["share_pct"] = json!(per(incl * 100, w.kernel() as f64));
             }
+            let timed = format!("{f}{}", nicemu_tcg_plugin::format::TIMED_SUFFIX);
+            if let Some(t) = w.inclusive.get(&timed) {
+                o["timed"] = json!(per(*t, units));
+            }
             Some((f.clone(), o))
         })
         .collect();
@@ -207,12 +213,16 @@ fn device_and_model(
 }
 
 /// True for a flattened metric key holding a deterministic instruction count per unit
-/// (under a `cost` segment, not the time-driven buckets nor the unit count): these are
-/// judged by [`crate::stats::verdict::compare_counts`].
+/// (under a `cost` segment, not the time-driven buckets, a named function's time-driven
+/// part nor the unit count): these are judged by
+/// [`crate::stats::verdict::compare_counts`].
 pub fn is_count(key: &str) -> bool {
     let segs: Vec<&str> = key.split('.').collect();
     match segs.iter().position(|s| *s == "cost") {
-        Some(i) => !matches!(segs.get(i + 1), None | Some(&"timed" | &"units" | &"unit")),
+        Some(i) => {
+            let fn_timed = segs.get(i + 1) == Some(&"fn") && segs.last() == Some(&"timed");
+            !fn_timed && !matches!(segs.get(i + 1), None | Some(&"timed" | &"units" | &"unit"))
+        }
         None => false,
     }
 }
@@ -278,6 +288,7 @@ mod tests {
         w.entries.insert("__netif_reschedule".into(), 5);
         w.entries.insert("__netdev_pick_tx".into(), 100);
         w.inclusive.insert("__netdev_pick_tx".into(), 7_000);
+        w.inclusive.insert("__netdev_pick_tx+timed".into(), 300);
         w
     }
 
@@ -322,6 +333,7 @@ mod tests {
         assert_eq!(c["fn"]["__netdev_pick_tx"]["calls"], 1.0);
         assert_eq!(c["fn"]["__netdev_pick_tx"]["per_call"], 70.0);
         assert_eq!(c["fn"]["__netdev_pick_tx"]["share_pct"], 17.5);
+        assert_eq!(c["fn"]["__netdev_pick_tx"]["timed"], 3.0);
         assert!(c["fn"].get("not_counted").is_none());
         assert_eq!(c["calls"]["__netif_reschedule"], 0.05);
         assert_eq!(c["calls"]["wakeup_softirqd"], 0.0);
@@ -363,6 +375,8 @@ mod tests {
         assert!(is_count("cost.fn.__netdev_pick_tx.incl"));
         assert!(is_count("sweep.cost.self.igb:igb_update_stats"));
         assert!(!is_count("tests.UDP_STREAM:1.cost.timed.spin"));
+        assert!(!is_count("sweep.cost.fn.igb:igb_update_stats.timed"));
+        assert!(is_count("sweep.cost.fn.igb:igb_update_stats.per_call"));
         assert!(!is_count("tests.UDP_STREAM:1.cost.units"));
         assert!(!is_count("tests.UDP_STREAM:1.msgs_per_s_sent"));
         assert!(!is_count("cost"));
