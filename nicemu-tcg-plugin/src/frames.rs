@@ -5,7 +5,7 @@
 //! An activation opens when the translation block at a named function's entry point
 //! starts, remembering the stack pointer there (it points at the return address). While
 //! activations are open, every kernel block reports its stack pointer:
-//! - on the activation's stack (the same 16 KiB-aligned kernel stack) and above the
+//! - on the activation's stack (less than 16 KiB away: see [`same_stack`]) and above the
 //!   remembered pointer: the function has returned (`ret` popped the return address, or a
 //!   tail call's callee did), so the activation closes;
 //! - on the activation's stack and at or below it: the block belongs to the function or
@@ -24,16 +24,25 @@
 //! wakes on another vCPU stops counting: its activation waits on the first vCPU until its
 //! stack is seen again above it, or is dropped when [`MAX_FRAMES`] activations are open.
 
-/// Kernel stacks on x86-64 are 16 KiB (THREAD_SIZE) and aligned to their size, as are
-/// the per-CPU interrupt stacks: two stack pointers are on one stack when they agree
-/// above this size.
+/// Kernel stacks on x86-64 are 16 KiB (THREAD_SIZE, IRQ_STACK_SIZE).
 pub const STACK_BYTES: u64 = 16 * 1024;
 
 /// Open activations kept per vCPU; beyond, the oldest is dropped (and counted).
 pub const MAX_FRAMES: usize = 32;
 
-fn same_stack(a: u64, b: u64) -> bool {
-    a / STACK_BYTES == b / STACK_BYTES
+/// Whether stack pointers `a` and `b` are on one stack: less than [`STACK_BYTES`] apart.
+///
+/// Task stacks are aligned to their 16 KiB and separated by guard pages (vmalloc'd with
+/// VMAP_STACK), so pointers on two of them are at least 16 KiB apart. The per-CPU
+/// interrupt stack, where softirqs run after an interrupt, is only page-aligned
+/// (`map_irq_stack()` vmaps it): it can straddle a 16 KiB boundary, and comparing
+/// 16 KiB-aligned blocks instead split it in two — an activation opened above the
+/// boundary stopped counting its callees below it, one opened below never saw its
+/// return and counted what ran after (igb_ptp_rx_rgtstamp in NAPI: 12–161 instructions
+/// a call from boot to boot). The distance rule errs only for a pointer on the
+/// interrupt stack and one more than ~12 KiB deep in a task stack next to it.
+pub fn same_stack(a: u64, b: u64) -> bool {
+    a.abs_diff(b) < STACK_BYTES
 }
 
 /// One vCPU's open activations and its inclusive counters.
@@ -224,6 +233,24 @@ mod tests {
         assert!(!f.timed_entry(sp - 0x100, 9));
         f.entry(0, sp - 0x80, 5);
         assert_eq!(f.inclusive, [24, 1516]);
+    }
+
+    #[test]
+    fn an_interrupt_stack_across_a_16k_boundary_is_one_stack() {
+        // A page-aligned interrupt stack [base, base + 16 KiB) with a 16 KiB boundary
+        // 4 KiB below its top.
+        let base = IRQ + 0x1_0000 - 0x3000;
+        let top = base + STACK_BYTES;
+        let mut f = Frames::new(1);
+        f.entry(0, top - 0x800, 4); // above the boundary
+        assert!(f.block(top - 0x1800, 10, false)); // a callee below it: counts
+        assert!(!f.block(top - 0x700, 1, false)); // returned
+        f.entry(0, top - 0x1200, 4); // below the boundary
+        assert!(!f.block(top - 0x800, 2, false)); // the caller above it: returned
+        assert!(!f.block(top - 0x1400, 100, false)); // later work, not F's
+        assert_eq!(f.inclusive, [18, 0]);
+        assert!(same_stack(top - 8, base + 8));
+        assert!(!same_stack(TASK + 0x3f00, TASK + 0x8000 + 0x3f00));
     }
 
     #[test]
