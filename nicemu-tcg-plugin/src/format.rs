@@ -227,7 +227,8 @@ pub struct Config {
     /// Address ranges of time-driven functions ([`crate::timed`]): inside a named
     /// function they count into its time-driven counter ([`TIMED_SUFFIX`]); sorted.
     pub timed: Vec<(u64, u64)>,
-    /// Entry points of time-driven functions: called inside a named function, they and
+    /// Entry points of time-driven functions whose callees are time too
+    /// ([`crate::timed::Timed::mutes_callees`]): called inside a named function, they and
     /// their callees count as time, not into it ([`crate::frames`]).
     pub timed_entries: Vec<u64>,
 }
@@ -284,7 +285,8 @@ impl Config {
         c.exclude = merged(exclude);
         let is_timed = |n: &str| crate::timed::timed(n).is_some();
         c.timed = symbols.ranges(is_timed);
-        c.timed_entries = symbols.entries(is_timed);
+        c.timed_entries =
+            symbols.entries(|n| crate::timed::timed(n).is_some_and(|t| t.mutes_callees()));
         (c, missing)
     }
 }
@@ -518,6 +520,7 @@ ffffffff81100080 t delay_loop
 ffffffff81100100 T __const_udelay
 ffffffff81200000 T native_queued_spin_lock_slowpath
 ffffffff81200400 T queued_read_lock_slowpath
+ffffffff81200800 T irq_exit_rcu
 ffffffff818221b0 T vfs_read
 ffffffff818221a0 t __pfx_vfs_read
 ffffffff82a00000 D jiffies
@@ -530,7 +533,7 @@ ffffffffc0a00000 T igb_probe\t[igb]
     #[test]
     fn kallsyms_text_symbols_sorted_and_looked_up() {
         let s = Symbols::parse(KALLSYMS);
-        assert_eq!(s.len(), 15, "data and zero-address symbols are skipped");
+        assert_eq!(s.len(), 16, "data and zero-address symbols are skipped");
         let (sym, off) = s.lookup(0xffff_ffff_8182_21c4).unwrap();
         assert_eq!((sym.qualified().as_str(), off), ("vfs_read", 0x14));
         let (sym, off) = s.lookup(0xffff_ffff_c0a0_1010).unwrap();
@@ -564,8 +567,9 @@ ffffffffc0a00000 T igb_probe\t[igb]
         assert_eq!(missing, ["nope"]);
         // The entry sections (overlapping here, merged); the time-driven functions, each
         // run of adjacent ones merged: delay_tsc and delay_loop up to __const_udelay
-        // (counted: its own arithmetic is work), the two spin slow paths up to
-        // __pfx_vfs_read.
+        // (counted: its own arithmetic is work), the two spin slow paths and irq_exit_rcu
+        // up to __pfx_vfs_read. irq_exit_rcu runs softirqs: its callees are work, so its
+        // entry does not mute them.
         assert_eq!(c.exclude, [(0xffff_ffff_8100_0010, 0xffff_ffff_8100_230b)]);
         assert_eq!(
             c.timed,

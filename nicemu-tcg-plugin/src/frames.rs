@@ -13,7 +13,8 @@
 //! - on another stack: an interrupt or exception on its own stack, or another task after
 //!   a context switch; it does not count.
 //!
-//! A time-driven function ([`crate::timed`]) entered on an activation's stack mutes it:
+//! A time-driven function ([`crate::timed`], but for interrupt entry and exit, whose
+//! callees are device handlers and softirqs) entered on an activation's stack mutes it:
 //! neither it nor anything it calls counts until it returns; those instructions go to
 //! the function's time-driven counter instead (index `functions + f`), shown apart.
 //! That is an interrupt taken where the activation runs (on the interrupt stack

@@ -43,6 +43,13 @@ impl Timed {
             Timed::Sched => "sched",
         }
     }
+
+    /// Whether what a function of the bucket calls is time-driven too (counted as time
+    /// inside a named function). Not for interrupt entry and exit: they call the device's
+    /// handler and run softirqs (NAPI polls, transmit completions), the work itself.
+    pub fn mutes_callees(self) -> bool {
+        self != Timed::Irq
+    }
 }
 
 /// (bucket, name prefixes); a name matches when it starts with one.
@@ -235,6 +242,8 @@ mod tests {
         assert_eq!(timed("blake2s_compress_generic"), Some(Timed::Rng));
         assert_eq!(timed("pv_native_safe_halt"), Some(Timed::Idle));
         assert_eq!(timed("sched_balance_rq"), Some(Timed::Sched));
+        assert!(Timed::Timer.mutes_callees() && Timed::Spin.mutes_callees());
+        assert!(!Timed::Irq.mutes_callees(), "irq_exit runs softirqs: work");
         for path in [
             "__netdev_pick_tx",
             "__dev_queue_xmit",
