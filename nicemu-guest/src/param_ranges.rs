@@ -89,6 +89,14 @@ pub const RULES: &[(&str, Allowed)] = &[
         Allowed::SubsetOf(crate::scenario::faults::CASES),
     ),
     (
+        "vf-admin.cases",
+        Allowed::SubsetOf(crate::scenario::vf_admin::CASES),
+    ),
+    (
+        "vf-reset.cases",
+        Allowed::SubsetOf(crate::scenario::vf_reset::CASES),
+    ),
+    (
         "driver-stress.steps",
         Allowed::SubsetOf(crate::scenario::driver_stress::STEPS),
     ),

@@ -160,6 +160,16 @@ pub const KNOWN: &[(&str, &str, &str)] = &[
         "fault cases to run (nicemu devices only)",
     ),
     (
+        "vf-admin.cases",
+        "mac,spoof,vlan,link",
+        "vf-admin cases to run (nicemu's SR-IOV VFs only)",
+    ),
+    (
+        "vf-reset.cases",
+        "flr,pf-reset,reload",
+        "vf-reset cases to run (nicemu's SR-IOV VFs only)",
+    ),
+    (
         "mq.combined",
         "0",
         "ethtool -L combined N on both ports before the load (0 = the driver's maximum)",

@@ -9,7 +9,9 @@ use std::process::Command;
 use crate::error::{Error, Result};
 
 /// Modules every guest loads (drivers for the devices under test and their deps).
-/// Also the qdiscs of the `qdisc` scenario (built in on some kernels: then skipped).
+/// Also the qdiscs of the `qdisc` scenario (built in on some kernels: then skipped), and
+/// the VLAN and macvlan devices of the `vf-admin` scenario (a port VLAN seen from a VLAN
+/// interface of the peer, spoofed frames from a macvlan on the VF).
 pub const DRIVERS: &[&str] = &[
     "igb",
     "ixgbe",
@@ -20,6 +22,8 @@ pub const DRIVERS: &[&str] = &[
     "sch_prio",
     "sch_tbf",
     "sch_fq_codel",
+    "8021q",
+    "macvlan",
 ];
 
 /// A module ready to put in the initramfs.

@@ -2,7 +2,8 @@
 //! `ethtool`: every operation of the igb and ixgbe drivers' `ethtool_ops` (igb_ethtool.c,
 //! ixgbe_ethtool.c of Linux 7.2), run once against the device under test, each answer
 //! checked against what an 82576 or 82599 and its driver give. Settings are read back and
-//! put back. `-t` is the `selftest` scenario. Other drivers: SKIP.
+//! put back. `-t` is the `selftest` scenario. The VF drivers (igbvf, ixgbevf) run their own
+//! operations ([`VF_STEPS`]). Other drivers: SKIP.
 //!
 //! Where an expectation comes from is said at each step: a driver constant or function, or
 //! what the driver refuses (`-EOPNOTSUPP`), which on nicemu must fail the same way.
@@ -20,13 +21,16 @@ pub struct EthtoolOps;
 const SCRIPT_HEAD: &str = r#"E=/usr/sbin/ethtool
 NCPU=$(grep -c ^processor /proc/cpuinfo)
 nicemu_kv ncpu "$NCPU"
+RXD0=; TXD0=
 case "$DRIVER" in
 igb) RING0=256; USECS0=3; PAUSE0="autoneg on rx on tx on" ;;
 ixgbe) RING0=512; USECS0=1; PAUSE0="rx on tx on" ;;
+igbvf) RXD0=1024; TXD0=1024; USECS0=3 ;;
+ixgbevf) RXD0=512; TXD0=1024; USECS0=1 ;;
 *) nicemu_kv driver unsupported; exit 0 ;;
 esac
 # Each step runs in `sh -c`.
-export E NCPU RING0 USECS0 PAUSE0 IFACE DUT_IP PEER_IP
+export E NCPU RING0 RXD0 TXD0 USECS0 PAUSE0 IFACE DUT_IP PEER_IP
 "#;
 
 /// What a step's answer must be.
@@ -371,6 +375,171 @@ const STEPS: &[Step] = &[
     },
 ];
 
+/// The `ethtool_ops` of the VF drivers (igbvf's ethtool.c, ixgbevf's ethtool.c of Linux
+/// 7.2), each answer as the driver gives it on an 82576 VF / 82599 VF: what the VF's
+/// registers decide (link speed from STATUS / VFLINKS, statistics from the VF's counters,
+/// the register dump, reconfigurations that reset the VF through the PF agent) and what
+/// the drivers refuse. A step's `igb` answer is igbvf's, its `ixgbe` answer ixgbevf's.
+const VF_STEPS: &[Step] = &[
+    // get_drvinfo: both report statistics, a self-test and a register dump, no EEPROM
+    // (igbvf_get_eeprom_len is 0, ixgbevf has no EEPROM operations).
+    Step {
+        tag: "vf_drvinfo",
+        cmd: "$E -i $IFACE",
+        igb: Want::InOrder(&[
+            "driver: igbvf",
+            "supports-statistics: yes",
+            "supports-test: yes",
+            "supports-eeprom-access: no",
+            "supports-register-dump: yes",
+        ]),
+        ixgbe: Want::InOrder(&[
+            "driver: ixgbevf",
+            "supports-statistics: yes",
+            "supports-test: yes",
+            "supports-eeprom-access: no",
+            "supports-register-dump: yes",
+        ]),
+    },
+    // get_link_ksettings: igbvf reads STATUS (LU, SPEED_1000, FD), ixgbevf VFLINKS
+    // (UP, 10G); neither autonegotiates.
+    Step {
+        tag: "vf_link",
+        cmd: "$E $IFACE",
+        igb: Want::Has(&[
+            "Speed: 1000Mb/s",
+            "Duplex: Full",
+            "Auto-negotiation: off",
+            "Link detected: yes",
+        ]),
+        ixgbe: Want::Has(&[
+            "Speed: 10000Mb/s",
+            "Duplex: Full",
+            "Auto-negotiation: off",
+            "Link detected: yes",
+        ]),
+    },
+    Step {
+        tag: "vf_features",
+        cmd: "$E -k $IFACE",
+        igb: Want::Has(&[
+            "rx-checksumming: on",
+            "tx-checksumming: on",
+            "scatter-gather: on",
+            "tcp-segmentation-offload: on",
+        ]),
+        ixgbe: Want::Has(&[
+            "rx-checksumming: on",
+            "tx-checksumming: on",
+            "scatter-gather: on",
+            "tcp-segmentation-offload: on",
+        ]),
+    },
+    // get_ringparam: IGBVF_MAX_RXD/TXD 4096, 1024 each from igbvf_probe; IXGBEVF_MAX_RXD/TXD
+    // 4096, IXGBEVF_DEFAULT_RXD 512, IXGBEVF_DEFAULT_TXD 1024.
+    Step {
+        tag: "vf_ring",
+        cmd: "$E -g $IFACE",
+        igb: Want::InOrder(&[
+            "Pre-set maximums:",
+            "RX: 4096",
+            "TX: 4096",
+            "Current hardware settings:",
+            "RX: 1024",
+            "TX: 1024",
+        ]),
+        ixgbe: Want::InOrder(&[
+            "Pre-set maximums:",
+            "RX: 4096",
+            "TX: 4096",
+            "Current hardware settings:",
+            "RX: 512",
+            "TX: 1024",
+        ]),
+    },
+    // set_ringparam: the VF goes down and up with the new rings (a VF reset through the
+    // mailbox on ixgbevf).
+    Step {
+        tag: "vf_ring_set",
+        cmd: "$E -G $IFACE rx 1024 tx 512 && $E -g $IFACE; r=$?; $E -G $IFACE rx $RXD0 tx $TXD0; exit $r",
+        igb: Want::InOrder(&["Current hardware settings:", "RX: 1024", "TX: 512"]),
+        ixgbe: Want::InOrder(&["Current hardware settings:", "RX: 1024", "TX: 512"]),
+    },
+    // get_coalesce: igbvf's requested_itr and ixgbevf's rx_itr_setting start at 3 / 1
+    // (dynamic moderation), reported as is; set_coalesce writes the VF's EITR.
+    Step {
+        tag: "vf_coalesce",
+        cmd: "$E -c $IFACE",
+        igb: Want::Has(&["rx-usecs: 3"]),
+        ixgbe: Want::Has(&["rx-usecs: 1"]),
+    },
+    Step {
+        tag: "vf_coalesce_set",
+        cmd: "$E -C $IFACE rx-usecs 100 && $E -c $IFACE; r=$?; $E -C $IFACE rx-usecs $USECS0; exit $r",
+        igb: Want::Has(&["rx-usecs: 100"]),
+        ixgbe: Want::Has(&["rx-usecs: 100"]),
+    },
+    Step {
+        tag: "vf_msglevel_set",
+        cmd: "$E -s $IFACE msglvl 0x1 && $E $IFACE; r=$?; $E -s $IFACE msglvl 0x7; exit $r",
+        igb: Want::Has(&["Current message level: 0x00000001 (1)"]),
+        ixgbe: Want::Has(&["Current message level: 0x00000001 (1)"]),
+    },
+    // get_ethtool_stats after a ping: igbvf's counters are the VF's registers (VFGPRC,
+    // VFGPTC, VFGORC, VFGOTC, VFMPRC, the loopback counters VFGPRLBC… read by
+    // igbvf_update_stats) less the base read at reset; the harness's peer is the other VF
+    // of the same adapter, so everything it received and sent went through the VEB: the
+    // loopback counts equal the totals. ixgbevf's rx/tx come from its rings, its queue
+    // counters per ring.
+    Step {
+        tag: "vf_stats",
+        cmd: "n=0; while [ \"$(cat /sys/class/net/$IFACE/carrier 2>/dev/null)\" != 1 ] && [ $n -lt 100 ]; do sleep 0.1; n=$((n+1)); done; \
+              /usr/bin/ping -q -c 3 -i 0.2 -W 3 $PEER_IP >/dev/null; $E -S $IFACE",
+        igb: Want::Check(|l, _| {
+            nonzero(l, &["rx_packets", "tx_packets", "rx_bytes", "tx_bytes"])?;
+            present(l, &["multicast", "tx_restart_queue", "rx_csum_offload_good"])?;
+            all_looped_back(l)
+        }),
+        ixgbe: Want::Check(|l, _| {
+            nonzero(l, &["rx_packets", "tx_packets", "rx_bytes", "tx_bytes"])?;
+            present(l, &["multicast", "tx_queue_0_packets", "rx_queue_0_packets"])
+        }),
+    },
+    // get_regs: IGBVF_REGS_LEN 8 words, ixgbevf's IXGBE_REGS_LEN 45 words.
+    Step {
+        tag: "vf_regs",
+        cmd: "$E -d $IFACE raw on | wc -c",
+        igb: Want::Has(&["32"]),
+        ixgbe: Want::Has(&["180"]),
+    },
+    // No EEPROM, no SFP module, no EEE, no FEC, no dump on a VF.
+    Step {
+        tag: "vf_eeprom",
+        cmd: "$E -e $IFACE length 16",
+        igb: Want::Unsupported,
+        ixgbe: Want::Unsupported,
+    },
+    Step {
+        tag: "vf_module",
+        cmd: "$E -m $IFACE",
+        igb: Want::Unsupported,
+        ixgbe: Want::Unsupported,
+    },
+    Step {
+        tag: "vf_eee",
+        cmd: "$E --show-eee $IFACE",
+        igb: Want::Unsupported,
+        ixgbe: Want::Unsupported,
+    },
+    // nway_reset: igbvf_reinit_locked / ixgbevf_reinit_locked, the link comes back.
+    Step {
+        tag: "vf_nway",
+        cmd: "$E -r $IFACE && sleep 0.2 && for i in $(seq 100); do [ \"$(cat /sys/class/net/$IFACE/carrier)\" = 1 ] && echo carrier back && break; sleep 0.1; done",
+        igb: Want::Has(&["carrier back"]),
+        ixgbe: Want::Has(&["carrier back"]),
+    },
+];
+
 /// `ntuple_steer`: the 20 pings arrived on queue 1 and matched the filter.
 fn steered(l: &[String], _ncpu: u32) -> Result<(), String> {
     let plus = |name: &str| {
@@ -407,6 +576,23 @@ fn nonzero(l: &[String], names: &[&str]) -> Result<(), String> {
         let v = stat(l, n).ok_or_else(|| format!("no {n}"))?;
         if v == 0 {
             return Err(format!("{n} is 0"));
+        }
+    }
+    Ok(())
+}
+
+/// igbvf: the VF loopback counters equal the totals (every frame between two VFs of one
+/// adapter).
+fn all_looped_back(l: &[String]) -> Result<(), String> {
+    for (lb, total) in [
+        ("lbrx_packets", "rx_packets"),
+        ("lbtx_packets", "tx_packets"),
+        ("lbrx_bytes", "rx_bytes"),
+        ("lbtx_bytes", "tx_bytes"),
+    ] {
+        let (a, b) = (stat(l, lb), stat(l, total));
+        if a.is_none() || a != b {
+            return Err(format!("{lb} {a:?} is not {total} {b:?}"));
         }
     }
     Ok(())
@@ -536,10 +722,14 @@ impl Scenario for EthtoolOps {
 
     fn script(&self, _p: &Params) -> String {
         let mut s = format!("{NEED_IFACE}{NEED_PEER}{SCRIPT_HEAD}");
-        for st in STEPS {
-            s.push_str(&format!("nicemu_out {} sh -c '{}'\n", st.tag, st.cmd));
-            // Steps that reconfigure the port take the link down a while.
-            s.push_str("nicemu_carrier \"$IFACE\" 150\n");
+        for (drivers, steps) in [("igb|ixgbe", STEPS), ("igbvf|ixgbevf", VF_STEPS)] {
+            s.push_str(&format!("case \"$DRIVER\" in {drivers})\n"));
+            for st in steps {
+                s.push_str(&format!("nicemu_out {} sh -c '{}'\n", st.tag, st.cmd));
+                // Steps that reconfigure the port take the link down a while.
+                s.push_str("nicemu_carrier \"$IFACE\" 150\n");
+            }
+            s.push_str(";;\nesac\n");
         }
         s.push_str("true");
         s
@@ -552,9 +742,11 @@ impl Scenario for EthtoolOps {
 
     fn parse(&self, s: &Section, target: &Target) -> ScenarioResult {
         let mut r = ScenarioResult::pass(self.name());
-        let igb = match target.driver.as_str() {
-            "igb" => true,
-            "ixgbe" => false,
+        let (igb, steps) = match target.driver.as_str() {
+            "igb" => (true, STEPS),
+            "ixgbe" => (false, STEPS),
+            "igbvf" => (true, VF_STEPS),
+            "ixgbevf" => (false, VF_STEPS),
             d => {
                 r.status = Status::Skip;
                 r.reason = Some(format!("no ethtool expectations for {d}"));
@@ -564,7 +756,7 @@ impl Scenario for EthtoolOps {
         let ncpu: u32 = s.get("ncpu").and_then(|v| v.parse().ok()).unwrap_or(0);
         let mut failed = Vec::new();
         let mut results = serde_json::Map::new();
-        for st in STEPS {
+        for st in steps {
             let rc = s
                 .get(&format!("{}_rc", st.tag))
                 .and_then(|v| v.parse::<i32>().ok());
@@ -582,7 +774,7 @@ impl Scenario for EthtoolOps {
         }
         r.metric("steps", serde_json::Value::Object(results));
         if failed.is_empty() {
-            r.summary = Some(format!("{} operations as on the hardware", STEPS.len()));
+            r.summary = Some(format!("{} operations as on the hardware", steps.len()));
         } else {
             r.add_failure(failed.join("; "));
         }
@@ -685,7 +877,7 @@ mod tests {
     #[test]
     fn script_runs_every_step_and_other_drivers_skip() {
         let s = EthtoolOps.script(&Params::default());
-        for st in STEPS {
+        for st in STEPS.iter().chain(VF_STEPS) {
             assert!(
                 s.contains(&format!("nicemu_out {} sh -c", st.tag)),
                 "{}",

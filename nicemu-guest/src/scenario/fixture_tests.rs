@@ -34,7 +34,8 @@ fn every_scenario_of_the_capture_passes() {
     // `ptp` rate check and ptp4l runs (without them `ptp` fails: see `ptp_needs_the_rate_check`);
     // `regsweep` needs nicemu's register trace (its parser test is in regsweep.rs); `ethtool`
     // has its own capture (ethtool_ops.rs), `xsk` too (xsk.rs), `driver-stress` too
-    // (driver_stress.rs).
+    // (driver_stress.rs); `vf-admin` and `vf-reset` need nicemu's SR-IOV VFs (their parser
+    // tests are in vf_admin.rs and vf_reset.rs).
     for name in NAMES.iter().filter(|n| {
         ![
             "faults",
@@ -51,6 +52,8 @@ fn every_scenario_of_the_capture_passes() {
             "xdp",
             "xsk",
             "driver-stress",
+            "vf-admin",
+            "vf-reset",
         ]
         .contains(n)
     }) {

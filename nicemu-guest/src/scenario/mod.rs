@@ -44,6 +44,8 @@ pub mod selftest;
 pub mod setup;
 pub mod target;
 pub mod values;
+pub mod vf_admin;
+pub mod vf_reset;
 pub mod xdp;
 pub mod xsk;
 
@@ -68,6 +70,7 @@ pub const NAMES: &[&str] = &[
     "qdisc",
     "ptp",
     "faults",
+    "vf-admin",
     "rss",
     "mq",
     "regsweep",
@@ -77,6 +80,8 @@ pub const NAMES: &[&str] = &[
     "xdp",
     "xsk",
     "kselftest",
+    // Late: resets the VF and reloads its driver.
+    "vf-reset",
     // Late: its `reload` step unloads and reloads the driver.
     "driver-stress",
     // Last: it leaves the device unbound from its driver.
@@ -108,6 +113,8 @@ pub fn by_name(name: &str) -> Option<Box<dyn Scenario>> {
         "hwstamp" => Box::new(hwstamp::Hwstamp),
         "perf" => Box::new(perf::Perf),
         "driver-stress" => Box::new(driver_stress::DriverStress),
+        "vf-admin" => Box::new(vf_admin::VfAdmin),
+        "vf-reset" => Box::new(vf_reset::VfReset),
         _ => return None,
     })
 }

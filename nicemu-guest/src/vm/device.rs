@@ -196,14 +196,19 @@ impl DeviceKind {
             (DeviceKind::NicemuVirtio | DeviceKind::QemuVirtio, "stats") => Some(
                 "virtio_net has no hardware packet/byte/broadcast counters to check (ethtool -S)",
             ),
-            (DeviceKind::NicemuIgbvf | DeviceKind::NicemuIxgbevf, "selftest" | "stats") => {
-                Some("a VF's self-test and counters are not checked by the harness yet")
+            (d, "vf-admin" | "vf-reset") if !d.is_nicemu_vf() => {
+                Some("needs an SR-IOV VF whose PF is nicemu's agent (nicemu-igbvf, nicemu-ixgbevf)")
             }
             (d, "hostile") if d != DeviceKind::NicemuIgb => {
                 Some("the hostile guest's register program is the 82576's (nicemu's igb only)")
             }
             _ => None,
         }
+    }
+
+    /// True for nicemu's SR-IOV VFs (nicemu plays their PF).
+    pub fn is_nicemu_vf(self) -> bool {
+        matches!(self, DeviceKind::NicemuIgbvf | DeviceKind::NicemuIxgbevf)
     }
 
     /// Parses a command-line name.
