@@ -20,7 +20,8 @@
 //!   and the peer's VLAN interface counts the requests; the untagged peer address is now out
 //!   of reach; `vlan 0` brings it back.
 //! - `link`: `ctl vf DUT state disable`: carrier off, `ip link` NO-CARRIER, no pings;
-//!   `state enable`: carrier back, pings answered; then `state auto`.
+//!   `state enable`: carrier back, the peer reachable within 20 tries, then 5 of 5 pings
+//!   answered; then `state auto`.
 
 use std::collections::BTreeMap;
 
@@ -54,6 +55,16 @@ const SCRIPT: &str = r#"nicemu_nocarrier() {
         [ "$(cat /sys/class/net/$1/carrier 2>/dev/null)" = 0 ] && return 0
         sleep 0.1; n=$((n+1))
     done
+    return 1
+}
+# nicemu_reach TRIES KEY: pings the peer once per try until it answers; KEY=tries needed.
+nicemu_reach() {
+    local n=0
+    while [ $n -lt $1 ]; do
+        /usr/bin/ping -c 1 -W 1 $PEER_IP >/dev/null 2>&1 && { nicemu_kv $2 $n; return 0; }
+        n=$((n+1))
+    done
+    nicemu_kv $2 none
     return 1
 }
 nicemu_addr() { nicemu_kv "$1" "$(cat /sys/class/net/$IFACE/address 2>/dev/null)"; }
@@ -132,6 +143,8 @@ case "$CASES" in *" link "*)
     nicemu_carrier "$IFACE" 200
     nicemu_kv ln_en_carrier "$(cat /sys/class/net/$IFACE/carrier 2>/dev/null)"
     nicemu_out ln_en_ip /usr/bin/ip link show "$IFACE"
+    # As after `ctl link DUT up` (faults): the driver may still be resetting behind the carrier.
+    nicemu_reach 20 ln_en_reach_tries
     nicemu_out ln_en_ping timeout 30 $PING -c 5 -W 2 $PEER_IP
     nicemu_host ln_auto ctl vf DUT state auto
 esac
