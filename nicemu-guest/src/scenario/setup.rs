@@ -41,6 +41,29 @@ if [ -n "$IFACE" ] && [ -n "$PEER_IFACE" ]; then
 fi
 "#;
 
+/// For `qemu-igbvf`: QEMU's igb PF (found by its MAC) is brought up with two VFs, not probed
+/// until the PF gave them the ports' MACs (as a host does before handing VFs to VMs), then
+/// bound to igbvf.
+const SRIOV_PF_SETUP: &str = r#"SRIOV_PF=$(nicemu_iface PF_MAC 100)
+nicemu_kv sriov_pf "${SRIOV_PF:-none}"
+if [ -n "$SRIOV_PF" ]; then
+    pfdev=/sys/class/net/$SRIOV_PF/device
+    /usr/bin/ip link set "$SRIOV_PF" up
+    echo 0 > $pfdev/sriov_drivers_autoprobe
+    echo 2 > $pfdev/sriov_numvfs
+    nicemu_kv sriov_numvfs "$(cat $pfdev/sriov_numvfs)"
+    /usr/bin/ip link set "$SRIOV_PF" vf 0 mac $MAC
+    /usr/bin/ip link set "$SRIOV_PF" vf 1 mac PEER_MAC
+    echo 1 > $pfdev/sriov_drivers_autoprobe
+    for vf in 0 1; do
+        bdf=$(basename "$(readlink -f $pfdev/virtfn$vf)")
+        nicemu_kv "sriov_vf$vf" "$bdf"
+        echo "$bdf" > /sys/bus/pci/drivers_probe
+        nicemu_kv "sriov_probe$vf" "$? $(basename "$(readlink -f /sys/bus/pci/devices/$bdf/driver)")"
+    done
+fi
+"#;
+
 /// Renders the setup (plain shell in `/init`).
 pub fn render(target: &Target) -> String {
     let mut s = format!(
@@ -52,6 +75,15 @@ pub fn render(target: &Target) -> String {
         target.driver,
         u8::from(target.host_actions)
     );
+    if target.device == "qemu-igbvf" {
+        let i = s.find("IFACE=").unwrap_or(s.len());
+        s.insert_str(
+            i,
+            &SRIOV_PF_SETUP
+                .replace("PF_MAC", crate::vm::device::SRIOV_PF_MAC)
+                .replace("PEER_MAC", crate::vm::device::PEER_MAC),
+        );
+    }
     if let Some(peer) = &target.peer_mac {
         s.push_str(&format!("PEER_MAC={peer}\n"));
         s.push_str(PEER_SETUP);
@@ -112,4 +144,24 @@ pub fn parse(s: Option<&Section>, target: &Target) -> ScenarioResult {
         r.add_failure("ping to the peer printed no summary");
     }
     r
+}
+
+#[cfg(test)]
+mod sriov_tests {
+    use super::*;
+
+    #[test]
+    fn qemu_igbvf_enables_and_names_the_vfs_before_finding_them() {
+        let mut t = Target::for_test("igbvf", Some("52:54:00:12:34:57"));
+        t.device = "qemu-igbvf".into();
+        let s = render(&t);
+        let vfs = s.find("echo 2 > $pfdev/sriov_numvfs").unwrap();
+        let mac = s.find("vf 1 mac 52:54:00:12:34:57").unwrap();
+        let bind = s.find("/sys/bus/pci/drivers_probe").unwrap();
+        let iface = s.find("IFACE=$(nicemu_iface $MAC").unwrap();
+        assert!(vfs < mac && mac < bind && bind < iface, "{s}");
+        assert!(s.contains("nicemu_iface 52:54:00:12:34:58 100"));
+        t.device = "nicemu-igbvf".into();
+        assert!(!render(&t).contains("sriov_numvfs"));
+    }
 }

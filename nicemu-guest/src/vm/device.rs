@@ -9,6 +9,8 @@ use crate::error::{Error, Result};
 pub const TEST_MAC: &str = "52:54:00:12:34:56";
 /// MAC given to the peer port.
 pub const PEER_MAC: &str = "52:54:00:12:34:57";
+/// MAC of QEMU's igb PF whose VFs are `qemu-igbvf`'s ports.
+pub const SRIOV_PF_MAC: &str = "52:54:00:12:34:58";
 
 /// nicemu's igb autonegotiation time without `autoneg=` (its `phy::AUTONEG_NS`), in ms.
 pub const NICEMU_AUTONEG_MS: u64 = 1000;
@@ -108,6 +110,10 @@ pub enum DeviceKind {
     NicemuIgbvf,
     /// nicemu's 82599 SR-IOV VFs over vfio-user.
     NicemuIxgbevf,
+    /// QEMU's built-in igb's SR-IOV VFs: the guest's igb PF driver enables two VFs
+    /// (`sriov_numvfs`), gives them the ports' MACs (`ip link set PF vf N mac`) and igbvf
+    /// binds them; QEMU's igb switches between them (the reference for nicemu-igbvf).
+    QemuIgbvf,
 }
 
 /// Most queue pairs the harness gives a nicemu virtio-net port.
@@ -124,6 +130,7 @@ impl DeviceKind {
         DeviceKind::QemuVirtio,
         DeviceKind::NicemuIgbvf,
         DeviceKind::NicemuIxgbevf,
+        DeviceKind::QemuIgbvf,
     ];
 
     /// Command-line name.
@@ -137,6 +144,7 @@ impl DeviceKind {
             DeviceKind::QemuVirtio => "qemu-virtio",
             DeviceKind::NicemuIgbvf => "nicemu-igbvf",
             DeviceKind::NicemuIxgbevf => "nicemu-ixgbevf",
+            DeviceKind::QemuIgbvf => "qemu-igbvf",
         }
     }
 
@@ -147,7 +155,7 @@ impl DeviceKind {
             DeviceKind::QemuE1000e => "e1000e",
             DeviceKind::NicemuIxgbe => "ixgbe",
             DeviceKind::NicemuVirtio | DeviceKind::QemuVirtio => "virtio_net",
-            DeviceKind::NicemuIgbvf => "igbvf",
+            DeviceKind::NicemuIgbvf | DeviceKind::QemuIgbvf => "igbvf",
             DeviceKind::NicemuIxgbevf => "ixgbevf",
         }
     }
@@ -264,6 +272,21 @@ impl DeviceKind {
         virtio_queues: usize,
     ) -> Vec<String> {
         let mut a = Vec::new();
+        if self == DeviceKind::QemuIgbvf {
+            // One igb PF (its VFs are the ports), its own traffic into a sink.
+            a.extend([
+                "-device".to_owned(),
+                "pcie-root-port,id=rp1,chassis=1,slot=1".to_owned(),
+                "-netdev".to_owned(),
+                format!(
+                    "dgram,id=n1,local.type=unix,local.path={dir}/n1.local,\
+                     remote.type=unix,remote.path={dir}/n1.remote"
+                ),
+                "-device".to_owned(),
+                format!("igb,netdev=n1,bus=rp1,mac={SRIOV_PF_MAC}"),
+            ]);
+            return a;
+        }
         for (i, mac) in macs.iter().enumerate() {
             let n = i + 1;
             if let (DeviceKind::NicemuVirtio, Some(sock)) = (self, sockets.get(i)) {
@@ -365,6 +388,12 @@ mod tests {
         assert!(joined.contains("virtio-net-pci,netdev=n2,bus=rp2,mac=52:54:00:12:34:57"));
         assert!(joined.contains("local.path=/r/n1.sock,remote.type=unix,remote.path=/r/n2.sock"));
         assert!(!joined.contains("vhost-user"));
+        let a = DeviceKind::QemuIgbvf.qemu_args("/r", &[], &[TEST_MAC, PEER_MAC], 2);
+        let joined = a.join(" ");
+        assert!(joined.contains("igb,netdev=n1,bus=rp1,mac=52:54:00:12:34:58"));
+        assert_eq!(joined.matches("-device igb").count(), 1, "one PF: {joined}");
+        assert!(DeviceKind::QemuIgbvf.unsupported("vf-admin").is_some());
+        assert_eq!(DeviceKind::QemuIgbvf.driver(), "igbvf");
         assert_eq!(DeviceKind::NicemuVirtio.unsupported("ping"), None);
         assert_eq!(DeviceKind::NicemuVirtio.unsupported("faults"), None);
     }
