@@ -147,9 +147,12 @@ fn install_extra(root: &Path, missing: &[&str]) -> Result<()> {
         enter::command(root, "apt-get")
             // Another nicemu-guest may be installing into the same root: wait for its lock.
             .args(["-o", "DPkg::Lock::Timeout=900", "install", "-y"])
+            // No fsync per unpacked file (a root made before the root's own dpkg.cfg.d said
+            // so); the root is synced once below.
+            .args(["-o", "Dpkg::Options::=--force-unsafe-io"])
             .arg("--no-install-recommends")
             .args(missing)
             .env("DEBIAN_FRONTEND", "noninteractive"),
     )?;
-    Ok(())
+    super::bootstrap::sync_fs(root)
 }
