@@ -343,3 +343,73 @@ fn a_wrong_flag_in_the_extra_arguments_is_caught() {
     Cli::try_parse_from(&words).unwrap_err();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Runs ci/guest-matrix as a user (a fake `id -u` of 1000) with only `tools` on PATH (each a
+/// do-nothing executable; bash and dirname are the host's), HOME a fresh directory, a complete
+/// sid root in its cache when `provisioned`; returns the exit code and stderr.
+fn guest_matrix_as_user(tag: &str, tools: &[&str], provisioned: bool) -> (Option<i32>, String) {
+    use std::os::unix::fs::{symlink, PermissionsExt};
+    let dir = std::env::temp_dir().join(format!("nicemu-gm-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    for host in ["bash", "dirname"] {
+        let p = crate::cmd::on_path(host).expect(host);
+        symlink(p, bin.join(host)).unwrap();
+    }
+    let fake = |name: &str, body: &str| {
+        let p = bin.join(name);
+        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    fake("id", "echo 1000");
+    for t in tools {
+        fake(t, "exit 0");
+    }
+    let home = dir.join("home");
+    if provisioned {
+        let qemu = home.join(".cache/nicemu/sid-root/usr/bin/qemu-system-x86_64");
+        std::fs::create_dir_all(qemu.parent().unwrap()).unwrap();
+        std::fs::write(&qemu, "").unwrap();
+        std::fs::set_permissions(&qemu, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    std::fs::create_dir_all(&home).unwrap();
+    let out = Command::new(repo().join("ci/guest-matrix"))
+        .env_clear()
+        .env("PATH", &bin)
+        .env("HOME", &home)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn guest_matrix_names_missing_rootless_tools_before_building() {
+    let (code, err) = guest_matrix_as_user("none", &[], false);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("needs bubblewrap mmdebstrap uidmap: as root, apt-get install bubblewrap mmdebstrap uidmap"),
+        "{err}"
+    );
+    assert!(!err.contains("cargo"), "stopped before the build: {err}");
+    // A provisioned cache needs only bwrap to enter it.
+    let (code, err) = guest_matrix_as_user("entered", &[], true);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("needs bubblewrap:"), "{err}");
+    // Everything there: the check passes and the script goes on to cargo (absent here).
+    for (tag, tools, provisioned) in [
+        ("all", &["bwrap", "mmdebstrap", "newuidmap"][..], false),
+        ("bwrap", &["bwrap"][..], true),
+    ] {
+        let (code, err) = guest_matrix_as_user(tag, tools, provisioned);
+        assert_ne!(code, Some(2), "{tag}: {err}");
+        assert!(
+            err.contains("cargo: command not found") && !err.contains("apt-get install"),
+            "{tag}: {err}"
+        );
+    }
+}
