@@ -366,3 +366,33 @@ mod tests {
         assert!(!s.contains("RECOVER_"));
     }
 }
+
+#[cfg(test)]
+mod capture_tests {
+    use super::*;
+    use crate::scenario::{evaluate, Console, Status};
+
+    /// The acceptance run's `vf-reset` sections (sid 7.2.13, TCG, 2 vCPUs).
+    const IGBVF: &str = include_str!("../../tests/fixtures/nicemu-igbvf-vf-reset.serial.log");
+    const IXGBEVF: &str = include_str!("../../tests/fixtures/nicemu-ixgbevf-vf-reset.serial.log");
+
+    #[test]
+    fn both_vf_drivers_recover_from_every_reset() {
+        for (text, driver) in [(IGBVF, "igbvf"), (IXGBEVF, "ixgbevf")] {
+            let r = evaluate(
+                &VfReset,
+                &Console::parse(text),
+                &Target::for_test(driver, Some("y")),
+            );
+            assert_eq!(r.status, Status::Pass, "{driver}: {:?}", r.reason);
+            for case in CASES {
+                let rec = &r.metrics["recovery"][case];
+                assert!(rec["vf_resets"].as_u64().unwrap() >= 1, "{driver} {case}");
+                assert!(
+                    rec["secs_to_reach"].as_f64().unwrap() > 0.0,
+                    "{driver} {case}"
+                );
+            }
+        }
+    }
+}
