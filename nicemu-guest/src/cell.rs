@@ -128,7 +128,11 @@ pub(crate) fn not_booted(
         setup: None,
         scenarios: scenarios
             .iter()
-            .map(|s| ScenarioResult::fail(s.name(), "not run (guest not booted)"))
+            .map(|s| {
+                let mut r = ScenarioResult::pass(s.name());
+                r.check_failed(crate::scenario::STARTED, "not run (guest not booted)");
+                r
+            })
             .collect(),
         console_tail: Vec::new(),
         dir: d.host.to_string_lossy().into_owned(),

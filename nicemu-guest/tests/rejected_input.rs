@@ -60,6 +60,7 @@ fn refused(name: &str, args: &[&str], words: &[&str]) {
 
 #[test]
 fn a_parameter_that_does_not_parse_names_its_range() {
+    let t = std::time::Instant::now();
     refused(
         "param",
         &[
@@ -71,6 +72,12 @@ fn a_parameter_that_does_not_parse_names_its_range() {
             "netperf.duration=abc",
         ],
         &["netperf.duration=abc", "an integer from 1 to 3600"],
+    );
+    // Refused at once, not after a guest started (the issue: a ten-minute run).
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(1),
+        "{:?}",
+        t.elapsed()
     );
     refused(
         "param-range",
@@ -117,6 +124,28 @@ fn missing_paths_are_refused_before_provisioning() {
             "/nonexistent/dir/r.json",
         ],
         &["--json", "/nonexistent/dir"],
+    );
+    for flag in ["--html", "--junit"] {
+        refused(
+            &flag[2..],
+            &["--device", "nicemu-igb", flag, "/nonexistent/dir/r"],
+            &[flag, "/nonexistent/dir", "its directory does not exist"],
+        );
+    }
+    refused(
+        "config",
+        &["--device", "nicemu-igb", "--config", "/nonexistent/.config"],
+        &["--config", "/nonexistent/.config"],
+    );
+    refused(
+        "config-fragment",
+        &[
+            "--device",
+            "nicemu-igb",
+            "--config-fragment",
+            "/nonexistent/x.config",
+        ],
+        &["--config-fragment", "/nonexistent/x.config"],
     );
     refused(
         "patch",

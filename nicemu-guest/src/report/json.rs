@@ -79,6 +79,7 @@ mod tests {
         c.console_tail = vec!["x".into()];
         c.side = Some("A".into());
         c.round = Some(1);
+        c.scenarios[1].check_failed("TCP_RR result", "TCP_RR: no result");
         let mut r = report("r", vec![c]);
         r.shard = Some("1/2".into());
         r.env = Some(super::super::run_env::RunEnv {
@@ -110,6 +111,10 @@ mod tests {
         assert_eq!(keys(&v["runs"][0]), sorted(documented("A cell (`runs[]`)")));
         let failed = &v["runs"][0]["scenarios"][1];
         assert_eq!(failed["failures"][0], "TCP_RR: no result");
+        assert_eq!(
+            failed["checks"][0],
+            serde_json::json!({"name": "TCP_RR result", "ok": false, "failure": "TCP_RR: no result"})
+        );
         let mut sk = keys(failed);
         sk.push("summary".into());
         assert_eq!(
@@ -127,7 +132,10 @@ mod tests {
         let old = include_str!("../../tests/fixtures/main-job.results.json");
         let r = parse(old).unwrap();
         assert_eq!(r.schema, 2);
-        assert!(r.runs[0].scenarios.iter().all(|s| s.failures.is_empty()));
+        assert!(r.runs[0]
+            .scenarios
+            .iter()
+            .all(|s| s.failures.is_empty() && s.checks.is_empty()));
         let mut v: serde_json::Value = serde_json::from_str(old).unwrap();
         v["schema"] = serde_json::json!(SCHEMA + 1);
         let e = parse(&v.to_string()).unwrap_err();

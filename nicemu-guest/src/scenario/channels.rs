@@ -84,26 +84,23 @@ impl Scenario for Channels {
         let mut counts = serde_json::Map::new();
         let mut empty_xps_total = 0;
         for n in 1..=max.unwrap_or(0) {
-            if s.get(&format!("count{n}")).is_none() {
-                r.add_failure(format!("combined {n} was not tried"));
+            if !r.check(
+                &format!("combined {n} tried"),
+                s.get(&format!("count{n}")).is_some(),
+                || format!("combined {n} was not tried"),
+            ) {
                 continue;
             }
             let mut c = serde_json::Map::new();
-            if s.get(&format!("set{n}_rc")) != Some("0") {
-                let out: Vec<&str> = s.lines(&format!("set{n}")).collect();
-                r.add_failure(format!("ethtool -L combined {n} failed: {}", out.join(" ")));
-            }
-            let pl: Vec<&str> = s.lines(&format!("ping{n}")).collect();
-            match ping::parse_summary(&pl) {
-                Some(p) if p.received == p.transmitted && p.transmitted > 0 => {
-                    c.insert("ping_received".into(), json!(p.received));
-                }
-                Some(p) => r.add_failure(format!(
-                    "combined {n}: {} of {} pings answered",
-                    p.received, p.transmitted
-                )),
-                None => r.add_failure(format!("combined {n}: ping printed no summary")),
-            }
+            r.check(
+                &format!("ethtool -L combined {n}"),
+                s.get(&format!("set{n}_rc")) == Some("0"),
+                || {
+                    let out: Vec<&str> = s.lines(&format!("set{n}")).collect();
+                    format!("ethtool -L combined {n} failed: {}", out.join(" "))
+                },
+            );
+            check_pings(s, n, &mut r, &mut c);
             let txq: Vec<(String, String)> = s
                 .lines(&format!("txq{n}"))
                 .map(|l| {
@@ -125,11 +122,12 @@ impl Scenario for Channels {
                     .cloned()
                     .collect::<std::collections::BTreeMap<_, _>>()),
             );
-            if require_xps && !empty.is_empty() {
-                r.add_failure(format!(
-                    "combined {n}: empty XPS map on {}",
-                    empty.join(" ")
-                ));
+            if require_xps {
+                r.check(
+                    &format!("combined {n}: XPS map on every queue"),
+                    empty.is_empty(),
+                    || format!("combined {n}: empty XPS map on {}", empty.join(" ")),
+                );
             }
             counts.insert(n.to_string(), serde_json::Value::Object(c));
         }
@@ -145,6 +143,34 @@ impl Scenario for Channels {
             }
         ));
         r
+    }
+}
+
+/// With `n` combined channels every ping must be answered (its count in `c`).
+fn check_pings(
+    s: &Section,
+    n: u32,
+    r: &mut ScenarioResult,
+    c: &mut serde_json::Map<String, serde_json::Value>,
+) {
+    let pl: Vec<&str> = s.lines(&format!("ping{n}")).collect();
+    let every_ping = format!("combined {n}: every ping answered");
+    match ping::parse_summary(&pl) {
+        Some(p) if p.received == p.transmitted && p.transmitted > 0 => {
+            r.check_passed(&every_ping);
+            c.insert("ping_received".into(), json!(p.received));
+        }
+        Some(p) => r.check_failed(
+            &every_ping,
+            format!(
+                "combined {n}: {} of {} pings answered",
+                p.received, p.transmitted
+            ),
+        ),
+        None => r.check_failed(
+            &every_ping,
+            format!("combined {n}: ping printed no summary"),
+        ),
     }
 }
 

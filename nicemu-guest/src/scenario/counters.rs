@@ -135,11 +135,15 @@ impl Scenario for Stats {
                     read("b", side, kind),
                     read("c", side, kind),
                 );
-                if a.is_empty() || c.is_empty() {
-                    r.add_failure(format!("{side}: no `{kind}` counters read"));
+                if !r.check(
+                    &format!("{side} {kind} counters read"),
+                    !(a.is_empty() || c.is_empty()),
+                    || format!("{side}: no `{kind}` counters read"),
+                ) {
                     continue;
                 }
                 check_quiet(side, kind, &a, &b, &mut r);
+                let off = mismatches.len();
                 let want = expected(side, kind, n, size, &b);
                 let mut d = serde_json::Map::new();
                 for (k, expect) in want {
@@ -155,17 +159,16 @@ impl Scenario for Stats {
                         mismatches.push(format!("{side} {kind} {k} +{got} (expected +{expect})"));
                     }
                 }
+                r.check(
+                    &format!("{side} {kind} deltas exact"),
+                    mismatches.len() == off,
+                    || format!("counter deltas not exact: {}", mismatches[off..].join(", ")),
+                );
                 deltas.insert(format!("{side}_{kind}"), serde_json::Value::Object(d));
             }
         }
         r.metric("deltas", serde_json::Value::Object(deltas));
         r.metric("checked", json!(checked));
-        if !mismatches.is_empty() {
-            r.add_failure(format!(
-                "counter deltas not exact: {}",
-                mismatches.join(", ")
-            ));
-        }
         r.summary = Some(format!("{checked} counters, {} off", mismatches.len()));
         r
     }
@@ -181,11 +184,11 @@ fn check_quiet(
     r: &mut ScenarioResult,
 ) {
     let moved = describe_changed(a, b);
-    if !moved.is_empty() {
-        r.add_failure(format!(
-            "{side} {kind}: counters changed between two readings without traffic: {moved}"
-        ));
-    }
+    r.check(
+        &format!("{side} {kind} quiet without traffic"),
+        moved.is_empty(),
+        || format!("{side} {kind}: counters changed between two readings without traffic: {moved}"),
+    );
 }
 
 /// The counters `n` pings and `n` broadcast pings of `size` bytes must move

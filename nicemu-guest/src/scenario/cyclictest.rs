@@ -354,20 +354,24 @@ impl Scenario for Cyclictest {
         let threshold = s.get("threshold").and_then(num).unwrap_or(100.0) as u64;
         add_percentiles(&mut out, bin, threshold);
         if out.threads.is_empty() {
-            r.add_failure(format!(
-                "cyclictest printed no results (rc {}): {}",
-                s.get("cyc_rc").unwrap_or("?"),
-                lines
-                    .iter()
-                    .rev()
-                    .take(3)
-                    .rev()
-                    .copied()
-                    .collect::<Vec<_>>()
-                    .join(" | ")
-            ));
+            r.check_failed(
+                "results printed",
+                format!(
+                    "cyclictest printed no results (rc {}): {}",
+                    s.get("cyc_rc").unwrap_or("?"),
+                    lines
+                        .iter()
+                        .rev()
+                        .take(3)
+                        .rev()
+                        .copied()
+                        .collect::<Vec<_>>()
+                        .join(" | ")
+                ),
+            );
             return r;
         }
+        r.check_passed("results printed");
         let max = out.threads.iter().map(|t| t.max).max().unwrap_or(0);
         r.metric("threads", json!(out.threads));
         r.metric("max_us", json!(max));
@@ -386,9 +390,9 @@ impl Scenario for Cyclictest {
         let secs = s.get("secs").and_then(num).unwrap_or(0.0);
         if s.get("stats_reader") == Some("1") {
             r.metric("stats_reads", json!(reads as u64));
-            if reads == 0.0 {
-                r.add_failure("the stats reader loop never completed a read");
-            }
+            r.check("stats reader read", reads > 0.0, || {
+                "the stats reader loop never completed a read".into()
+            });
         }
         if secs > 0.0 {
             r.metric("secs", json!(secs));

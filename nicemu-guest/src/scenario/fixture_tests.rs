@@ -24,6 +24,19 @@ fn eval(name: &str, text: &str) -> ScenarioResult {
     evaluate(sc.as_ref(), &Console::parse(text), &target())
 }
 
+/// A cell of the capture's network setup and its probe, ping, netperf and cyclictest
+/// results, as `run` evaluates them.
+pub(crate) fn capture_cell() -> crate::report::CellRun {
+    let c = Console::parse(ALL);
+    let mut cell = crate::report::testdata::cell("sid", "qemu-igb", 0.0, 0.0, false);
+    cell.setup = Some(setup::parse(c.sections.get(setup::NAME), &target()));
+    cell.scenarios = ["probe", "ping", "netperf", "cyclictest"]
+        .iter()
+        .map(|n| eval(n, ALL))
+        .collect();
+    cell
+}
+
 #[test]
 fn every_scenario_of_the_capture_passes() {
     let c = Console::parse(ALL);
@@ -60,6 +73,16 @@ fn every_scenario_of_the_capture_passes() {
         let r = eval(name, ALL);
         assert_eq!(r.status, Status::Pass, "{name}: {:?}", r.reason);
         assert!(r.summary.is_some(), "{name} has no headline");
+        // Each check it made is named and held; the harness's own comes first.
+        assert_eq!(
+            r.checks.first().map(|c| c.name.as_str()),
+            Some(FINISHED),
+            "{name}"
+        );
+        assert!(
+            r.checks.iter().all(|c| c.ok && c.failure.is_none()),
+            "{name}"
+        );
     }
 }
 
@@ -149,6 +172,42 @@ fn netperf_timeout_aborts_the_rest() {
         "{reason}"
     );
     assert!(reason.contains("TCP_RR: not run"), "{reason}");
+    let checks: Vec<(&str, bool)> = r.checks.iter().map(|c| (c.name.as_str(), c.ok)).collect();
+    assert_eq!(
+        checks,
+        [
+            (FINISHED, true),
+            ("TCP_STREAM result", false),
+            ("TCP_RR result", false)
+        ]
+    );
+}
+
+#[test]
+fn failed_checks_are_named_and_the_others_still_pass() {
+    let mut t = target();
+    t.driver = "e1000e".into();
+    let r = evaluate(&probe::Probe, &Console::parse(ALL), &t);
+    let failed: Vec<(&str, Option<&str>)> = r
+        .checks
+        .iter()
+        .filter(|c| !c.ok)
+        .map(|c| (c.name.as_str(), c.failure.as_deref()))
+        .collect();
+    assert_eq!(
+        failed,
+        [("driver bound", Some("driver igb bound, expected e1000e"))]
+    );
+    assert!(r.checks.iter().any(|c| c.name == "carrier up" && c.ok));
+    assert_eq!(r.failures, ["driver igb bound, expected e1000e"]);
+    let unfinished = ALL.replace("@@NICEMU-DONE ping ", "@@NICEMU-GONE ping ");
+    let r = eval("ping", &unfinished);
+    assert_eq!(
+        (r.checks[0].name.as_str(), r.checks[0].ok),
+        (FINISHED, false)
+    );
+    let r = eval("ping", "");
+    assert_eq!((r.checks.len(), r.checks[0].name.as_str()), (1, STARTED));
 }
 
 #[test]

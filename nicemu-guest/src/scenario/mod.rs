@@ -24,7 +24,7 @@ pub mod ethtool_ops;
 pub mod expect;
 pub mod faults;
 #[cfg(test)]
-mod fixture_tests;
+pub(crate) mod fixture_tests;
 pub mod hostile;
 pub mod hwstamp;
 pub mod kselftest;
@@ -51,7 +51,7 @@ pub mod xsk;
 
 pub use console::{Console, Section};
 pub use contract::{Scenario, NEED_IFACE, NEED_PEER};
-pub use result::{ScenarioResult, Status};
+pub use result::{ScenarioResult, Status, FINISHED, STARTED};
 pub use target::{Target, DUT_IP, PEER_IP};
 pub use values::{describe_rc, num, round};
 
@@ -162,26 +162,35 @@ pub fn evaluate(scenario: &dyn Scenario, console: &Console, target: &Target) -> 
         );
     }
     match console.sections.get(name) {
-        None => ScenarioResult::fail(name, "the guest never started this scenario"),
+        None => {
+            let mut r = ScenarioResult::pass(name);
+            r.check_failed(STARTED, "the guest never started this scenario");
+            r
+        }
         Some(sec) if sec.done_rc.is_none() => {
             let mut r = scenario.parse(sec, target);
-            r.fail_first("the scenario did not finish (guest crashed or timed out)");
+            r.fail_first(
+                FINISHED,
+                "the scenario did not finish (guest crashed or timed out)",
+            );
             r
         }
         Some(sec) => {
-            let mut r = if sec.get("iface") == Some("none") {
-                ScenarioResult::fail(
-                    name,
+            let mut r = ScenarioResult::pass(name);
+            if sec.get("iface") == Some("none") {
+                r.check_failed(
+                    "interface found",
                     format!("no interface with MAC {} appeared", target.mac),
-                )
+                );
             } else if scenario.needs_peer() && sec.get("peer") == Some("none") {
-                ScenarioResult::fail(
-                    name,
-                    "the peer is not set up (see the net setup result)".to_owned(),
-                )
+                r.check_failed(
+                    "peer set up",
+                    "the peer is not set up (see the net setup result)",
+                );
             } else {
-                scenario.parse(sec, target)
-            };
+                r = scenario.parse(sec, target);
+            }
+            r.passed_first(FINISHED);
             if let (Some(a), Some(b)) = (sec.uptime("t_start"), sec.done_uptime) {
                 r.metric(
                     "guest_secs",

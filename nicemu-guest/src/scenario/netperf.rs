@@ -296,10 +296,10 @@ impl Scenario for Netperf {
     fn parse(&self, s: &Section, _t: &Target) -> ScenarioResult {
         let mut r = ScenarioResult::pass(self.name());
         if let Some(rc) = s.get("ethtool_L_rc") {
-            if rc != "0" {
+            r.check("ethtool -L queues set", rc == "0", || {
                 let out: Vec<&str> = s.lines("ethtool_L").collect();
-                r.add_failure(format!("ethtool -L failed: {}", out.join(" ")));
-            }
+                format!("ethtool -L failed: {}", out.join(" "))
+            });
         }
         let mut tests = serde_json::Map::new();
         let mut summary = Vec::new();
@@ -309,7 +309,10 @@ impl Scenario for Netperf {
                 break;
             };
             if aborted.is_some_and(|a| i > a) {
-                r.add_failure(format!("{label}: not run (an earlier test timed out)"));
+                r.check_failed(
+                    &format!("{label} result"),
+                    format!("{label}: not run (an earlier test timed out)"),
+                );
                 continue;
             }
             let tag = format!("np{i}");
@@ -317,9 +320,13 @@ impl Scenario for Netperf {
             let kv = parse_keyval(&lines);
             let rc = super::describe_rc(s.get(&format!("{tag}_rc")));
             let Some(tp) = kv.get("THROUGHPUT").and_then(|v| num(v)) else {
-                r.add_failure(format!("{label}: no result ({rc}){}", tail(&lines)));
+                r.check_failed(
+                    &format!("{label} result"),
+                    format!("{label}: no result ({rc}){}", tail(&lines)),
+                );
                 continue;
             };
+            r.check_passed(&format!("{label} result"));
             let units = kv.get("THROUGHPUT_UNITS").cloned().unwrap_or_default();
             let mut m = serde_json::Map::new();
             m.insert("throughput".into(), json!(tp));
@@ -339,9 +346,9 @@ impl Scenario for Netperf {
             } else {
                 format!("{label} {tp:.0} {}", units.replace("Trans/s", "tr/s"))
             };
-            if tp <= 0.0 {
-                r.add_failure(format!("{label}: throughput 0"));
-            }
+            r.check(&format!("{label} throughput above 0"), tp > 0.0, || {
+                format!("{label}: throughput 0")
+            });
             summary.push(short);
             if let Some(lat) = latency(s, i, "stages") {
                 m.insert("nicemu_latency".into(), lat);
@@ -352,7 +359,7 @@ impl Scenario for Netperf {
             tests.insert(label.to_owned(), serde_json::Value::Object(m));
         }
         if tests.is_empty() && r.status == super::Status::Pass {
-            r.add_failure("no netperf test ran");
+            r.check_failed("a test ran", "no netperf test ran");
         }
         r.metric("tests", serde_json::Value::Object(tests));
         if let Some(pinned) = s.get("pinned") {

@@ -96,20 +96,21 @@ impl Scenario for Perf {
             .get("LOCAL_SEND_CALLS")
             .and_then(|v| num(v))
             .unwrap_or(0.0);
-        if secs <= 0.0 {
-            r.add_failure(format!(
+        if !r.check("netperf result under perf", secs > 0.0, || {
+            format!(
                 "netperf under perf printed no result ({})",
                 super::describe_rc(s.get("rec_rc"))
-            ));
+            )
+        }) {
             return r;
         }
         r.metric("msgs_per_s_sent", json!(round(sent / secs, 1)));
         let top: Vec<&str> = s.lines("top").collect();
-        if !top.iter().any(|l| parse_report_line(l).is_some()) {
-            r.add_failure(format!(
-                "perf report listed no samples: {}",
-                top.join(" | ")
-            ));
+        if !r.check(
+            "perf report samples",
+            top.iter().any(|l| parse_report_line(l).is_some()),
+            || format!("perf report listed no samples: {}", top.join(" | ")),
+        ) {
             return r;
         }
         r.metric(

@@ -88,11 +88,14 @@ impl Scenario for Ping {
         let mut r = ScenarioResult::pass(self.name());
         let lines: Vec<&str> = s.lines("ping").collect();
         let Some(sum) = parse_summary(&lines) else {
-            r.add_failure(format!(
-                "ping printed no summary (rc {}): {}",
-                s.get("ping_rc").unwrap_or("?"),
-                lines.join(" | ")
-            ));
+            r.check_failed(
+                "summary printed",
+                format!(
+                    "ping printed no summary (rc {}): {}",
+                    s.get("ping_rc").unwrap_or("?"),
+                    lines.join(" | ")
+                ),
+            );
             return r;
         };
         r.metric("transmitted", json!(sum.transmitted));
@@ -107,13 +110,17 @@ impl Scenario for Ping {
             Some((_, avg, _)) => format!("{}% loss, {} ms", sum.loss_pct, round(avg, 3)),
             None => format!("{}% loss", sum.loss_pct),
         });
-        if sum.received == 0 {
-            r.add_failure(format!("no replies to {} requests", sum.transmitted));
-        } else if sum.loss_pct > s.get("max_loss").and_then(num).unwrap_or(0.0) {
-            r.add_failure(format!(
-                "{}% loss ({} of {} replies)",
-                sum.loss_pct, sum.received, sum.transmitted
-            ));
+        r.check_passed("summary printed");
+        if r.check("replies received", sum.received > 0, || {
+            format!("no replies to {} requests", sum.transmitted)
+        }) {
+            let max = s.get("max_loss").and_then(num).unwrap_or(0.0);
+            r.check("loss within ping.max_loss", sum.loss_pct <= max, || {
+                format!(
+                    "{}% loss ({} of {} replies)",
+                    sum.loss_pct, sum.received, sum.transmitted
+                )
+            });
         }
         r
     }

@@ -71,9 +71,13 @@ impl Scenario for Preemptoff {
             s.get("idle_max_us").and_then(num),
             s.get("reader_max_us").and_then(num),
         ) else {
-            r.add_failure("tracing_max_latency was not read");
+            r.check_failed(
+                "tracing_max_latency read",
+                "tracing_max_latency was not read",
+            );
             return r;
         };
+        r.check_passed("tracing_max_latency read");
         r.metric("idle_max_us", json!(idle));
         r.metric("reader_max_us", json!(reader));
         let where_ = |tag: &str| -> Vec<String> {

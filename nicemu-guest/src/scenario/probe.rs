@@ -56,10 +56,14 @@ impl Scenario for Probe {
         let mut r = ScenarioResult::pass(self.name());
         let iface = s.get("iface").unwrap_or("none");
         if iface == "none" {
-            r.add_failure(format!("no interface with MAC {} appeared", target.mac));
+            r.check_failed(
+                "interface found",
+                format!("no interface with MAC {} appeared", target.mac),
+            );
             collect_dmesg(s, target, &mut r);
             return r;
         }
+        r.check_passed("interface found");
         r.metric("iface", json!(iface));
         for line in s.lines("ethtool_i") {
             if let Some((k, v)) = line.split_once(':') {
@@ -73,9 +77,12 @@ impl Scenario for Probe {
             }
         }
         match r.metrics.get("driver").and_then(|v| v.as_str()) {
-            Some(d) if d == target.driver => {}
-            Some(d) => r.add_failure(format!("driver {d} bound, expected {}", target.driver)),
-            None => r.add_failure("ethtool -i printed no driver"),
+            Some(d) if d == target.driver => r.check_passed("driver bound"),
+            Some(d) => r.check_failed(
+                "driver bound",
+                format!("driver {d} bound, expected {}", target.driver),
+            ),
+            None => r.check_failed("driver bound", "ethtool -i printed no driver"),
         }
         let link: Vec<&str> = s.lines("link").collect();
         let flags = link
@@ -91,12 +98,14 @@ impl Scenario for Probe {
             .and_then(|rest| rest.split_whitespace().next())
             .unwrap_or("");
         r.metric("mac", json!(mac));
-        if !mac.eq_ignore_ascii_case(&target.mac) {
-            r.add_failure(format!("MAC is {mac:?}, expected {}", target.mac));
-        }
-        if !flags.split(',').any(|f| f == "LOWER_UP") {
-            r.add_failure(format!("no carrier (LOWER_UP) after 10 s; flags <{flags}>"));
-        }
+        r.check("MAC address", mac.eq_ignore_ascii_case(&target.mac), || {
+            format!("MAC is {mac:?}, expected {}", target.mac)
+        });
+        r.check(
+            "carrier up",
+            flags.split(',').any(|f| f == "LOWER_UP"),
+            || format!("no carrier (LOWER_UP) after 10 s; flags <{flags}>"),
+        );
         check_ethtool(s, target, &mut r);
         check_built_module(s, target, &mut r);
         if let Some(ms) = s.get("carrier_wait_ms").and_then(|v| v.parse::<u64>().ok()) {
@@ -136,12 +145,12 @@ fn check_built_module(s: &Section, target: &Target, r: &mut ScenarioResult) {
         r.metric("module_taint", json!(t));
     }
     if let Some(want) = &target.module_version {
-        if loaded != want {
-            r.add_failure(format!(
+        r.check("the harness's module loaded", loaded == want, || {
+            format!(
                 "{} version is {loaded:?}, not the harness's build {want:?}: the stock module ran",
                 target.driver
-            ));
-        }
+            )
+        });
     }
 }
 
@@ -177,28 +186,34 @@ fn check_ethtool(s: &Section, target: &Target, r: &mut ScenarioResult) {
         Some(sp) => {
             r.metric("speed", json!(sp));
             if let Some(want) = expected_speed(&target.driver) {
-                if sp != want {
-                    r.add_failure(format!(
+                r.check("ethtool speed", sp == want, || {
+                    format!(
                         "ethtool reports Speed: {sp}, expected {want} for {}",
                         target.driver
-                    ));
-                }
+                    )
+                });
             }
         }
-        None => r.add_failure(format!(
-            "ethtool {} printed no Speed: line (rc {})",
-            s.get("iface").unwrap_or("IFACE"),
-            s.get("ethtool_rc").unwrap_or("missing")
-        )),
+        None => r.check_failed(
+            "ethtool speed",
+            format!(
+                "ethtool {} printed no Speed: line (rc {})",
+                s.get("iface").unwrap_or("IFACE"),
+                s.get("ethtool_rc").unwrap_or("missing")
+            ),
+        ),
     }
     match link.as_deref() {
         Some(l) => {
             r.metric("link_detected", json!(l));
-            if l != "yes" {
-                r.add_failure(format!("ethtool reports Link detected: {l}"));
-            }
+            r.check("ethtool link detected", l == "yes", || {
+                format!("ethtool reports Link detected: {l}")
+            });
         }
-        None => r.add_failure("ethtool printed no Link detected: line"),
+        None => r.check_failed(
+            "ethtool link detected",
+            "ethtool printed no Link detected: line",
+        ),
     }
 }
 
@@ -220,8 +235,9 @@ fn collect_dmesg(s: &Section, target: &Target, r: &mut ScenarioResult) {
         })
         .collect();
     r.metric("dmesg_lines", json!(lines.len()));
-    if !errors.is_empty() {
-        r.add_failure(format!("{} driver error line(s) in dmesg", errors.len()));
+    if !r.check("no driver errors in dmesg", errors.is_empty(), || {
+        format!("{} driver error line(s) in dmesg", errors.len())
+    }) {
         r.metric("dmesg_errors", json!(errors));
     }
 }

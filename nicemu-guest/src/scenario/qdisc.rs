@@ -94,19 +94,20 @@ impl Scenario for Qdisc {
         let mut r = ScenarioResult::pass(self.name());
         if s.get("setup_rc") != Some("0") {
             let out: Vec<&str> = s.lines("setup").collect();
-            r.add_failure(format!("tc setup failed: {}", out.join(" | ")));
+            r.check_failed("tc setup", format!("tc setup failed: {}", out.join(" | ")));
             return r;
         }
+        r.check_passed("tc setup");
         let before = parse_tc_s(&s.lines("before").collect::<Vec<_>>());
         let after = parse_tc_s(&s.lines("after").collect::<Vec<_>>());
         let np = netperf::parse_keyval(&s.lines("np").collect::<Vec<_>>());
         let secs = np.get("ELAPSED_TIME").and_then(|v| num(v)).unwrap_or(0.0);
-        if secs <= 0.0 {
-            r.add_failure(format!(
+        r.check("netperf UDP_STREAM result", secs > 0.0, || {
+            format!(
                 "netperf UDP_STREAM printed no result (rc {})",
                 s.get("np_rc").unwrap_or("?")
-            ));
-        }
+            )
+        });
         let mut levels = serde_json::Map::new();
         for kind in ["prio", "tbf", "fq_codel"] {
             let find = |v: &[QdiscStats]| v.iter().find(|q| q.kind == kind).cloned();
@@ -119,12 +120,15 @@ impl Scenario for Qdisc {
                     if secs > 0.0 {
                         m.insert("pps".into(), json!(round(pk as f64 / secs, 1)));
                     }
-                    if pk == 0 {
-                        r.add_failure(format!("no packets went through {kind}"));
-                    }
+                    r.check(&format!("packets through {kind}"), pk > 0, || {
+                        format!("no packets went through {kind}")
+                    });
                     levels.insert(kind.into(), serde_json::Value::Object(m));
                 }
-                _ => r.add_failure(format!("qdisc {kind} missing from tc -s qdisc show")),
+                _ => r.check_failed(
+                    &format!("packets through {kind}"),
+                    format!("qdisc {kind} missing from tc -s qdisc show"),
+                ),
             }
         }
         let pps = levels

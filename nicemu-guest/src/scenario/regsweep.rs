@@ -49,9 +49,13 @@ impl Scenario for Regsweep {
         for tag in ["tr_on", "sw"] {
             if s.get(&format!("host_{tag}_rc")) != Some("0") {
                 let out: Vec<&str> = s.lines(&format!("host_{tag}")).collect();
-                r.add_failure(format!("host action {tag} failed: {}", out.join(" | ")));
+                r.check_failed(
+                    &format!("host action {tag}"),
+                    format!("host action {tag} failed: {}", out.join(" | ")),
+                );
                 return r;
             }
+            r.check_passed(&format!("host action {tag}"));
         }
         let kv: Vec<(&str, f64)> = s
             .lines("host_sw")
@@ -62,9 +66,13 @@ impl Scenario for Regsweep {
         let (Some(sweep), Some(read), Some(reads)) =
             (get("sweep_us"), get("read_us"), get("reads_per_sweep"))
         else {
-            r.add_failure("the sweep report lacks sweep_us / read_us / reads_per_sweep");
+            r.check_failed(
+                "sweep report",
+                "the sweep report lacks sweep_us / read_us / reads_per_sweep",
+            );
             return r;
         };
+        r.check_passed("sweep report");
         for (k, v) in &kv {
             r.metric(k, json!(v));
         }

@@ -5,6 +5,12 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+/// The harness's checks of every scenario's section: the guest started it, and it ran to
+/// its end marker (`@@NICEMU-DONE`).
+pub const STARTED: &str = "guest started it";
+/// See [`STARTED`].
+pub const FINISHED: &str = "ran to the end";
+
 /// Outcome of one scenario.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "UPPERCASE")]
@@ -27,6 +33,19 @@ impl std::fmt::Display for Status {
     }
 }
 
+/// One named check a scenario made: a value the guest printed compared with what the
+/// device, the parameters or the expectations say it must be.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Check {
+    /// What was checked, the same for every run ("driver bound", "carrier up").
+    pub name: String,
+    /// Whether it held.
+    pub ok: bool,
+    /// When it did not: what was seen instead (also in the result's `failures`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
+}
+
 /// Result of one scenario on one device.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ScenarioResult {
@@ -46,6 +65,11 @@ pub struct ScenarioResult {
     /// KTAP and JUnit files list them one by one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub failures: Vec<String>,
+    /// Each named check made, passed or failed, in the order made (the KTAP file's test
+    /// points). A failure recorded with [`add_failure`](Self::add_failure) has no name and
+    /// is in `failures` only.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<Check>,
 }
 
 impl ScenarioResult {
@@ -58,14 +82,8 @@ impl ScenarioResult {
             summary: None,
             metrics: BTreeMap::new(),
             failures: Vec::new(),
+            checks: Vec::new(),
         }
-    }
-
-    /// A failing result.
-    pub fn fail(scenario: &str, reason: impl Into<String>) -> Self {
-        let mut r = Self::pass(scenario);
-        r.add_failure(reason);
-        r
     }
 
     /// A skipped result (the device or kernel lacks what the scenario needs).
@@ -100,16 +118,92 @@ impl ScenarioResult {
         self.failures.push(reason);
     }
 
-    /// Marks the result failed with `reason` as its first failure (what made the rest moot,
-    /// e.g. the scenario not finishing).
-    pub fn fail_first(&mut self, reason: impl Into<String>) {
+    /// Records the check `name`: passed when `ok`, else failed with what `failure` says was
+    /// seen (as [`add_failure`](Self::add_failure) does). Returns `ok`.
+    pub fn check(&mut self, name: &str, ok: bool, failure: impl FnOnce() -> String) -> bool {
+        if ok {
+            self.check_passed(name);
+        } else {
+            self.check_failed(name, failure());
+        }
+        ok
+    }
+
+    /// Records the check `name` as passed.
+    pub fn check_passed(&mut self, name: &str) {
+        self.checks.push(Check {
+            name: name.into(),
+            ok: true,
+            failure: None,
+        });
+    }
+
+    /// Records the check `name` as failed with what was seen.
+    pub fn check_failed(&mut self, name: &str, failure: impl Into<String>) {
+        let failure = failure.into();
+        self.add_failure(failure.clone());
+        self.checks.push(Check {
+            name: name.into(),
+            ok: false,
+            failure: Some(failure),
+        });
+    }
+
+    /// The test points of this result: each named check, then each failure recorded
+    /// without a name (named by what it says), as `(name, failure)`.
+    pub fn points(&self) -> Vec<(String, Option<String>)> {
+        let mut named: Vec<&str> = self
+            .checks
+            .iter()
+            .filter_map(|c| c.failure.as_deref())
+            .collect();
+        let mut out: Vec<(String, Option<String>)> = self
+            .checks
+            .iter()
+            .map(|c| (c.name.clone(), c.failure.clone()))
+            .collect();
+        for f in self.failed_checks() {
+            match named.iter().position(|n| *n == f) {
+                Some(i) => {
+                    named.remove(i);
+                }
+                None => out.push((f.clone(), Some(f))),
+            }
+        }
+        out
+    }
+
+    /// Marks the result failed with the check `name` as its first failure (what made the
+    /// rest moot, e.g. the scenario not finishing).
+    pub fn fail_first(&mut self, name: &str, reason: impl Into<String>) {
         let reason = reason.into();
         self.status = Status::Fail;
         self.reason = Some(match self.reason.take() {
             Some(r) => format!("{reason}; {r}"),
             None => reason.clone(),
         });
-        self.failures.insert(0, reason);
+        self.failures.insert(0, reason.clone());
+        self.checks.insert(
+            0,
+            Check {
+                name: name.into(),
+                ok: false,
+                failure: Some(reason),
+            },
+        );
+    }
+
+    /// Records the check `name` as passed, before the checks made so far (a check of the
+    /// harness on what the scenario's checks depend on, e.g. that it ran to the end).
+    pub fn passed_first(&mut self, name: &str) {
+        self.checks.insert(
+            0,
+            Check {
+                name: name.into(),
+                ok: true,
+                failure: None,
+            },
+        );
     }
 
     /// The failed checks one by one: `failures`, or for a result written before they were

@@ -36,7 +36,10 @@ impl Scenario for Selftest {
     fn parse(&self, s: &Section, target: &Target) -> ScenarioResult {
         let mut r = ScenarioResult::pass(self.name());
         if s.get("iface").unwrap_or("none") == "none" {
-            r.add_failure(format!("no interface with MAC {} appeared", target.mac));
+            r.check_failed(
+                "interface found",
+                format!("no interface with MAC {} appeared", target.mac),
+            );
             return r;
         }
         let lines: Vec<&str> = s.lines("test").collect();
@@ -64,8 +67,8 @@ impl Scenario for Selftest {
         r.metric("result", json!(verdict.unwrap_or("none")));
         r.metric("subtests", json!(subtests));
         match verdict {
-            Some("PASS") => {}
-            Some(v) => r.add_failure(format!("ethtool -t says {v}")),
+            Some("PASS") => r.check_passed("ethtool -t verdict PASS"),
+            Some(v) => r.check_failed("ethtool -t verdict PASS", format!("ethtool -t says {v}")),
             None => {
                 let text = lines.join(" ");
                 if text.contains("Operation not supported") {
@@ -73,7 +76,10 @@ impl Scenario for Selftest {
                     r.reason = Some("driver has no self-test".into());
                     return r;
                 }
-                r.add_failure(format!("no test verdict from ethtool -t: {text}"));
+                r.check_failed(
+                    "ethtool -t verdict PASS",
+                    format!("no test verdict from ethtool -t: {text}"),
+                );
             }
         }
         let bad: Vec<String> = subtests
@@ -81,11 +87,12 @@ impl Scenario for Selftest {
             .filter(|(_, v)| **v != 0)
             .map(|(k, v)| format!("{k}={v}"))
             .collect();
-        if !bad.is_empty() {
-            r.add_failure(format!("sub-tests failed: {}", bad.join(", ")));
-        }
-        if subtests.is_empty() && r.status == Status::Pass {
-            r.add_failure("no sub-test results printed");
+        if !subtests.is_empty() {
+            r.check("every sub-test 0", bad.is_empty(), || {
+                format!("sub-tests failed: {}", bad.join(", "))
+            });
+        } else if r.status == Status::Pass {
+            r.check_failed("every sub-test 0", "no sub-test results printed");
         }
         if r.status == Status::Pass {
             r.summary = Some(format!("{} sub-tests", subtests.len()));

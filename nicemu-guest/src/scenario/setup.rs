@@ -99,49 +99,68 @@ pub fn render(target: &Target) -> String {
 /// Evaluates the setup section.
 pub fn parse(s: Option<&Section>, target: &Target) -> ScenarioResult {
     let Some(s) = s else {
-        return ScenarioResult::fail(NAME, "the guest never ran the network setup");
+        let mut r = ScenarioResult::pass(NAME);
+        r.check_failed(
+            super::result::STARTED,
+            "the guest never ran the network setup",
+        );
+        return r;
     };
     let mut r = ScenarioResult::pass(NAME);
     match s.get("iface") {
-        Some("none") | None => r.add_failure(format!(
-            "no interface with MAC {} (device under test) appeared",
-            target.mac
-        )),
-        Some(i) => r.metric("iface", json!(i)),
+        Some("none") | None => r.check_failed(
+            "device interface found",
+            format!(
+                "no interface with MAC {} (device under test) appeared",
+                target.mac
+            ),
+        ),
+        Some(i) => {
+            r.check_passed("device interface found");
+            r.metric("iface", json!(i))
+        }
     }
     let Some(peer) = &target.peer_mac else {
         return r;
     };
     match s.get("peer_iface") {
         Some("none") | None => {
-            r.add_failure(format!("no interface with MAC {peer} (peer) appeared"));
+            r.check_failed(
+                "peer interface found",
+                format!("no interface with MAC {peer} (peer) appeared"),
+            );
             return r;
         }
-        Some(i) => r.metric("peer_iface", json!(i)),
-    }
-    if s.get("netns_rc") != Some("0") {
-        r.add_failure("could not move the peer port into netns `peer`");
-    }
-    if let Some(ms) = s.get("carrier_wait_ms").and_then(|v| v.parse::<u64>().ok()) {
-        r.metric("carrier_wait_ms", json!(ms));
-        if ms >= 10_000 {
-            r.add_failure("no carrier on both ports after 10 s");
+        Some(i) => {
+            r.check_passed("peer interface found");
+            r.metric("peer_iface", json!(i))
         }
     }
-    if s.get("netserver_rc") != Some("0") {
-        r.add_failure("netserver did not start in the peer namespace");
+    r.check("peer in netns peer", s.get("netns_rc") == Some("0"), || {
+        "could not move the peer port into netns `peer`".into()
+    });
+    if let Some(ms) = s.get("carrier_wait_ms").and_then(|v| v.parse::<u64>().ok()) {
+        r.metric("carrier_wait_ms", json!(ms));
+        r.check("carrier on both ports", ms < 10_000, || {
+            "no carrier on both ports after 10 s".into()
+        });
     }
+    r.check(
+        "netserver started",
+        s.get("netserver_rc") == Some("0"),
+        || "netserver did not start in the peer namespace".into(),
+    );
     let ping: Vec<&str> = s.lines("ping").collect();
     if let Some(p) = super::ping::parse_summary(&ping) {
         r.metric("ping_received", json!(p.received));
-        if p.received == 0 {
-            r.add_failure(format!(
+        r.check("peer answers pings", p.received > 0, || {
+            format!(
                 "the peer does not answer pings ({} sent, 0 received)",
                 p.transmitted
-            ));
-        }
+            )
+        });
     } else {
-        r.add_failure("ping to the peer printed no summary");
+        r.check_failed("peer answers pings", "ping to the peer printed no summary");
     }
     r
 }

@@ -114,7 +114,10 @@ impl Scenario for Xdp {
     fn parse(&self, s: &Section, _target: &Target) -> ScenarioResult {
         let mut r = ScenarioResult::pass(self.name());
         if s.get("tools") == Some("missing") {
-            r.add_failure("xdp-bench is not in the guest image (xdp-tools in the sid root)");
+            r.check_failed(
+                "xdp-bench in the image",
+                "xdp-bench is not in the guest image (xdp-tools in the sid root)",
+            );
             return r;
         }
         let mut summary = Vec::new();
@@ -127,23 +130,33 @@ impl Scenario for Xdp {
                 mode,
                 json!({"rx_pps": rx, "xmit_pps": xmit, "intervals": b.rx.len()}),
             );
+            let seen = format!("{mode}: packets seen");
             match rx {
-                Some(v) if v > 0.0 => summary.push(format!("{mode} {v:.0}/s")),
-                _ => r.add_failure(format!(
-                    "{mode}: no packets seen ({})",
-                    lines
-                        .iter()
-                        .rev()
-                        .take(2)
-                        .copied()
-                        .collect::<Vec<_>>()
-                        .join(" / ")
-                )),
+                Some(v) if v > 0.0 => {
+                    r.check_passed(&seen);
+                    summary.push(format!("{mode} {v:.0}/s"))
+                }
+                _ => r.check_failed(
+                    &seen,
+                    format!(
+                        "{mode}: no packets seen ({})",
+                        lines
+                            .iter()
+                            .rev()
+                            .take(2)
+                            .copied()
+                            .collect::<Vec<_>>()
+                            .join(" / ")
+                    ),
+                ),
             }
             // `tx` reports its XDP_TX verdicts as rx/s only.
-            let transmits = *mode == "redirect";
-            if transmits && !xmit.is_some_and(|v| v > 0.0) {
-                r.add_failure(format!("{mode}: nothing transmitted"));
+            if *mode == "redirect" {
+                r.check(
+                    &format!("{mode}: packets transmitted"),
+                    xmit.is_some_and(|v| v > 0.0),
+                    || format!("{mode}: nothing transmitted"),
+                );
             }
         }
         if r.status == super::Status::Pass {

@@ -130,7 +130,10 @@ impl Scenario for Xsk {
     fn parse(&self, s: &Section, _target: &Target) -> ScenarioResult {
         let mut r = ScenarioResult::pass(self.name());
         if s.get("tools") == Some("missing") {
-            r.add_failure("nicemu-xsk is not in the guest image (provision::xsk builds it)");
+            r.check_failed(
+                "nicemu-xsk in the image",
+                "nicemu-xsk is not in the guest image (provision::xsk builds it)",
+            );
             return r;
         }
         let mut summary = Vec::new();
@@ -148,13 +151,17 @@ impl Scenario for Xsk {
                 "tx_only" => tx,
                 _ => rx.zip(tx).map(|(a, b)| a.min(b)),
             };
+            let check = format!("{key}: packets moved");
             match (moved, &x.error) {
-                (_, Some(e)) => r.add_failure(format!("{key}: {e}")),
-                (Some(v), None) if v > 0.0 => summary.push(format!("{key} {v:.0}/s")),
-                _ => r.add_failure(format!(
-                    "{key}: no packets moved ({} intervals)",
-                    x.rx.len()
-                )),
+                (_, Some(e)) => r.check_failed(&check, format!("{key}: {e}")),
+                (Some(v), None) if v > 0.0 => {
+                    r.check_passed(&check);
+                    summary.push(format!("{key} {v:.0}/s"))
+                }
+                _ => r.check_failed(
+                    &check,
+                    format!("{key}: no packets moved ({} intervals)", x.rx.len()),
+                ),
             }
         }
         if r.status == super::Status::Pass {
