@@ -429,6 +429,7 @@ impl FlowDirector {
     /// The queue a received frame's filter names (`Some(drop queue)` for a
     /// drop filter), or `None` for RSS; counts FDIRMATCH / FDIRMISS for IP
     /// frames.
+    #[inline(never)]
     pub fn steer(&self, f: &Ixgbe, frame: &[u8], fdirctrl: u32) -> Option<usize> {
         let flex = ((fdirctrl >> ctrl::FLEX_SHIFT) & 0x1f) as usize;
         let vet = f.regs.peek(VLNCTRL) as u16;
@@ -583,6 +584,7 @@ impl Ixgbe {
 
     /// The Flow Director's queue for a received frame, if it is on and a
     /// filter matches (one register check when it is off).
+    #[inline]
     pub(super) fn fdir_steer(&self, frame: &[u8]) -> Option<usize> {
         let c = self.regs.peek(FDIRCTRL);
         if c & ctrl::PBALLOC == 0 || c & ctrl::INIT_DONE == 0 {

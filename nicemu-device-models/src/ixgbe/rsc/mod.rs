@@ -239,6 +239,7 @@ fn rsc_writeback(info: u32, hash: u32, status: u32, len: u16) -> [u8; 16] {
 
 impl Ixgbe {
     /// Coalescing is on for queue `qi`.
+    #[inline]
     pub(crate) fn rsc_enabled(&self, qi: usize) -> bool {
         self.regs.peek(rxq_base(qi as u32) + q::RSCCTL) & RSCCTL_RSCEN != 0
             && self.regs.peek(RFCTL) & RFCTL_RSC_DIS == 0
@@ -265,6 +266,7 @@ impl Ixgbe {
     /// A frame for queue `qi` (its receive lock held) with coalescing on:
     /// appended to its connection's context, or placed alone after closing
     /// what it ends.
+    #[inline(never)]
     pub(super) fn rsc_receive(&self, qi: usize, frame: &[u8], hash: u32, ty: HashType, ts: bool) {
         let now = self.env.clock.now_ns();
         let mut ctxs = lock(&self.part.rsc.queues[qi]);
