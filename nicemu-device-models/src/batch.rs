@@ -131,15 +131,27 @@ impl FrameBatch {
     /// Adds the frame in `buf` to the batch (which must not be full) and
     /// leaves an empty buffer in its place: the two buffers change owners,
     /// the frame's bytes are not copied.
+    /// Inline, with the batch's first use of a slot out of line: a pass
+    /// pays a swap per frame, not a call.
+    #[inline]
     pub fn push(&mut self, buf: &mut Vec<u8>) {
-        if self.bufs.len() == self.len {
-            self.bufs.push(Vec::new());
-        }
-        let slot = &mut self.bufs[self.len];
+        let slot = match self.bufs.get_mut(self.len) {
+            Some(slot) => slot,
+            None => self.new_slot(),
+        };
         std::mem::swap(slot, buf);
         buf.clear();
         self.bytes += slot.len();
         self.len += 1;
+    }
+
+    /// A buffer slot for the next frame, where the batch never held that
+    /// many frames before.
+    #[cold]
+    #[inline(never)]
+    fn new_slot(&mut self) -> &mut Vec<u8> {
+        self.bufs.resize_with(self.len + 1, Vec::new);
+        &mut self.bufs[self.len]
     }
 
     /// Adds a copy of `frame` (which must not be full).
