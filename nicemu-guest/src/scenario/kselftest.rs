@@ -253,9 +253,13 @@ impl Scenario for Kselftest {
     fn parse(&self, s: &Section, target: &Target) -> ScenarioResult {
         let mut r = ScenarioResult::pass(self.name());
         if s.get("ksft") == Some("missing") {
-            r.add_failure("the guest image has no /ksft (selftests not packed)");
+            r.check_failed(
+                "selftests in the image",
+                "the guest image has no /ksft (selftests not packed)",
+            );
             return r;
         }
+        r.check_passed("selftests in the image");
         let mut cases: Vec<Case> = Vec::new();
         let mut programs: Vec<Value> = Vec::new();
         for (k, rc) in &s.kv {
@@ -283,9 +287,9 @@ impl Scenario for Kselftest {
                 }
             }
         }
-        if cases.is_empty() {
-            r.add_failure("no selftest ran");
-        }
+        r.check("a selftest ran", !cases.is_empty(), || {
+            "no selftest ran".into()
+        });
         judge(&mut r, &cases, target);
         report_autoneg(&mut r, s, target);
         r.metric("programs", json!(programs));
@@ -457,20 +461,24 @@ fn judge(r: &mut ScenarioResult, cases: &[Case], target: &Target) {
             String::new()
         }
     ));
-    if !deviations.is_empty() {
-        // The full list is in the `deviations` metric and the case table.
-        let shown: Vec<&str> = deviations.iter().take(5).map(String::as_str).collect();
-        r.add_failure(format!(
-            "{} case(s) differ from the expectations: {}{}",
-            deviations.len(),
-            shown.join("; "),
-            if deviations.len() > shown.len() {
-                format!("; and {} more", deviations.len() - shown.len())
-            } else {
-                String::new()
-            }
-        ));
-    }
+    // The full list is in the `deviations` metric and the case table (kselftest.tap).
+    r.check(
+        "every case as the expectations say",
+        deviations.is_empty(),
+        || {
+            let shown: Vec<&str> = deviations.iter().take(5).map(String::as_str).collect();
+            format!(
+                "{} case(s) differ from the expectations: {}{}",
+                deviations.len(),
+                shown.join("; "),
+                if deviations.len() > shown.len() {
+                    format!("; and {} more", deviations.len() - shown.len())
+                } else {
+                    String::new()
+                }
+            )
+        },
+    );
 }
 
 #[cfg(test)]
@@ -557,6 +565,16 @@ mod tests {
             .as_str()
             .unwrap()
             .starts_with("ping.test_default_v4: FAIL")));
+        let checks: Vec<(&str, bool)> = r.checks.iter().map(|c| (c.name.as_str(), c.ok)).collect();
+        assert_eq!(
+            checks,
+            [
+                (super::super::FINISHED, true),
+                ("selftests in the image", true),
+                ("a selftest ran", true),
+                ("every case as the expectations say", false)
+            ]
+        );
         // Without an expectations file, expected failures count as failures.
         let r = super::super::evaluate(
             &Kselftest,
