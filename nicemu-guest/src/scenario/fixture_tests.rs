@@ -400,6 +400,14 @@ fn rss_spreads_many_flows_and_keeps_one_flow_on_one_queue() {
     assert_eq!(counts.len(), 8);
     assert_eq!(counts["8"]["many_per_queue"].as_array().unwrap().len(), 8);
     assert_eq!(counts["8"]["one_flow_queue"], 2);
+    // Per channel count: ethtool -L, the queue counters, two netperf results, the spread,
+    // no stray packets, one flow on one queue; then that a count was tried.
+    assert_eq!(r.checks.len(), 1 + 8 * 7 + 1);
+    assert!(r.checks.iter().all(|c| c.ok));
+    assert!(r
+        .checks
+        .iter()
+        .any(|c| c.name == "combined 8: one flow on one queue"));
     let r = eval_as("rss", IXGBE_FAULTS, "ixgbe", true);
     assert_eq!(r.status, Status::Pass, "{:?}", r.reason);
     assert_eq!(r.metrics["counts"].as_object().unwrap().len(), 2);

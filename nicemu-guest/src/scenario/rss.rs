@@ -144,9 +144,9 @@ impl Scenario for Rss {
                 counts.insert(n.to_string(), serde_json::Value::Object(c));
             }
         }
-        if tried == 0 {
-            r.add_failure("no channel count was tried");
-        }
+        r.check("a channel count tried", tried > 0, || {
+            "no channel count was tried".into()
+        });
         r.metric("counts", serde_json::Value::Object(counts));
         let mut summary = format!("combined 1..{tried}: spread and single-flow checked");
         if !qemu_idle.is_empty() {
@@ -172,19 +172,24 @@ fn parse_combined(
 ) -> Option<serde_json::Map<String, serde_json::Value>> {
     if s.get(&format!("set{n}_rc")) != Some("0") {
         let out: Vec<&str> = s.lines(&format!("set{n}")).collect();
-        r.add_failure(format!("ethtool -L combined {n} failed: {}", out.join(" ")));
+        r.check_failed(
+            &format!("combined {n}: ethtool -L"),
+            format!("ethtool -L combined {n} failed: {}", out.join(" ")),
+        );
         return None;
     }
+    r.check_passed(&format!("combined {n}: ethtool -L"));
     let read = |tag: String| parse_rx_queues(&s.lines(&tag).collect::<Vec<_>>());
     let (a, b, cc) = (
         read(format!("a{n}")),
         read(format!("b{n}")),
         read(format!("c{n}")),
     );
-    if b.is_empty() || cc.is_empty() {
-        r.add_failure(format!(
-            "combined {n}: ethtool -S has no rx_queue_N_packets"
-        ));
+    if !r.check(
+        &format!("combined {n}: rx_queue_N_packets read"),
+        !(b.is_empty() || cc.is_empty()),
+        || format!("combined {n}: ethtool -S has no rx_queue_N_packets"),
+    ) {
         return None;
     }
     let mut c = serde_json::Map::new();
@@ -192,14 +197,19 @@ fn parse_combined(
         let rc = s.get(&format!("{tag}{n}_rc"));
         let out: Vec<&str> = s.lines(&format!("{tag}{n}")).collect();
         let kv = parse_keyval(&out);
+        let check = format!("combined {n}: netperf {label} result");
         match kv.get("THROUGHPUT").and_then(|v| super::num(v)) {
             Some(t) if rc == Some("0") => {
+                r.check_passed(&check);
                 c.insert(format!("{tag}_trans_per_s"), json!(super::round(t, 1)));
             }
-            _ => r.add_failure(format!(
-                "combined {n}: netperf {label} gave no result ({})",
-                super::describe_rc(rc)
-            )),
+            _ => r.check_failed(
+                &check,
+                format!(
+                    "combined {n}: netperf {label} gave no result ({})",
+                    super::describe_rc(rc)
+                ),
+            ),
         }
     }
     let many = queue_deltas(&a, &b);
@@ -235,10 +245,12 @@ fn check_spread(
             "combined {n}: many flows left active queue(s) {idle:?} without packets ({many:?})"
         );
         if t.host_actions {
-            r.add_failure(what);
+            r.check_failed(&format!("combined {n}: many flows on every queue"), what);
         } else {
             qemu_idle.push(what);
         }
+    } else if t.host_actions {
+        r.check_passed(&format!("combined {n}: many flows on every queue"));
     }
     let stray: Vec<u32> = many
         .iter()
@@ -246,11 +258,11 @@ fn check_spread(
         .filter(|(q, v)| **q >= n && **v > 0)
         .map(|(q, _)| *q)
         .collect();
-    if !stray.is_empty() {
-        r.add_failure(format!(
-            "combined {n}: packets on inactive queue(s) {stray:?}"
-        ));
-    }
+    r.check(
+        &format!("combined {n}: no packets on inactive queues"),
+        stray.is_empty(),
+        || format!("combined {n}: packets on inactive queue(s) {stray:?}"),
+    );
 }
 
 /// One flow stays on one queue: the busiest queue's share of its packets
@@ -269,12 +281,16 @@ fn check_one_flow(n: u32, one: &BTreeMap<u32, u64>, r: &mut ScenarioResult) -> (
         0.0
     };
     let elsewhere = total - top;
-    if total == 0 || (share < ONE_FLOW_SHARE && elsewhere > CONTROL_CONNECTION_PACKETS) {
-        r.add_failure(format!(
-            "combined {n}: one flow spread over queues ({one:?}; top queue {top_q} has {:.0}%)",
-            share * 100.0
-        ));
-    }
+    r.check(
+        &format!("combined {n}: one flow on one queue"),
+        !(total == 0 || (share < ONE_FLOW_SHARE && elsewhere > CONTROL_CONNECTION_PACKETS)),
+        || {
+            format!(
+                "combined {n}: one flow spread over queues ({one:?}; top queue {top_q} has {:.0}%)",
+                share * 100.0
+            )
+        },
+    );
     (top_q, share)
 }
 
