@@ -118,6 +118,25 @@ nicemu_carrier() {
     done
     return 1
 }
+# nicemu_nocarrier IFACE TENTHS: waits up to TENTHS/10 s for IFACE to lose its carrier.
+nicemu_nocarrier() {
+    local n=0
+    while [ $n -lt $2 ]; do
+        [ "$(cat /sys/class/net/$1/carrier 2>/dev/null)" = 0 ] && return 0
+        sleep 0.1; n=$((n+1))
+    done
+    return 1
+}
+# nicemu_reach TRIES KEY: pings the peer once per try until it answers; KEY=tries needed.
+nicemu_reach() {
+    local n=0
+    while [ $n -lt $1 ]; do
+        /usr/bin/ping -c 1 -W 1 $PEER_IP >/dev/null 2>&1 && { nicemu_kv $2 $n; return 0; }
+        n=$((n+1))
+    done
+    nicemu_kv $2 none
+    return 1
+}
 # nicemu_peer CMD...: runs CMD in the peer's network namespace.
 nicemu_peer() { /usr/bin/ip netns exec peer "$@"; }
 # nicemu_host TAG VERB ARGS...: asks the harness (reading this console) to act on the host

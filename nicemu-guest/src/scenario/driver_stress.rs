@@ -55,15 +55,6 @@ B=$STRESS_SECS
 nicemu_b() { local tag=$1; shift; nicemu_out "$tag" timeout $B "$@"; }
 nicemu_step() { nicemu_kv "step_$1" begin; STEP_T0=$(nicemu_uptime); }
 nicemu_step_end() { nicemu_kv "step_$1_secs" "$(awk "BEGIN {print $(nicemu_uptime) - $STEP_T0}")"; nicemu_kv "step_$1" done; }
-nicemu_reach() {
-    local n=0
-    while [ $n -lt $1 ]; do
-        /usr/bin/ping -c 1 -W 1 $PEER_IP >/dev/null 2>&1 && { nicemu_kv $2 $n; return 0; }
-        n=$((n+1))
-    done
-    nicemu_kv $2 none
-    return 1
-}
 # Traffic for the whole scenario.
 /usr/bin/ping -q -i 0.02 -W 1 $PEER_IP >/dev/null 2>&1 </dev/null &
 TRAFFIC=$!

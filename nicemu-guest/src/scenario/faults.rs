@@ -107,25 +107,7 @@ pub fn count_icmp_echo(lines: &[&str]) -> (u64, u64) {
     (req, rep)
 }
 
-const SCRIPT: &str = r#"nicemu_nocarrier() {
-    local n=0
-    while [ $n -lt $2 ]; do
-        [ "$(cat /sys/class/net/$1/carrier 2>/dev/null)" = 0 ] && return 0
-        sleep 0.1; n=$((n+1))
-    done
-    return 1
-}
-# nicemu_reach TRIES KEY: pings the peer once per try until it answers; KEY=tries needed.
-nicemu_reach() {
-    local n=0
-    while [ $n -lt $1 ]; do
-        /usr/bin/ping -c 1 -W 1 $PEER_IP >/dev/null 2>&1 && { nicemu_kv $2 $n; return 0; }
-        n=$((n+1))
-    done
-    nicemu_kv $2 none
-    return 1
-}
-nicemu_since() { dmesg | tail -n +$(($1 + 1)); }
+const SCRIPT: &str = r#"nicemu_since() { dmesg | tail -n +$(($1 + 1)); }
 PEERNS="/usr/bin/ip netns exec peer"
 /usr/bin/ip route replace 224.0.0.0/4 dev "$IFACE"
 nicemu_peer /usr/bin/ip route replace 224.0.0.0/4 dev "$PEER_IFACE"

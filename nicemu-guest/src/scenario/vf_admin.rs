@@ -49,25 +49,7 @@ pub const PORT_VLAN: u16 = 100;
 /// Echo requests of the `vlan` case's tagged ping.
 pub const VLAN_PINGS: u64 = 10;
 
-const SCRIPT: &str = r#"nicemu_nocarrier() {
-    local n=0
-    while [ $n -lt $2 ]; do
-        [ "$(cat /sys/class/net/$1/carrier 2>/dev/null)" = 0 ] && return 0
-        sleep 0.1; n=$((n+1))
-    done
-    return 1
-}
-# nicemu_reach TRIES KEY: pings the peer once per try until it answers; KEY=tries needed.
-nicemu_reach() {
-    local n=0
-    while [ $n -lt $1 ]; do
-        /usr/bin/ping -c 1 -W 1 $PEER_IP >/dev/null 2>&1 && { nicemu_kv $2 $n; return 0; }
-        n=$((n+1))
-    done
-    nicemu_kv $2 none
-    return 1
-}
-nicemu_addr() { nicemu_kv "$1" "$(cat /sys/class/net/$IFACE/address 2>/dev/null)"; }
+const SCRIPT: &str = r#"nicemu_addr() { nicemu_kv "$1" "$(cat /sys/class/net/$IFACE/address 2>/dev/null)"; }
 PING="/usr/bin/ping -q -i 0.1"
 case "$CASES" in *" mac "*)
     nicemu_kv case_mac 1

@@ -35,17 +35,7 @@ pub const CASES: &[&str] = &["flr", "pf-reset", "reload"];
 /// 10 s, from its 2 s watchdog).
 const RECOVER_SECS: u64 = 30;
 
-const SCRIPT: &str = r#"# nicemu_reach TRIES KEY: pings the peer once per try until it answers; KEY=tries needed.
-nicemu_reach() {
-    local n=0
-    while [ $n -lt $1 ]; do
-        /usr/bin/ping -c 1 -W 1 $PEER_IP >/dev/null 2>&1 && { nicemu_kv $2 $n; return 0; }
-        n=$((n+1))
-    done
-    nicemu_kv $2 none
-    return 1
-}
-# nicemu_recover TAG M: carrier, reachability, pings and what the kernel logged since line M.
+const SCRIPT: &str = r#"# nicemu_recover TAG M: carrier, reachability, pings and what the kernel logged since line M.
 nicemu_recover() {
     local t0=$(nicemu_uptime)
     sleep 0.5
