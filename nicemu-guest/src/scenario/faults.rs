@@ -25,6 +25,7 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 
+use super::cases::{self, host_ok};
 use super::counters::parse_ethtool_s;
 use super::{ping, Scenario, ScenarioResult, Section, Target, NEED_IFACE, NEED_PEER};
 use crate::params::Params;
@@ -233,76 +234,26 @@ impl Scenario for Faults {
 
     fn parse(&self, s: &Section, t: &Target) -> ScenarioResult {
         let mut r = ScenarioResult::pass(self.name());
-        let mut ok = Vec::new();
-        for case in CASES {
-            if s.get(&format!("case_{case}")).is_none() {
-                continue;
-            }
-            let before = r.reason.clone();
-            match *case {
-                "stats" => check_stats(s, t, &mut r),
-                "capture" => check_capture(s, &mut r),
-                "crc" => check_crc(s, &mut r),
-                "link" => check_link(s, t, &mut r),
-                "stall" => check_stall(s, t, &mut r),
+        cases::judge(
+            s,
+            CASES,
+            &mut r,
+            |case, r| match case {
+                "stats" => check_stats(s, t, r),
+                "capture" => check_capture(s, r),
+                "crc" => check_crc(s, r),
+                "link" => check_link(s, t, r),
+                "stall" => check_stall(s, t, r),
                 _ => {}
-            }
-            if r.reason == before {
-                ok.push(*case);
-            }
-        }
-        let asked: Vec<&str> = s
-            .get("cases")
-            .map(|c| c.split(',').filter(|x| !x.is_empty()).collect())
-            .unwrap_or_default();
-        for case in &asked {
-            if s.get(&format!("case_{case}")).is_none() {
-                r.add_failure(format!("{case}: not run"));
-            }
-        }
-        if asked.is_empty() {
-            r.add_failure(format!(
-                "no selected case applies to {} (faults.cases)",
-                t.driver
-            ));
-        }
-        r.metric("passed_cases", json!(ok));
-        r.summary = Some(format!("{}/{} cases ok", ok.len(), asked.len()));
+            },
+            || format!("no selected case applies to {} (faults.cases)", t.driver),
+        );
         r
     }
 }
 
 fn selected(p: &Params) -> Vec<&'static str> {
-    let want = p.get("faults.cases");
-    CASES
-        .iter()
-        .copied()
-        .filter(|c| want.split(',').any(|w| w.trim() == *c))
-        .collect()
-}
-
-/// Fails with "CASE: what" unless the host action `tag` exited 0 (and the guest saw it).
-fn host_ok(s: &Section, tag: &str, case: &str, r: &mut ScenarioResult) -> bool {
-    let rc = s.get(&format!("host_{tag}_rc"));
-    if rc == Some("0") {
-        return true;
-    }
-    let out: Vec<&str> = s.lines(&format!("host_{tag}")).collect();
-    let what = match rc {
-        None => "the harness never ran it".to_owned(),
-        Some(rc) => format!(
-            "exit {rc}: {}",
-            out.iter()
-                .rev()
-                .take(2)
-                .rev()
-                .copied()
-                .collect::<Vec<_>>()
-                .join(" | ")
-        ),
-    };
-    r.add_failure(format!("{case}: host action {tag} failed ({what})"));
-    false
+    cases::selected(CASES, &p.get("faults.cases"))
 }
 
 fn ethtool(s: &Section, tag: &str) -> BTreeMap<String, u64> {

@@ -13,6 +13,7 @@
 //! (`$IFACE`) and, with a peer, moves the peer port (`$PEER_IFACE`) into network namespace
 //! `peer`, addresses both ends and starts `netserver` there.
 
+pub mod cases;
 pub mod channels;
 pub mod console;
 pub mod contract;

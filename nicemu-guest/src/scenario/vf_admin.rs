@@ -27,6 +27,7 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 
+use super::cases::{self, host_ok};
 use super::faults::parse_ctl_stats;
 use super::{ping, Scenario, ScenarioResult, Section, Target, NEED_IFACE, NEED_PEER};
 use crate::params::Params;
@@ -173,64 +174,25 @@ impl Scenario for VfAdmin {
 
     fn parse(&self, s: &Section, t: &Target) -> ScenarioResult {
         let mut r = ScenarioResult::pass(self.name());
-        let mut ok = Vec::new();
-        for case in CASES {
-            if s.get(&format!("case_{case}")).is_none() {
-                continue;
-            }
-            let before = r.reason.clone();
-            match *case {
-                "mac" => check_mac(s, t, &mut r),
-                "spoof" => check_spoof(s, &mut r),
-                "vlan" => check_vlan(s, &mut r),
-                "link" => check_link(s, &mut r),
+        cases::judge(
+            s,
+            CASES,
+            &mut r,
+            |case, r| match case {
+                "mac" => check_mac(s, t, r),
+                "spoof" => check_spoof(s, r),
+                "vlan" => check_vlan(s, r),
+                "link" => check_link(s, r),
                 _ => {}
-            }
-            if r.reason == before {
-                ok.push(*case);
-            }
-        }
-        let asked: Vec<&str> = s
-            .get("cases")
-            .map(|c| c.split(',').filter(|x| !x.is_empty()).collect())
-            .unwrap_or_default();
-        for case in &asked {
-            if s.get(&format!("case_{case}")).is_none() {
-                r.add_failure(format!("{case}: not run"));
-            }
-        }
-        if asked.is_empty() {
-            r.add_failure("no case selected (vf-admin.cases)");
-        }
-        r.metric("passed_cases", json!(ok));
-        r.summary = Some(format!("{}/{} cases ok", ok.len(), asked.len()));
+            },
+            || "no case selected (vf-admin.cases)".into(),
+        );
         r
     }
 }
 
 fn selected(p: &Params) -> Vec<&'static str> {
-    let want = p.get("vf-admin.cases");
-    CASES
-        .iter()
-        .copied()
-        .filter(|c| want.split(',').any(|w| w.trim() == *c))
-        .collect()
-}
-
-/// Fails with "CASE: what" unless host action `tag` exited 0; returns whether it did.
-pub fn host_ok(s: &Section, tag: &str, case: &str, r: &mut ScenarioResult) -> bool {
-    match s.get(&format!("host_{tag}_rc")) {
-        Some("0") => true,
-        rc => {
-            let out: Vec<&str> = s.lines(&format!("host_{tag}")).collect();
-            let what = match rc {
-                None => "the harness never ran it".to_owned(),
-                Some(rc) => format!("exit {rc}: {}", out.last().copied().unwrap_or("")),
-            };
-            r.add_failure(format!("{case}: host action {tag} failed ({what})"));
-            false
-        }
-    }
+    cases::selected(CASES, &p.get("vf-admin.cases"))
 }
 
 /// The `data` object of a `nicemu ctl --json` answer (one object, maybe over many lines).

@@ -20,7 +20,8 @@
 
 use serde_json::json;
 
-use super::vf_admin::{ctl_data, host_ok};
+use super::cases::{self, host_ok};
+use super::vf_admin::ctl_data;
 use super::{ping, Scenario, ScenarioResult, Section, Target, NEED_IFACE, NEED_PEER};
 use crate::params::Params;
 
@@ -120,44 +121,21 @@ impl Scenario for VfReset {
 
     fn parse(&self, s: &Section, _t: &Target) -> ScenarioResult {
         let mut r = ScenarioResult::pass(self.name());
-        let mut ok = Vec::new();
         let mut recovery = serde_json::Map::new();
-        for case in CASES {
-            if s.get(&format!("case_{case}")).is_none() {
-                continue;
-            }
-            let before = r.reason.clone();
-            check_case(s, case, &mut r, &mut recovery);
-            if r.reason == before {
-                ok.push(*case);
-            }
-        }
-        let asked: Vec<&str> = s
-            .get("cases")
-            .map(|c| c.split(',').filter(|x| !x.is_empty()).collect())
-            .unwrap_or_default();
-        for case in &asked {
-            if s.get(&format!("case_{case}")).is_none() {
-                r.add_failure(format!("{case}: not run"));
-            }
-        }
-        if asked.is_empty() {
-            r.add_failure("no case selected (vf-reset.cases)");
-        }
+        cases::judge(
+            s,
+            CASES,
+            &mut r,
+            |case, r| check_case(s, case, r, &mut recovery),
+            || "no case selected (vf-reset.cases)".into(),
+        );
         r.metric("recovery", serde_json::Value::Object(recovery));
-        r.metric("passed_cases", json!(ok));
-        r.summary = Some(format!("{}/{} cases ok", ok.len(), asked.len()));
         r
     }
 }
 
 fn selected(p: &Params) -> Vec<&'static str> {
-    let want = p.get("vf-reset.cases");
-    CASES
-        .iter()
-        .copied()
-        .filter(|c| want.split(',').any(|w| w.trim() == *c))
-        .collect()
+    cases::selected(CASES, &p.get("vf-reset.cases"))
 }
 
 /// The VF_RESET opcode (the low 16 bits of a VF's first word; `E1000_VF_RESET`,
