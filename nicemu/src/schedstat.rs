@@ -175,7 +175,7 @@ mod tests {
             tv_nsec: 0,
         };
         // SAFETY: `ts` is a valid, writable timespec for the call.
-        let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+        let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &raw mut ts) };
         assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
         Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
     }
