@@ -11,7 +11,6 @@ use crate::cli::RunArgs;
 use crate::error::Result;
 use crate::image::{self, init_script};
 use crate::matrix::{Cell, Matrix};
-use crate::provision;
 use crate::report::CellRun;
 use crate::scenario::{self, setup, Console, Scenario, ScenarioResult, Target};
 use crate::vm::accel::{self, Accel};
@@ -22,6 +21,7 @@ use crate::vm::launch::{self, BootSpec, Exit};
 use crate::vm::nicemu_args::{nicemu_cell, PortOpts};
 use crate::vm::nicemu_proc::NicemuProcess;
 use crate::vm::run_dir::RunDir;
+use nicemu_provision as provision;
 
 /// Kernel command line for test boots (no IPv6: no stray frames disturb the counters).
 /// `no_timer_check`: on a loaded host a TCG guest's timer check can fail and panic the boot

@@ -354,7 +354,7 @@ fn guest_matrix_as_user(tag: &str, tools: &[&str], provisioned: bool) -> (Option
     let bin = dir.join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     for host in ["bash", "dirname"] {
-        let p = crate::cmd::on_path(host).expect(host);
+        let p = nicemu_provision::cmd::on_path(host).expect(host);
         symlink(p, bin.join(host)).unwrap();
     }
     let fake = |name: &str, body: &str| {

@@ -55,3 +55,18 @@ impl Error {
         }
     }
 }
+
+/// Provisioning's errors are the harness's, variant for variant (same messages).
+impl From<nicemu_provision::error::Error> for Error {
+    fn from(e: nicemu_provision::error::Error) -> Self {
+        use nicemu_provision::error::Error as P;
+        match e {
+            P::Prerequisite(m) => Error::Prerequisite(m),
+            P::Io { path, source } => Error::Io { path, source },
+            P::Command { cmd, detail } => Error::Command { cmd, detail },
+            P::Kernel(m) => Error::Kernel(m),
+            P::Usage(m) => Error::Usage(m),
+            P::Interrupted => Error::Interrupted,
+        }
+    }
+}

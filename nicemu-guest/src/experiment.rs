@@ -121,7 +121,7 @@ pub fn shipped_patch(name: &str) -> Option<&'static str> {
 fn materialise(name: &str) -> Result<PathBuf> {
     let text =
         shipped_patch(name).ok_or_else(|| Error::Usage(format!("no shipped patch {name:?}")))?;
-    let dir = crate::provision::cache::cache_dir()?.join("experiments");
+    let dir = nicemu_provision::cache::cache_dir()?.join("experiments");
     std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
     let path = dir.join(name);
     if std::fs::read_to_string(&path).ok().as_deref() != Some(text) {

@@ -8,7 +8,6 @@ mod cell;
 #[cfg(test)]
 mod ci_templates_tests;
 mod cli;
-mod cmd;
 mod cost;
 #[cfg(test)]
 mod docs_tests;
@@ -19,13 +18,11 @@ mod matrix;
 mod param_ranges;
 mod params;
 mod preflight;
-mod provision;
 mod qemu_args;
 mod report;
 mod run;
 mod scan_log;
 mod scenario;
-mod signals;
 mod splat;
 mod stats;
 mod vm;
@@ -33,6 +30,7 @@ mod vng;
 mod watch;
 
 use clap::Parser;
+use nicemu_provision::{self as provision, signals};
 
 use crate::error::{Error, Result};
 
@@ -101,12 +99,7 @@ fn provision_cmd(args: &cli::ProvisionArgs) -> Result<i32> {
     let p = provision::provision()?;
     println!("provision: cache {}", p.cache.display());
     println!("provision: sid root {}", p.sid_root.display());
-    match &p.qemu {
-        provision::QemuLauncher::Host(q) => println!("provision: QEMU {}", q.display()),
-        provision::QemuLauncher::Chroot(r) => {
-            println!("provision: QEMU inside the sid root {}", r.display())
-        }
-    }
+    println!("provision: QEMU {}", p.qemu);
     for k in &args.kernels {
         let spec = image::guest_kernel::KernelSpec::from_args(k, None)?;
         let g = image::guest_kernel::resolve(&spec, &p.sid_root)?;

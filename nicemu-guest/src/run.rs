@@ -13,13 +13,13 @@ use crate::error::{Error, Result};
 use crate::image::guest_kernel::{GuestKernel, KernelSpec};
 use crate::matrix::{Cell, Matrix, MatrixFile, Overrides, Shard};
 use crate::params::Params;
-use crate::provision::{self, mounts::BindMounts, QemuLauncher};
 use crate::report::{self, CellRun, RunReport};
 use crate::scenario::{self, Scenario};
 use crate::splat::ignore::IgnoreList;
 use crate::vm::accel::{self, Accel};
 use crate::vm::nicemu_proc;
 use crate::vm::run_dir::{self, RunDir};
+use nicemu_provision::{self as provision, mounts::BindMounts, QemuLauncher};
 
 /// Host seconds allowed for a boot to reach userspace before the scenarios' own budgets.
 const BOOT_BUDGET: u64 = 120;

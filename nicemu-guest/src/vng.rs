@@ -17,12 +17,12 @@ use std::process::Stdio;
 
 use crate::cli::VngArgs;
 use crate::error::{Error, Result};
-use crate::provision::{self, enter};
 use crate::vm::accel::{self, Accel, KvmKind};
 use crate::vm::device::DeviceKind;
 use crate::vm::nicemu_args::{nicemu_cell, PortOpts};
 use crate::vm::nicemu_proc::{find_binary, NicemuProcess};
 use crate::vm::run_dir::{self, RunDir};
+use nicemu_provision::{self as provision, enter};
 
 /// Packages vng needs in the sid root.
 const PACKAGES: &[&str] = &["virtme-ng", "virtiofsd"];

@@ -91,7 +91,7 @@ pub fn debug_objects(kern: &GuestKernel) -> DebugObjects {
 fn faddr2line(kern: &GuestKernel, sid_root: &Path) -> crate::error::Result<String> {
     let path = match crate::build::whole_kernel::source_dir(kern) {
         Ok(src) => src.join("scripts/faddr2line"),
-        Err(_) => crate::provision::linux_source::ensure(sid_root, &kern.release)?
+        Err(_) => nicemu_provision::linux_source::ensure(sid_root, &kern.release)?
             .extract(&["scripts/faddr2line"])?
             .join("scripts/faddr2line"),
     };

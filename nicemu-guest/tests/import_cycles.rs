@@ -491,6 +491,11 @@ fn no_two_files_of_nicemu_guest_import_each_other() {
 }
 
 #[test]
+fn no_two_files_of_nicemu_provision_import_each_other() {
+    assert_no_cycles("nicemu-provision");
+}
+
+#[test]
 fn no_two_files_of_nicemu_import_each_other() {
     assert_no_cycles("nicemu");
 }

@@ -10,8 +10,8 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use crate::cmd::stdout_ok;
 use crate::error::{Error, Result};
+use nicemu_provision::cmd::stdout_ok;
 
 /// How often a running step prints its progress line.
 const PROGRESS_EVERY: Duration = Duration::from_secs(30);
@@ -29,7 +29,7 @@ pub fn run_in_root(sid_root: &Path, script: &str, log: &Path, phase: &str) -> Re
     let _ = writeln!(file, "### {phase}\n### {script}");
     let log_start = file.metadata().map_or(0, |m| m.len());
     let err = file.try_clone().map_err(|e| Error::io(log, e))?;
-    let mut cmd = crate::provision::enter::in_root(sid_root);
+    let mut cmd = nicemu_provision::enter::in_root(sid_root);
     cmd.args(["sh", "-c", script])
         .env("CCACHE_DIR", CCACHE_DIR)
         .env("CCACHE_MAXSIZE", "8G")
@@ -41,11 +41,11 @@ pub fn run_in_root(sid_root: &Path, script: &str, log: &Path, phase: &str) -> Re
         // started, not only the shell.
         .process_group(0);
     // objtool and kbuild read /proc: hold the shared bind mounts for the whole step.
-    let _mounts = crate::provision::mounts::BindMounts::new(sid_root)?;
+    let _mounts = nicemu_provision::mounts::BindMounts::new(sid_root)?;
     let started = Instant::now();
     println!("build: {phase} (log {})", log.display());
     let mut child = cmd.spawn().map_err(|e| Error::Command {
-        cmd: crate::cmd::display(&cmd),
+        cmd: nicemu_provision::cmd::display(&cmd),
         detail: e.to_string(),
     })?;
     let mut next = PROGRESS_EVERY;
@@ -53,7 +53,7 @@ pub fn run_in_root(sid_root: &Path, script: &str, log: &Path, phase: &str) -> Re
         if let Some(st) = child.try_wait().map_err(|e| Error::io(log, e))? {
             break st;
         }
-        if crate::signals::interrupted() {
+        if nicemu_provision::signals::interrupted() {
             kill_group(&mut child);
             return Err(Error::Interrupted);
         }
@@ -187,11 +187,13 @@ pub fn ensure_packages(sid_root: &Path, packages: &[String]) -> Result<()> {
     if missing.is_empty() {
         return Ok(());
     }
-    crate::provision::sid_root::install_packages(sid_root, &missing)
+    Ok(nicemu_provision::sid_root::install_packages(
+        sid_root, &missing,
+    )?)
 }
 
 fn installed(sid_root: &Path, pkg: &str) -> bool {
-    stdout_ok(crate::provision::enter::in_root(sid_root).args([
+    stdout_ok(nicemu_provision::enter::in_root(sid_root).args([
         "dpkg-query",
         "-W",
         "-f=${Status}",

@@ -34,7 +34,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::image::guest_kernel::{self, GuestKernel, KernelSpec};
-use crate::provision::linux_source::KernelSource;
+use nicemu_provision::linux_source::KernelSource;
 use patch::Patch;
 use tree::ModuleTree;
 
@@ -276,7 +276,7 @@ fn built_with_changes(
     if !req.driver_dirs.is_empty() {
         return Err(both_driver_dir_and_patch());
     }
-    let src = crate::provision::linux_source::ensure(sid_root, &stock.release)?;
+    let src = nicemu_provision::linux_source::ensure(sid_root, &stock.release)?;
     // The stock kernel's config is known before any build: a patch it would rebuild whole
     // is built whole at once.
     if let Plan::Modules(_) = plan(&req.patches, module_source(&src, stock, &req.patches)?) {
@@ -309,8 +309,8 @@ fn both_driver_dir_and_patch() -> Error {
 /// The Debian root a stock kernel's modules are built in: the sid root for sid kernels,
 /// the trixie build root for trixie's (its build tree needs trixie's compiler and kbuild).
 fn build_root_for(sid_root: &Path, release: &str) -> Result<PathBuf> {
-    match crate::provision::linux_source::parse_release(release).and_then(|p| p.debian) {
-        Some(13) => crate::provision::build_root::ensure("trixie"),
+    match nicemu_provision::linux_source::parse_release(release).and_then(|p| p.debian) {
+        Some(13) => Ok(nicemu_provision::build_root::ensure("trixie")?),
         _ => Ok(sid_root.to_path_buf()),
     }
 }
@@ -340,7 +340,7 @@ fn with_changes(
                 .into(),
         ));
     }
-    let src = crate::provision::linux_source::ensure(sid_root, &stock.release)?;
+    let src = nicemu_provision::linux_source::ensure(sid_root, &stock.release)?;
     let is_module_file = module_source(&src, &stock, &req.patches)?;
     match plan(&req.patches, is_module_file) {
         Plan::DocsOnly => {

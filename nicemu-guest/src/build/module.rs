@@ -51,7 +51,7 @@ pub fn from_patches(
     let done = host_builds.join(format!("mod-{id}"));
     // A concurrent run building the same modules: wait, then use its result.
     let _lock =
-        crate::provision::lock::FileLock::exclusive(&host_builds.join(format!("mod-{id}.lock")))?;
+        nicemu_provision::lock::FileLock::exclusive(&host_builds.join(format!("mod-{id}.lock")))?;
     if let Some(mods) = load_ready(&done) {
         println!(
             "build: modules {} cached ({})",
@@ -158,7 +158,7 @@ pub fn from_driver_dirs(
             16,
         );
         let b = host_builds.join(format!("dir-{id}"));
-        let _lock = crate::provision::lock::FileLock::exclusive(
+        let _lock = nicemu_provision::lock::FileLock::exclusive(
             &host_builds.join(format!("dir-{id}.lock")),
         )?;
         let content = sync_sources(&dir, &b.join("src"))?;
@@ -377,7 +377,8 @@ fn copy_dir(from: &Path, to: &Path) -> Result<()> {
     if let Some(parent) = to.parent() {
         std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
     }
-    crate::cmd::output_ok(std::process::Command::new("cp").arg("-a").arg(from).arg(to)).map(|_| ())
+    nicemu_provision::cmd::output_ok(std::process::Command::new("cp").arg("-a").arg(from).arg(to))?;
+    Ok(())
 }
 
 /// True for files a build writes into a driver directory (never copied from the user's).

@@ -104,7 +104,7 @@ fn run_patch(root: &Path, p: &Patch, dry: bool, tree_name: &str) -> Result<()> {
         c.arg("--dry-run");
     }
     let out = c.output().map_err(|e| Error::Command {
-        cmd: crate::cmd::display(&c),
+        cmd: nicemu_provision::cmd::display(&c),
         detail: e.to_string(),
     })?;
     if out.status.success() {

@@ -6,6 +6,7 @@
 //! their tools), the bzImage copied where QEMU sees it; and the guest RAM that initramfs
 //! needs.
 
+use nicemu_provision as provision;
 use std::path::Path;
 
 use super::KernelRequest;
@@ -14,7 +15,6 @@ use crate::image::guest_kernel::{BuiltModule, GuestKernel};
 use crate::image::kselftest_archive::OptionalTool;
 use crate::image::{self, modules};
 use crate::params::Params;
-use crate::provision;
 use crate::scenario;
 use crate::vm::run_dir::{self, RunDir};
 

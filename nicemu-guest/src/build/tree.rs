@@ -4,7 +4,7 @@
 //! make runs in:
 //! - Debian's `linux-headers-KVER` (+ `linux-kbuild`, and the compiler the kernel's config
 //!   names) installed into a Debian build root: the sid root for sid kernels, the trixie
-//!   build root ([`crate::provision::build_root`]) for trixie's;
+//!   build root ([`nicemu_provision::build_root`]) for trixie's;
 //! - the `O=` directory of a whole kernel the harness built ([`super::whole_kernel`]), inside the
 //!   sid root, with the compiler that build used.
 //!

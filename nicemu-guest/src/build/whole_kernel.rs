@@ -15,10 +15,10 @@ pub use super::config_input::{unmet_options, DEBUG_FRAGMENT, FRAGMENT};
 use super::make;
 use super::patch::{self, Patch};
 use super::store::{builds_dir, key, BUILDS_IN_ROOT};
-use crate::cmd::output_ok;
 use crate::error::{Error, Result};
 use crate::image::guest_kernel::GuestKernel;
-use crate::provision::linux_source;
+use nicemu_provision::cmd::output_ok;
+use nicemu_provision::linux_source;
 
 /// LOCALVERSION of every kernel the harness builds ("7.2.13-nicemu").
 pub const LOCALVERSION: &str = "-nicemu";
@@ -49,7 +49,7 @@ pub fn from_debian_source(
     let (host, chroot) = builds_dir(sid_root);
     let b = host.join(format!("kernel-{id}"));
     let _lock =
-        crate::provision::lock::FileLock::exclusive(&host.join(format!("kernel-{id}.lock")))?;
+        nicemu_provision::lock::FileLock::exclusive(&host.join(format!("kernel-{id}.lock")))?;
     if let Some(k) = ready(&b, stock, patches, log_dir) {
         println!("build: kernel {} cached ({})", k.release, b.display());
         return Ok(k);
@@ -101,7 +101,7 @@ pub fn from_tree(
     let id = key(&parts, 16);
     let (host, chroot) = builds_dir(sid_root);
     let b = host.join(format!("tree-{id}"));
-    let _lock = crate::provision::lock::FileLock::exclusive(&host.join(format!("tree-{id}.lock")))?;
+    let _lock = nicemu_provision::lock::FileLock::exclusive(&host.join(format!("tree-{id}.lock")))?;
     let cc = ensure_tools(sid_root)?;
     let started = std::time::Instant::now();
     let files = super::tree_mirror::source_files(&dir)?;
@@ -406,7 +406,7 @@ fn report_unmet(config_path: &Path) {
 
 /// The compiler the sid root's own kernel was built with (`gcc-16`), else `gcc`.
 fn compiler_name(sid_root: &Path) -> String {
-    crate::provision::sid_root::find_vmlinuz(sid_root)
+    nicemu_provision::sid_root::find_vmlinuz(sid_root)
         .last()
         .and_then(|v| {
             v.file_name()?
@@ -441,8 +441,8 @@ fn ensure_tools(sid_root: &Path) -> Result<Compiler> {
         pkgs.push(name.clone());
     }
     make::ensure_packages(sid_root, &pkgs)?;
-    let out = crate::cmd::stdout_ok(
-        crate::provision::enter::in_root(sid_root).args([name.as_str(), "--version"]),
+    let out = nicemu_provision::cmd::stdout_ok(
+        nicemu_provision::enter::in_root(sid_root).args([name.as_str(), "--version"]),
     )?;
     let version = out.lines().next().unwrap_or_default().trim().to_owned();
     Ok(Compiler { name, version })
@@ -496,7 +496,8 @@ fn link_copy(from: &Path, to: &Path) -> Result<()> {
         return Ok(());
     }
     remove(to)?;
-    output_ok(Command::new("cp").arg("-a").arg(from).arg(to)).map(|_| ())
+    output_ok(Command::new("cp").arg("-a").arg(from).arg(to))?;
+    Ok(())
 }
 
 fn remove(d: &Path) -> Result<()> {

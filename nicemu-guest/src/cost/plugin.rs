@@ -44,9 +44,9 @@ pub fn find_in(dir: &Path) -> Result<PathBuf> {
     }
     println!(
         "cost: building the TCG plugin ({})",
-        crate::cmd::display(&cmd)
+        nicemu_provision::cmd::display(&cmd)
     );
-    crate::cmd::output_ok(&mut cmd)?;
+    nicemu_provision::cmd::output_ok(&mut cmd)?;
     so.is_file().then_some(so).ok_or_else(missing)
 }
 

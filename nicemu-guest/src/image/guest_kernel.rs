@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
-use crate::provision::debian_kernel;
+use nicemu_provision::debian_kernel;
 
 /// Kernel names accepted besides a path.
 pub const NAMES: &[&str] = &[
@@ -138,7 +138,7 @@ pub struct BuiltModule {
 pub fn resolve(spec: &KernelSpec, sid_root: &Path) -> Result<GuestKernel> {
     match spec {
         KernelSpec::Sid => {
-            let images = crate::provision::sid_root::find_vmlinuz(sid_root);
+            let images = nicemu_provision::sid_root::find_vmlinuz(sid_root);
             let image = images.last().cloned().ok_or_else(|| {
                 Error::Kernel(format!("no boot/vmlinuz-* in {}", sid_root.display()))
             })?;

@@ -244,7 +244,7 @@ fn libraries(root: &Path, files: &[String]) -> Result<BTreeSet<String>> {
 
 /// Runs the root's `ldd` on `files` (paths inside the root).
 pub fn ldd<'a>(root: &Path, files: impl IntoIterator<Item = &'a str>) -> Result<Vec<String>> {
-    let out = crate::provision::enter::in_root(root)
+    let out = nicemu_provision::enter::in_root(root)
         .arg("ldd")
         .args(files)
         .output()

@@ -108,13 +108,13 @@ pub fn decompress(file: &Path) -> Result<Vec<u8>> {
     } else {
         return std::fs::read(file).map_err(|e| Error::io(file, e));
     };
-    if crate::cmd::on_path(tool).is_none() {
+    if nicemu_provision::cmd::on_path(tool).is_none() {
         return Err(Error::Prerequisite(format!(
             "`{tool}` is needed to decompress {name} (apt-get install {})",
             if tool == "xz" { "xz-utils" } else { tool }
         )));
     }
-    let out = crate::cmd::output_ok(Command::new(tool).arg("-dc").arg(file))?;
+    let out = nicemu_provision::cmd::output_ok(Command::new(tool).arg("-dc").arg(file))?;
     Ok(out.stdout)
 }
 

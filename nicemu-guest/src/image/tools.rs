@@ -29,7 +29,7 @@ pub const OPTIONAL: &[&str] = &[
     // xdp-tools: the `xdp` scenario's benchmark.
     "/usr/sbin/xdp-bench",
     // The `xsk` scenario's AF_XDP benchmark, built in the sid root (provision::xsk).
-    crate::provision::xsk::GUEST_PATH,
+    nicemu_provision::xsk::GUEST_PATH,
 ];
 
 /// Data files copied when present (no libraries of their own): libxdp's dispatcher,
@@ -71,7 +71,9 @@ pub fn closure(root: &Path) -> Result<BTreeSet<String>> {
 
 /// The libraries `ldd` (run inside `root`) lists for `tool`.
 pub fn libraries(root: &Path, tool: &str) -> Result<Vec<String>> {
-    let text = crate::cmd::stdout_ok(crate::provision::enter::in_root(root).args(["ldd", tool]))?;
+    let text = nicemu_provision::cmd::stdout_ok(
+        nicemu_provision::enter::in_root(root).args(["ldd", tool]),
+    )?;
     Ok(parse_ldd(&text))
 }
 

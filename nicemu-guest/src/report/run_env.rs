@@ -6,8 +6,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::provision::{Provisioned, QemuLauncher};
 use crate::vm::pin::{host_cores, PinPlan};
+use nicemu_provision::{Provisioned, QemuLauncher};
 
 /// What the numbers of a run depend on, besides accel, vCPUs and kernels (in the report).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -95,7 +95,7 @@ pub fn measure(prov: &Provisioned, nicemu: Option<&Path>, pin: bool, smp: u32) -
     let qemu_version = match &prov.qemu {
         QemuLauncher::Host(q) => first_line(std::process::Command::new(q).arg("--version")),
         QemuLauncher::Chroot(root) => first_line(
-            crate::provision::enter::in_root(root).args(["qemu-system-x86_64", "--version"]),
+            nicemu_provision::enter::in_root(root).args(["qemu-system-x86_64", "--version"]),
         ),
     };
     RunEnv {

@@ -117,7 +117,7 @@ impl Scenario for Xsk {
         let runs: Vec<String> = RUNS.iter().map(|(m, b)| format!("{m}:{b}")).collect();
         format!(
             "{NEED_IFACE}{NEED_PEER}XSK={}\nXSK_SECS={}\nXSK_RUNS='{}'\n{SCRIPT}",
-            crate::provision::xsk::GUEST_PATH,
+            nicemu_provision::xsk::GUEST_PATH,
             p.num("xsk.duration").max(2.0) as u64,
             runs.join(" ")
         )

@@ -263,7 +263,7 @@ impl HostActions {
             Ok(r) => match self.command(&r.verb) {
                 Err(e) => (String::new(), -2, format!("refused: {e}")),
                 Ok(mut cmd) => {
-                    let shown = crate::cmd::display(&cmd);
+                    let shown = nicemu_provision::cmd::display(&cmd);
                     let (rc, text) = run_bounded(&mut cmd, ACTION_TIMEOUT);
                     (shown, rc, text)
                 }
@@ -348,10 +348,10 @@ impl HostActions {
 
 /// tcpdump on PATH or in /usr/sbin (root's PATH may lack sbin).
 pub fn tcpdump_binary() -> PathBuf {
-    crate::cmd::on_path("tcpdump")
+    nicemu_provision::cmd::on_path("tcpdump")
         .or_else(|| {
             let p = PathBuf::from("/usr/sbin/tcpdump");
-            crate::cmd::is_executable(&p).then_some(p)
+            nicemu_provision::cmd::is_executable(&p).then_some(p)
         })
         .unwrap_or_else(|| PathBuf::from("tcpdump"))
 }
@@ -363,17 +363,17 @@ pub fn ensure_tcpdump() -> Result<String, String> {
     if found.is_absolute() {
         return Ok(format!("tcpdump: {}", found.display()));
     }
-    if !crate::cmd::is_root() {
+    if !nicemu_provision::cmd::is_root() {
         return Err(
             "tcpdump is missing and installing it needs root (apt-get install tcpdump)".into(),
         );
     }
     let install = |update: bool| -> Result<(), String> {
         if update {
-            crate::cmd::output_ok(Command::new("apt-get").args(["update", "-qq"]))
+            nicemu_provision::cmd::output_ok(Command::new("apt-get").args(["update", "-qq"]))
                 .map_err(|e| e.to_string())?;
         }
-        crate::cmd::output_ok(
+        nicemu_provision::cmd::output_ok(
             Command::new("apt-get")
                 .env("DEBIAN_FRONTEND", "noninteractive")
                 .args(["install", "-y", "-qq", "--no-install-recommends", "tcpdump"]),

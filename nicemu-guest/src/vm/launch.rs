@@ -9,7 +9,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
-use crate::provision::QemuLauncher;
+use nicemu_provision::QemuLauncher;
 
 use super::accel::Accel;
 use super::host::{HostActions, REQUEST_MARKER};
@@ -93,7 +93,7 @@ impl BootOutcome {
 pub fn command(spec: &BootSpec) -> Command {
     let mut cmd = match &spec.launcher {
         QemuLauncher::Host(q) => Command::new(q),
-        QemuLauncher::Chroot(root) => crate::provision::enter::command(root, "qemu-system-x86_64"),
+        QemuLauncher::Chroot(root) => nicemu_provision::enter::command(root, "qemu-system-x86_64"),
     };
     let mem = format!("{}M", spec.mem_mb);
     cmd.args(["-accel", spec.accel.qemu_name()]);
@@ -185,14 +185,14 @@ fn spawn_qemu(
     cmd.stdin(if stdin { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())
         .stderr(Stdio::from(qlog));
-    log::info!("starting {}", crate::cmd::display(&cmd));
+    log::info!("starting {}", nicemu_provision::cmd::display(&cmd));
     let _ = std::fs::write(
         spec.qemu_log.with_extension("cmd"),
         format!("{cmd:?}\n").as_bytes(),
     );
     let start = Instant::now();
     let child = cmd.spawn().map_err(|e| Error::Command {
-        cmd: crate::cmd::display(&cmd),
+        cmd: nicemu_provision::cmd::display(&cmd),
         detail: e.to_string(),
     })?;
     Ok((child, start))
@@ -336,7 +336,7 @@ impl Watch {
                 let _ = child.kill();
             }
         }
-        if crate::signals::interrupted() && !self.interrupted {
+        if nicemu_provision::signals::interrupted() && !self.interrupted {
             self.interrupted = true;
             let _ = child.kill();
         }

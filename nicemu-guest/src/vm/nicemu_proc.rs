@@ -15,7 +15,7 @@ pub const SOCKET_TIMEOUT: Duration = Duration::from_secs(15);
 /// else `nicemu` on PATH.
 pub fn find_binary(explicit: Option<&Path>) -> Result<PathBuf> {
     if let Some(p) = explicit {
-        return if crate::cmd::is_executable(p) {
+        return if nicemu_provision::cmd::is_executable(p) {
             Ok(p.to_path_buf())
         } else {
             Err(Error::Prerequisite(format!(
@@ -27,11 +27,11 @@ pub fn find_binary(explicit: Option<&Path>) -> Result<PathBuf> {
     if let Some(sibling) = std::env::current_exe()
         .ok()
         .and_then(|exe| exe.parent().map(|d| d.join("nicemu")))
-        .filter(|p| crate::cmd::is_executable(p))
+        .filter(|p| nicemu_provision::cmd::is_executable(p))
     {
         return Ok(sibling);
     }
-    crate::cmd::on_path("nicemu").ok_or_else(|| {
+    nicemu_provision::cmd::on_path("nicemu").ok_or_else(|| {
         Error::Prerequisite(
             "no nicemu binary next to nicemu-guest or on PATH; build it (cargo build -p nicemu) \
              or pass --nicemu PATH"
@@ -73,9 +73,9 @@ impl NicemuProcess {
         if std::env::var_os("RUST_LOG").is_none() {
             cmd.env("RUST_LOG", "info");
         }
-        log::info!("starting {}", crate::cmd::display(&cmd));
+        log::info!("starting {}", nicemu_provision::cmd::display(&cmd));
         let child = cmd.spawn().map_err(|e| Error::Command {
-            cmd: crate::cmd::display(&cmd),
+            cmd: nicemu_provision::cmd::display(&cmd),
             detail: e.to_string(),
         })?;
         let mut me = NicemuProcess {
@@ -90,7 +90,7 @@ impl NicemuProcess {
             };
             if let Ok(Some(st)) = me.child.try_wait() {
                 return Err(Error::Command {
-                    cmd: crate::cmd::display(&cmd),
+                    cmd: nicemu_provision::cmd::display(&cmd),
                     detail: format!(
                         "nicemu exited ({st}) before creating {}: {}",
                         socket.display(),
@@ -98,12 +98,12 @@ impl NicemuProcess {
                     ),
                 });
             }
-            if crate::signals::interrupted() {
+            if nicemu_provision::signals::interrupted() {
                 return Err(Error::Interrupted);
             }
             if start.elapsed() > SOCKET_TIMEOUT {
                 return Err(Error::Command {
-                    cmd: crate::cmd::display(&cmd),
+                    cmd: nicemu_provision::cmd::display(&cmd),
                     detail: format!(
                         "socket {} did not appear within {} s: {}",
                         socket.display(),

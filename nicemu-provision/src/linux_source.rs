@@ -147,7 +147,7 @@ fn unpack_source_deb(
         }
     }
     std::fs::create_dir_all(&tmp).map_err(|e| Error::io(&tmp, e))?;
-    output_ok(crate::provision::enter::in_root(sid_root).args([
+    output_ok(crate::enter::in_root(sid_root).args([
         "dpkg-deb",
         "-x",
         &format!("/var/lib/nicemu-src/debs/{deb_name}"),
@@ -205,7 +205,7 @@ impl SourceApt {
     fn download(&self, dir_in_root: &str, spec: &str) -> Result<()> {
         match self {
             SourceApt::Suite(apt) => apt.download(dir_in_root, spec),
-            SourceApt::Sid(root) => output_ok(crate::provision::enter::in_root(root).args([
+            SourceApt::Sid(root) => output_ok(crate::enter::in_root(root).args([
                 "sh",
                 "-c",
                 &format!("cd '{dir_in_root}' && apt-get download '{spec}'"),

@@ -142,7 +142,7 @@ fn make(sid_root: &Path, tmp_in_root: &str, tmp: &Path) -> Result<()> {
     let out = std::fs::File::create(&log).map_err(|e| Error::io(&log, e))?;
     let err = out.try_clone().map_err(|e| Error::io(&log, e))?;
     let _mounts = super::mounts::BindMounts::new(sid_root)?;
-    let status = crate::provision::enter::in_root(sid_root)
+    let status = crate::enter::in_root(sid_root)
         .arg("make")
         .arg("-C")
         .arg(format!("/{tmp_in_root}/src/tools/testing/selftests"))
@@ -220,7 +220,7 @@ pub fn install_missing(root: &Path, packages: &[&str]) -> Result<()> {
 }
 
 fn installed(root: &Path, pkg: &str) -> bool {
-    crate::provision::enter::in_root(root)
+    crate::enter::in_root(root)
         .args(["dpkg-query", "-W", "-f=${Status}", pkg])
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).contains("install ok installed"))

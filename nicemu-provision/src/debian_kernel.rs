@@ -128,7 +128,7 @@ fn unpack(
         deb.file_name().unwrap_or_default().to_string_lossy()
     );
     println!("provision: {} kernel: unpacking {}", f.name, deb.display());
-    output_ok(crate::provision::enter::in_root(sid_root).args([
+    output_ok(crate::enter::in_root(sid_root).args([
         "dpkg-deb",
         "-x",
         &deb_in,
@@ -138,7 +138,7 @@ fn unpack(
     if !tmp.join("lib").exists() {
         std::os::unix::fs::symlink("usr/lib", tmp.join("lib")).map_err(|e| Error::io(&tmp, e))?;
     }
-    output_ok(crate::provision::enter::in_root(sid_root).args([
+    output_ok(crate::enter::in_root(sid_root).args([
         "depmod",
         "-b",
         &format!("/{rel_dir}/root.tmp"),
@@ -255,7 +255,7 @@ impl AptConfig {
         for o in self.options() {
             opts.push_str(&format!(" '{o}'"));
         }
-        output_ok(crate::provision::enter::in_root(&self.root).args([
+        output_ok(crate::enter::in_root(&self.root).args([
             "sh",
             "-c",
             &format!("cd '{dir_in_root}' && apt-get{opts} download '{pkg}'"),

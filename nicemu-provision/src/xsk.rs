@@ -15,7 +15,7 @@ use crate::cmd::output_ok;
 use crate::error::{Error, Result};
 
 /// The program's source.
-pub const SOURCE: &str = include_str!("../../tools/nicemu-xsk.c");
+pub const SOURCE: &str = include_str!("../../nicemu-guest/tools/nicemu-xsk.c");
 /// Where the binary lives (in the sid root and in the guest).
 pub const GUEST_PATH: &str = "/usr/local/bin/nicemu-xsk";
 /// What the build needs in the sid root.
@@ -47,7 +47,7 @@ pub fn ensure(sid_root: &Path) -> Result<()> {
     std::fs::write(&src, SOURCE).map_err(|e| Error::io(&src, e))?;
     let tmp = format!("{GUEST_PATH}.tmp");
     println!("build: nicemu-xsk (AF_XDP benchmark) in the sid root");
-    output_ok(crate::provision::enter::in_root(sid_root).args([
+    output_ok(crate::enter::in_root(sid_root).args([
         "gcc",
         "-O2",
         "-Wall",

@@ -126,7 +126,7 @@ fn build(cache: &Path, root: &Path, packages: &[&str]) -> Result<()> {
 }
 
 /// apt-get installs `missing` into the sid root (waiting for another run's dpkg lock).
-pub(crate) fn install_packages(root: &Path, missing: &[&str]) -> Result<()> {
+pub fn install_packages(root: &Path, missing: &[&str]) -> Result<()> {
     install_extra(root, missing)
 }
 

@@ -1,12 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
-//! Provisioning: the cache directory, a QEMU new enough for vfio-user, and the Debian sid
-//! root that supplies the guest kernel, its modules and the guest tools.
+//! Provisioning for nicemu's guest harness: the cache directory, a QEMU new enough for
+//! vfio-user, and the Debian sid root that supplies the guest kernel, its modules and the
+//! guest tools; Debian kernels, kernel sources and the kselftest build on demand.
+//!
+//! A crate of its own with few dependencies, and a binary (`nicemu-provision`) that does
+//! what `nicemu-guest provision` does: on a first run `ci/guest-matrix` builds it in
+//! seconds and starts the sid root's `mmdebstrap` while the harness and nicemu compile.
 
 pub mod bootstrap;
 pub mod build_root;
 pub mod cache;
+pub mod cmd;
 pub mod debian_kernel;
 pub mod enter;
+pub mod error;
 pub mod host_qemu;
 pub mod kselftest_build;
 pub mod linux_source;
@@ -14,6 +21,7 @@ pub mod lock;
 pub mod mounts;
 pub mod privilege;
 pub mod sid_root;
+pub mod signals;
 pub mod xsk;
 
 use std::path::PathBuf;
@@ -28,6 +36,16 @@ pub enum QemuLauncher {
     /// `qemu-system-x86_64` inside the sid root (chroot as root, bwrap as a user: see
     /// [`enter`]).
     Chroot(PathBuf),
+}
+
+impl std::fmt::Display for QemuLauncher {
+    /// The line `provision` prints: the binary, or the root it runs inside.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            QemuLauncher::Host(q) => write!(f, "{}", q.display()),
+            QemuLauncher::Chroot(r) => write!(f, "inside the sid root {}", r.display()),
+        }
+    }
 }
 
 /// Everything provisioning produced.

@@ -4,7 +4,7 @@
 //! are trixie's: installing them into the sid root would drag sid's packages into a mix apt
 //! refuses. So trixie gets a root of its own, made like the sid root (mmdebstrap, as root or
 //! rootless, default mirror, built in `CACHE/trixie-root.tmp` and renamed when complete); the module
-//! build then installs the kernel's headers into it ([`crate::build::tree::ModuleTree`]).
+//! build then installs the kernel's headers into it (nicemu-guest's `build::tree::ModuleTree`).
 
 use std::path::PathBuf;
 use std::time::Instant;
