@@ -95,10 +95,12 @@ impl FilterKey {
 }
 
 /// What placing a frame into a receive queue reads from the queue's set-up
-/// registers, read once for the frames of a batch that go to that queue (the
-/// batch reaches the queue at one instant; its head and tail are read per
-/// frame): an enabled queue's ring (base and length), buffer size, VLAN
-/// ethertype and stripping, and its descriptors in the batch's DMA view.
+/// registers, read once for the frames of a batch that go to that queue
+/// while the batch holds the queue's lock (the batch reaches the queue at one
+/// instant; its head and tail are read per frame; a driver's RXDCTL write
+/// waits for the lock, and [`RxDone::hold`] forgets the set-up when it lets
+/// the lock go): an enabled queue's ring (base and length), buffer size,
+/// VLAN ethertype and stripping, and its descriptors in the batch's DMA view.
 #[derive(Clone, Copy)]
 struct RxQueueSetup<'v> {
     qi: usize,
@@ -128,12 +130,18 @@ impl<'v> RxDone<'v> {
     /// Holds the lock of queue `qi` of `queues` for the batch (the lock of
     /// another queue it held is released first). Without `wait`, false when
     /// the queue is busy.
+    ///
+    /// The queue set-up the batch read is only good while it holds that
+    /// queue's lock: once the lock is let go, the driver may disable the
+    /// queue or move its ring (RXDCTL, then RDBA/RDLEN/SRRCTL), so the
+    /// set-up is forgotten with the lock and read again under the next one.
     #[inline]
     fn hold(&mut self, queues: &'v [Mutex<()>], qi: usize, wait: bool) -> bool {
         if self.held.as_ref().is_some_and(|(q, _)| *q == qi) {
             return true;
         }
         self.held = None;
+        self.setup = None;
         self.held = lock_or_try(&queues[qi], wait).map(|g| (qi, g));
         self.held.is_some()
     }
@@ -194,7 +202,7 @@ impl<M: Part> Function<M> {
     }
 
     /// [`Self::rx_frame`] of a batch: what was placed is left in `done`.
-    fn rx_one<'v>(
+    pub(super) fn rx_one<'v>(
         &'v self,
         frame: &[u8],
         sent: Option<u64>,
@@ -250,6 +258,7 @@ impl<M: Part> Function<M> {
     /// are counted, then every queue it placed frames into is signalled once.
     pub(crate) fn rx_done(&self, done: &mut RxDone) {
         done.held = None;
+        done.setup = None;
         self.count_tally(Dir::Rx, done.qi, &mut done.tally);
         if done.used != 0 {
             self.descs[1].fetch_add(std::mem::take(&mut done.used), Ordering::Relaxed);

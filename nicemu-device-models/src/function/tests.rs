@@ -10,7 +10,7 @@ use crate::function::{q, Function};
 use crate::port::{Delivery, Introspect, NetPort, PciFunction};
 use crate::testutil::driver::{
     autoneg_done, error_counter, frame_to, loopback_round_trips, pause_frame, rd, rx_written, send,
-    setup_rings, total, tx_done, wr, write_tx, DriverPart, MAC, RX_RING, TX_RING,
+    setup_rings, total, tx_done, wr, write_tx, DriverPart, BUF, MAC, RX_BUFS, RX_RING, TX_RING,
 };
 use crate::testutil::{bus_master, TestEnv};
 use vm_memory::{Bytes, GuestAddress};
@@ -43,6 +43,7 @@ on_every_part!(
     pause_frames_are_counted_as_xon_xoff_and_not_posted,
     a_busy_receive_queue_holds_up_neither_transmit_nor_control,
     a_received_batch_counts_and_signals_as_its_frames_one_by_one,
+    a_receive_batch_rereads_the_set_up_of_a_queue_it_let_go,
     statistics_clear_on_read_and_unknown_offsets_read_zero,
 );
 
@@ -362,6 +363,84 @@ fn a_received_batch_counts_and_signals_as_its_frames_one_by_one<M: DriverPart>()
     let icr = (rd(&a, M::ICR), rd(&b, M::ICR));
     assert_eq!(icr.0 & M::RX_CAUSE, M::RX_CAUSE, "receive cause raised");
     assert_eq!(icr.0, icr.1);
+}
+
+/// A receive batch reads a queue's set-up (enable, ring, buffer size) once
+/// while it holds the queue's lock. A frame for another queue makes it let
+/// the lock go; meanwhile the driver may disable the queue, or move its ring
+/// (`igb_configure_rx_ring`, `ixgbe_configure_rx_ring` disable, program, then
+/// enable), and the batch's next frame for the queue must see that: a frame
+/// for a disabled queue is missed, and one for a moved ring lands in the new
+/// ring, never in the memory the driver took the old ring from.
+fn a_receive_batch_rereads_the_set_up_of_a_queue_it_let_go<M: DriverPart>() {
+    let (d, t) = M::dev();
+    let n = 16;
+    setup_rings(&d, n);
+    link_ready(&d, &t);
+    // RSS over IPv4 with every RETA entry naming queue 1: an IPv4 frame goes
+    // to queue 1 (and is filtered there: it is for another station), any
+    // other frame to queue 0.
+    wr(&d, M::LAYOUT.mrqc, 1 | 1 << 17);
+    for i in 0..32 {
+        wr(&d, M::LAYOUT.reta + 4 * i, 0x0101_0101);
+    }
+    let to_q0 = frame_to(MAC);
+    let mut to_q1 = frame_to([2, 0, 0, 0, 0, 9]);
+    to_q1[12..14].copy_from_slice(&[0x08, 0x00]);
+    to_q1[14] = 0x45;
+    to_q1[16..18].copy_from_slice(&46u16.to_be_bytes());
+    to_q1[22] = 64;
+    to_q1[23] = 17;
+    let rb = M::driver_rxq(0);
+    let missed = || rd(&d, M::rx_queue_drops(0));
+    let view = d.mem.get();
+    let mut done = super::rx::RxDone::new(view.as_deref());
+    assert!(d.rx_one(&to_q0, None, true, &mut done));
+    assert_eq!(rd(&d, rb + q::H), 1, "the first frame placed");
+    assert!(d.rx_one(&to_q1, None, true, &mut done));
+    assert_eq!(
+        error_counter(&d, "rx_filtered"),
+        1,
+        "queue 1's frame filtered"
+    );
+    // The batch let queue 0 go (this write takes its lock): disabled.
+    wr(&d, rb + q::DCTL, 0);
+    assert_eq!(rd(&d, rb + q::H), 0, "a disabled queue forgets its head");
+    let desc0 = rx_written(&d, 0);
+    let drops = missed();
+    assert!(d.rx_one(&to_q0, None, true, &mut done));
+    assert_eq!(rd(&d, rb + q::H), 0, "nothing placed into a disabled queue");
+    assert_eq!(rx_written(&d, 0), desc0, "the old ring untouched");
+    assert_eq!(missed(), drops + 1, "the frame missed");
+    assert!(d.rx_one(&to_q1, None, true, &mut done));
+    // Let go again: the ring moved, buffers posted, the queue enabled.
+    let ring = RX_RING + 0x1000;
+    wr(&d, rb, ring as u32);
+    wr(&d, rb + 4, (ring >> 32) as u32);
+    wr(&d, rb + 8, n * 16);
+    wr(&d, rb + q::H, 0);
+    wr(&d, rb + q::T, 0);
+    for i in 0..u64::from(n) {
+        d.mem()
+            .write_obj(RX_BUFS + (16 + i) * BUF, GuestAddress(ring + i * 16))
+            .unwrap();
+        d.mem()
+            .write_obj(0u64, GuestAddress(ring + i * 16 + 8))
+            .unwrap();
+    }
+    wr(&d, rb + q::DCTL, M::RXDCTL);
+    wr(&d, rb + q::T, n - 1);
+    assert!(d.rx_one(&to_q0, None, true, &mut done));
+    d.rx_done(&mut done);
+    assert_eq!(rx_written(&d, 0), desc0, "the old ring untouched");
+    let st: u32 = d.mem().read_obj(GuestAddress(ring + 8)).unwrap();
+    assert_ne!(st & 1, 0, "DD: the frame is in the new ring");
+    assert_eq!(rd(&d, rb + q::H), 1);
+    let mut got = vec![0u8; to_q0.len()];
+    d.mem()
+        .read_slice(&mut got, GuestAddress(RX_BUFS + 16 * BUF))
+        .unwrap();
+    assert_eq!(got, to_q0, "in the new ring's buffer");
 }
 
 /// Statistics registers clear when read (the drivers add each read to
