@@ -215,7 +215,8 @@ fn params_of(file: BTreeMap<String, toml::Value>, cli: &[String]) -> Result<Para
 }
 
 /// The peers a topology puts next to the device under test must fit it: an
-/// interop peer needs a nicemu device, `mixed` is nicemu's igb only.
+/// interop peer needs a nicemu device, `mixed` is nicemu's igb only, `vf-pf` nicemu's VFs
+/// only.
 fn check_topology(topology: Topology, devices: &[DeviceKind]) -> Result<()> {
     if let Some(peer) = topology.interop_peer() {
         if let Some(d) = devices.iter().find(|d| d.nicemu_kind().is_none()) {
@@ -223,6 +224,14 @@ fn check_topology(topology: Topology, devices: &[DeviceKind]) -> Result<()> {
                 "topology {} puts QEMU's {peer} next to a nicemu device under test; \
                  {d} is not a nicemu device (use nicemu-igb or nicemu-ixgbe)",
                 topology.name()
+            )));
+        }
+    }
+    if topology == Topology::VfPf {
+        if let Some(d) = devices.iter().find(|d| !d.is_nicemu_vf()) {
+            return Err(Error::Usage(format!(
+                "topology vf-pf is a nicemu VF (device under test) next to its adapter's PF \
+                 port; use --device nicemu-igbvf or nicemu-ixgbevf, not {d}"
             )));
         }
     }
@@ -394,6 +403,23 @@ mod tests {
         };
         let e = Matrix::build(None, &o).unwrap_err().to_string();
         assert!(e.contains("not nicemu-ixgbe"), "{e}");
+    }
+
+    #[test]
+    fn vf_pf_is_for_nicemus_vfs() {
+        let o = |devices: &[&str]| Overrides {
+            devices: devices.iter().map(|d| d.to_string()).collect(),
+            topology: Some(Topology::VfPf),
+            ..Default::default()
+        };
+        let m = Matrix::build(None, &o(&["nicemu-igbvf", "nicemu-ixgbevf"])).unwrap();
+        assert_eq!(m.topology, Topology::VfPf);
+        for bad in ["nicemu-igb", "qemu-igbvf"] {
+            let e = Matrix::build(None, &o(&["nicemu-igbvf", bad]))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(&format!("not {bad}")), "{e}");
+        }
     }
 
     #[test]

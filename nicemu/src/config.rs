@@ -28,6 +28,16 @@ impl DeviceKind {
         matches!(self, DeviceKind::Igbvf | DeviceKind::Ixgbevf)
     }
 
+    /// The VF kind of the part this kind is a function of (igb and igbvf:
+    /// the 82576's; ixgbe and ixgbevf: the 82599's); none for virtio-net.
+    pub fn vf_kind(self) -> Option<DeviceKind> {
+        match self {
+            DeviceKind::Igb | DeviceKind::Igbvf => Some(DeviceKind::Igbvf),
+            DeviceKind::Ixgbe | DeviceKind::Ixgbevf => Some(DeviceKind::Ixgbevf),
+            DeviceKind::VirtioNet => None,
+        }
+    }
+
     /// The VFs an adapter of this VF kind has for guests: the 82576's 8
     /// pools less the PF's (7), the 82599's 64 less the PF's (63).
     pub fn vf_limit(self) -> u8 {
@@ -87,6 +97,12 @@ pub struct DeviceSpec {
     /// `port-security=on`: frames from another source address than `mac`
     /// are dropped and counted (igb, ixgbe).
     pub port_security: bool,
+    /// `adapter=NAME` on an igb or ixgbe port: it is the PF port of that
+    /// adapter, whose VFs' frames to and from it the adapter's VEB switches
+    /// and counts as loopback (the PF is one of the adapter's pools, 82576
+    /// datasheet §7.10.3 "Virtualization": VM-to-VM switching covers the
+    /// PF's pool as the VFs').
+    pub pf_adapter: Option<String>,
 }
 
 /// Largest accepted `delay=` (one second).
@@ -295,8 +311,12 @@ impl DeviceKeys {
         if self.cable.is_some() && kind != DeviceKind::Igb {
             return Err("cable= applies to igb only (a copper PHY at each end)".into());
         }
+        if self.adapter.is_some() && kind == DeviceKind::VirtioNet {
+            return Err(
+                "adapter= applies to igb, ixgbe (the PF port), igbvf and ixgbevf only".into(),
+            );
+        }
         let vf_keys = [
-            ("adapter", self.adapter.is_some()),
             ("vf", self.vf.is_some()),
             ("vlan", self.vlan.is_some()),
             ("qos", self.qos.is_some()),
@@ -396,6 +416,7 @@ impl DeviceSpec {
             sfp: keys.sfp.unwrap_or_default(),
             vf,
             port_security: keys.port_security.unwrap_or(false),
+            pf_adapter: if kind.is_vf() { None } else { keys.adapter },
         })
     }
 }
@@ -504,37 +525,60 @@ pub fn parse_devices(specs: &[String]) -> Result<Vec<DeviceSpec>, Error> {
     Ok(devs)
 }
 
-/// The VFs of one adapter are of one kind, on one network, each with its
-/// own number.
+/// The functions of one adapter (its VFs and at most one PF port) are of
+/// one part, on one network, each VF with its own number.
 fn check_adapters(devs: &[DeviceSpec], specs: &[String]) -> Result<(), Error> {
-    let mut seen: std::collections::HashMap<&str, (&DeviceSpec, HashSet<u8>)> =
-        std::collections::HashMap::new();
+    /// What one adapter has so far: its first function, its VF numbers and
+    /// its PF port.
+    struct Seen<'a> {
+        first: &'a DeviceSpec,
+        numbers: HashSet<u8>,
+        pf: Option<&'a str>,
+    }
+    let mut seen: std::collections::HashMap<&str, Seen> = std::collections::HashMap::new();
     for (d, spec) in devs.iter().zip(specs) {
-        let Some(vf) = &d.vf else { continue };
+        let (adapter, index) = match (&d.vf, &d.pf_adapter) {
+            (Some(vf), _) => (vf.adapter.as_str(), Some(vf.index)),
+            (None, Some(a)) => (a.as_str(), None),
+            (None, None) => continue,
+        };
         let bad = |reason: String| Error::BadDevice {
             spec: spec.clone(),
             reason,
         };
-        let (first, numbers) = seen
-            .entry(vf.adapter.as_str())
-            .or_insert_with(|| (d, HashSet::new()));
-        if first.kind != d.kind {
+        let s = seen.entry(adapter).or_insert_with(|| Seen {
+            first: d,
+            numbers: HashSet::new(),
+            pf: None,
+        });
+        let first = s.first;
+        if first.kind.vf_kind() != d.kind.vf_kind() {
             return Err(bad(format!(
-                "adapter={}: {} has {:?} VFs, this one is {:?} (an adapter is one part)",
-                vf.adapter, first.id, first.kind, d.kind
+                "adapter={adapter}: {} is a {:?} function, this one a {:?} (an adapter is one part)",
+                first.id, first.kind, d.kind
             )));
         }
         if first.net != d.net {
             return Err(bad(format!(
-                "adapter={}: {} is on net {} and this VF on {} (an adapter has one port)",
-                vf.adapter, first.id, first.net, d.net
+                "adapter={adapter}: {} is on net {} and this one on {} (an adapter has one port)",
+                first.id, first.net, d.net
             )));
         }
-        if !numbers.insert(vf.index) {
-            return Err(bad(format!(
-                "vf={} of adapter={} is taken: each VF of an adapter needs its own number",
-                vf.index, vf.adapter
-            )));
+        match index {
+            Some(n) if !s.numbers.insert(n) => {
+                return Err(bad(format!(
+                    "vf={n} of adapter={adapter} is taken: each VF of an adapter needs its own number"
+                )));
+            }
+            Some(_) => {}
+            None => {
+                if let Some(pf) = s.pf {
+                    return Err(bad(format!(
+                        "adapter={adapter}: {pf} is its PF port already (an adapter has one PF port)"
+                    )));
+                }
+                s.pf = Some(d.id.as_str());
+            }
         }
     }
     Ok(())
@@ -745,6 +789,63 @@ mod tests {
         assert!(e.to_string().contains("an adapter is one part"), "{e}");
         let e = two("igbvf,adapter=p,vf=0", "igbvf,adapter=p,vf=1,net=lan9").unwrap_err();
         assert!(e.to_string().contains("one port"), "{e}");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn an_adapter_has_at_most_one_pf_port_of_its_part_on_its_net() {
+        let dir = std::env::temp_dir().join(format!("nicemu-cfg-pf-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let s = |n: &str| dir.join(n).display().to_string();
+        let devs = |list: &[&str]| {
+            let specs: Vec<String> = list
+                .iter()
+                .enumerate()
+                .map(|(i, d)| format!("{d},id=d{i},socket={}", s(&format!("d{i}"))))
+                .collect();
+            parse_devices(&specs)
+        };
+        let ok = devs(&[
+            "igb,adapter=p",
+            "igbvf,adapter=p,vf=0",
+            "igbvf,adapter=p,vf=1",
+        ])
+        .unwrap();
+        assert_eq!(ok[0].pf_adapter.as_deref(), Some("p"));
+        assert_eq!(
+            (ok[0].vf.is_none(), ok[1].pf_adapter.is_none()),
+            (true, true)
+        );
+        devs(&["ixgbevf,adapter=x,vf=0", "ixgbe,adapter=x"]).unwrap();
+        devs(&["igb,adapter=lonely"]).unwrap();
+        assert_eq!(devs(&["igb"]).unwrap()[0].pf_adapter, None);
+        for (list, needle) in [
+            (
+                &["igb,adapter=p", "ixgbevf,adapter=p,vf=0"][..],
+                "an adapter is one part",
+            ),
+            (&["ixgbevf,adapter=p,vf=0", "igb,adapter=p"], "one part"),
+            (&["igb,adapter=p", "igb,adapter=p"], "has one PF port"),
+            (
+                &["igb,adapter=p", "igbvf,adapter=p,vf=0,net=lan9"],
+                "one port",
+            ),
+        ] {
+            let e = devs(list).unwrap_err().to_string();
+            assert!(e.contains(needle), "{list:?}: {e}");
+            assert!(!e.contains('\n'), "one line: {e}");
+        }
+        for (spec, needle) in [
+            (
+                "virtio-net,id=a,socket=/s,adapter=p",
+                "adapter= applies to igb, ixgbe (the PF port), igbvf and ixgbevf",
+            ),
+            ("igb,id=a,socket=/s,adapter=p,vf=0", "vf= applies to igbvf"),
+            ("ixgbe,id=a,socket=/s,adapter=p,trust=on", "trust= applies"),
+        ] {
+            let e = DeviceSpec::parse(spec, 0).unwrap_err().to_string();
+            assert!(e.contains(needle), "{spec}: {e}");
+        }
         std::fs::remove_dir_all(dir).unwrap();
     }
 

@@ -55,8 +55,9 @@ pub struct Cli {
     /// A PCI function or port: KIND,id=NAME,socket=PATH[,mac=MAC][,net=NET][,queues=N][,coalesce=on][,delay=NS]
     /// (KIND: igb, ixgbe, virtio-net, or an SR-IOV VF: igbvf, ixgbevf with
     /// adapter=A,vf=N[,vlan=N[,qos=Q]][,spoofchk=on|off][,trust=on|off][,link=auto|enable|disable],
-    /// nicemu playing the host's PF; igb/ixgbe: port-security=on drops frames from
-    /// another source MAC; net defaults to lan0; delay: wire delay in ns
+    /// nicemu playing the host's PF; igb/ixgbe: adapter=A makes the port adapter A's
+    /// PF port (its VFs' frames to and from it are VEB loopback), port-security=on
+    /// drops frames from another source MAC; net defaults to lan0; delay: wire delay in ns
     /// of frames arriving at an igb/ixgbe port, seen in its PTP receive time
     /// stamps; give both ends delay=D for a symmetric wire of D ns; coalesce=on:
     /// a virtio-net port's receive coalescing, off by default since the guest

@@ -174,7 +174,9 @@ pub fn start(
         let veb = spec
             .vf
             .as_ref()
-            .map(|v| adapters.entry(v.adapter.clone()).or_default().clone());
+            .map(|v| &v.adapter)
+            .or(spec.pf_adapter.as_ref())
+            .map(|a| adapters.entry(a.clone()).or_default().clone());
         let switch = nets.entry(spec.net.clone()).or_default().clone();
         let started = match spec.kind {
             DeviceKind::VirtioNet => start_virtio(spec, &switch),
@@ -264,8 +266,9 @@ fn connect_cables(specs: &[DeviceSpec], registry: &Registry) {
     }
 }
 
-/// The transmit path of a function on switch port `port`: timed, and for a
-/// VF through its adapter's VEB, which counts loopback.
+/// The transmit path of a function on switch port `port`: timed, locked to
+/// its address with `port-security=on`, and for a VF or an adapter's PF port
+/// through the adapter's VEB, which counts loopback.
 fn function_wire(
     spec: &DeviceSpec,
     veb: Option<&Arc<Adapter>>,
@@ -273,11 +276,20 @@ fn function_wire(
     lat: &Arc<PortLatency>,
 ) -> Arc<dyn nicemu_device_models::FrameSink> {
     let counters = port.counters.clone();
-    let timed = Arc::new(TimedWire::new(Arc::new(port), lat.clone()));
+    let timed: Arc<dyn nicemu_device_models::FrameSink> =
+        Arc::new(TimedWire::new(Arc::new(port), lat.clone()));
+    let own: Arc<dyn nicemu_device_models::FrameSink> = if spec.port_security {
+        Arc::new(LockedWire::new(spec.mac, counters, timed))
+    } else {
+        timed
+    };
     match veb {
-        Some(a) => Arc::new(VebWire::new(a.clone(), a.next_index(), timed)),
-        None if spec.port_security => Arc::new(LockedWire::new(spec.mac, counters, timed)),
-        None => timed,
+        Some(a) if spec.vf.is_some() => Arc::new(VebWire::new(a.clone(), a.next_index(), own)),
+        Some(a) => {
+            a.set_pf(spec.mac);
+            Arc::new(VebWire::pf(a.clone(), own))
+        }
+        None => own,
     }
 }
 

@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 //! The VEB (virtual Ethernet bridge) of one SR-IOV adapter: frames one of
-//! its VFs sends to another of its VFs are switched inside the adapter and
-//! counted in both VFs' loopback counters (82576 datasheet §7.8.3.x
-//! "VM to VM switching", the VF's VFGPTLBC/VFGOTLBC and VFGPRLBC/VFGORLBC).
+//! its VFs sends to another of its VFs, or to the adapter's PF port
+//! (`--device igb|ixgbe,…,adapter=NAME`), and frames the PF port sends to
+//! a VF, are switched inside the adapter and counted in the VFs' loopback
+//! counters (82576 datasheet §7.8.3.x "VM to VM switching", the PF being
+//! one of the adapter's pools; the VF's VFGPTLBC/VFGOTLBC and
+//! VFGPRLBC/VFGORLBC). The PF port has no loopback counters of its own
+//! here.
 //! The frames themselves take the network's switch as every frame does
 //! (its learning, its queues); the VEB counts what the adapter would
 //! have looped back: a unicast to a sibling VF's address, or a broadcast
@@ -14,10 +18,12 @@ use std::sync::{Arc, RwLock};
 use nicemu_device_models::vf::VfControl;
 use nicemu_device_models::{FrameBatch, FrameSink};
 
-/// The VFs of one adapter, in the order they were started.
+/// The VFs of one adapter, in the order they were started, and the MAC
+/// address of its PF port, if it has one.
 #[derive(Default)]
 pub struct Adapter {
     vfs: RwLock<Vec<Arc<dyn VfControl>>>,
+    pf: RwLock<Option<[u8; 6]>>,
 }
 
 impl std::fmt::Debug for Adapter {
@@ -38,9 +44,15 @@ impl Adapter {
         self.vfs.write().unwrap_or_else(|e| e.into_inner()).push(vf);
     }
 
-    /// Counts a frame VF `from` sent that the adapter loops back to its
-    /// other VFs, if any.
-    pub fn count(&self, from: usize, frame: &[u8]) {
+    /// The adapter's PF port has address `mac` (the one it was configured
+    /// with: the VEB does not follow a PF driver's change of it).
+    pub fn set_pf(&self, mac: [u8; 6]) {
+        *self.pf.write().unwrap_or_else(|e| e.into_inner()) = Some(mac);
+    }
+
+    /// Counts a frame VF `from` (`None`: the PF port) sent that the adapter
+    /// loops back to its other VFs or its PF port, if any.
+    pub fn count(&self, from: Option<usize>, frame: &[u8]) {
         if frame.len() < 14 {
             return;
         }
@@ -48,26 +60,32 @@ impl Adapter {
         let octets = frame.len() as u64 + 4;
         let dst = &frame[..6];
         let group = dst[0] & 1 != 0;
-        let mut looped = false;
+        let mut looped = from.is_some()
+            && self
+                .pf
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .is_some_and(|pf| group || pf == dst);
         for (i, vf) in vfs.iter().enumerate() {
-            if i == from || !(group || vf.vf_mac() == dst) {
+            if Some(i) == from || !(group || vf.vf_mac() == dst) {
                 continue;
             }
             vf.count_loopback(false, 1, octets);
             looped = true;
         }
         if looped {
-            if let Some(me) = vfs.get(from) {
+            if let Some(me) = from.and_then(|i| vfs.get(i)) {
                 me.count_loopback(true, 1, octets);
             }
         }
     }
 }
 
-/// A VF's transmit path through its adapter's VEB to the network.
+/// A VF's or the PF port's transmit path through its adapter's VEB to the
+/// network.
 pub struct VebWire {
     adapter: Arc<Adapter>,
-    index: usize,
+    index: Option<usize>,
     inner: Arc<dyn FrameSink>,
 }
 
@@ -76,7 +94,16 @@ impl VebWire {
     pub fn new(adapter: Arc<Adapter>, index: usize, inner: Arc<dyn FrameSink>) -> Self {
         VebWire {
             adapter,
-            index,
+            index: Some(index),
+            inner,
+        }
+    }
+
+    /// The wire of `adapter`'s PF port, onto `inner`.
+    pub fn pf(adapter: Arc<Adapter>, inner: Arc<dyn FrameSink>) -> Self {
+        VebWire {
+            adapter,
+            index: None,
             inner,
         }
     }
@@ -251,5 +278,46 @@ mod tests {
         assert_eq!(total(&ac, "GOTLBC", a.as_ref()), 128);
         assert_eq!(total(&bc, "GPRLBC", b.as_ref()), 2);
         assert_eq!(total(&ac, "GPRLBC", a.as_ref()), 0, "not to itself");
+    }
+
+    #[test]
+    fn frames_between_a_vf_and_its_adapters_pf_port_are_loopback_too() {
+        let (a, _) = Vf::<I82576Vf>::dev();
+        reset_handshake(&a);
+        let a = Arc::new(a);
+        let adapter = Arc::new(Adapter::default());
+        adapter.add(a.clone());
+        let pf_mac = [0x52, 0x54, 0, 0, 0, 0x57];
+        adapter.set_pf(pf_mac);
+        let sink = Arc::new(Sink::default());
+        let vf_wire = VebWire::new(adapter.clone(), 0, sink.clone());
+        let pf_wire = VebWire::pf(adapter.clone(), sink.clone());
+        let ac: Arc<dyn VfControl> = a.clone();
+        let vf_mac = ac.vf_mac();
+        let mut f = vec![0u8; 60];
+        // VF to the PF port: the VF's transmit loopback.
+        f[..6].copy_from_slice(&pf_mac);
+        f[6..12].copy_from_slice(&vf_mac);
+        vf_wire.transmit(&f);
+        // VF to a station outside: not looped back.
+        f[..6].copy_from_slice(&[0x52, 0x54, 0, 0, 0, 0x99]);
+        vf_wire.transmit(&f);
+        // A broadcast from the VF reaches the PF port inside the adapter.
+        f[..6].copy_from_slice(&[0xff; 6]);
+        vf_wire.transmit(&f);
+        assert_eq!(total(&ac, "GPTLBC", a.as_ref()), 2);
+        assert_eq!(total(&ac, "GOTLBC", a.as_ref()), 128);
+        // The PF port to the VF, a broadcast, and to a station outside.
+        f[..6].copy_from_slice(&vf_mac);
+        f[6..12].copy_from_slice(&pf_mac);
+        pf_wire.transmit(&f);
+        f[..6].copy_from_slice(&[0xff; 6]);
+        pf_wire.transmit_at(&f, 1);
+        f[..6].copy_from_slice(&[0x52, 0x54, 0, 0, 0, 0x99]);
+        pf_wire.transmit(&f);
+        assert_eq!(total(&ac, "GPRLBC", a.as_ref()), 2);
+        assert_eq!(total(&ac, "GORLBC", a.as_ref()), 128);
+        assert_eq!(total(&ac, "GPTLBC", a.as_ref()), 2, "unchanged");
+        assert_eq!(*sink.0.lock().unwrap(), 6, "every frame goes on");
     }
 }

@@ -38,6 +38,13 @@ pub enum Topology {
     /// peer is an ixgbe port `ixgbe1` of the same nicemu process on the same net (in netns
     /// `peer`).
     Mixed,
+    /// nicemu's VFs only (nicemu-igbvf, nicemu-ixgbevf): the device under test is VF 0 of
+    /// adapter `a0`, the peer (in netns `peer`) is that adapter's PF port (an igb port
+    /// `igb1` next to an igbvf, an ixgbe port `ixgbe1` next to an ixgbevf) on the same net:
+    /// a VF next to a PF port in one guest, their frames VEB loopback.
+    #[value(name = "vf-pf")]
+    #[serde(rename = "vf-pf")]
+    VfPf,
 }
 
 impl Topology {
@@ -48,6 +55,7 @@ impl Topology {
         Topology::InteropIgb,
         Topology::InteropE1000e,
         Topology::Mixed,
+        Topology::VfPf,
     ];
 
     /// MACs of the ports: the device under test first.
@@ -66,15 +74,28 @@ impl Topology {
             Topology::InteropIgb => "interop-igb",
             Topology::InteropE1000e => "interop-e1000e",
             Topology::Mixed => "mixed",
+            Topology::VfPf => "vf-pf",
         }
     }
 
     /// The nicemu (`--device` kind, id prefix) of the peer port when it differs from the
-    /// device under test's (`mixed`: an ixgbe port next to the igb one).
-    pub fn nicemu_peer(self) -> Option<(&'static str, &'static str)> {
-        match self {
-            Topology::Mixed => Some(("ixgbe", "ixgbe")),
+    /// device under test `dev`'s (`mixed`: an ixgbe port next to the igb one; `vf-pf`: the
+    /// VF's PF port, igb or ixgbe).
+    pub fn nicemu_peer(self, dev: DeviceKind) -> Option<(&'static str, &'static str)> {
+        match (self, dev) {
+            (Topology::Mixed, _) => Some(("ixgbe", "ixgbe")),
+            (Topology::VfPf, DeviceKind::NicemuIgbvf) => Some(("igb", "igb")),
+            (Topology::VfPf, DeviceKind::NicemuIxgbevf) => Some(("ixgbe", "ixgbe")),
             _ => None,
+        }
+    }
+
+    /// Extra nicemu `--device` options of the peer port of `nicemu_peer` (`vf-pf`: it is
+    /// adapter `a0`'s PF port).
+    pub fn nicemu_peer_opts(self) -> &'static str {
+        match self {
+            Topology::VfPf => ",adapter=a0",
+            _ => "",
         }
     }
 

@@ -87,9 +87,13 @@ pub(crate) fn nicemu_cell(
     } else {
         topo.macs()
     };
-    let port_kind = |i: usize| match topo.nicemu_peer() {
+    let port_kind = |i: usize| match topo.nicemu_peer(dev) {
         Some(peer) if i == 1 => peer,
         _ => (kind, dev.nicemu_id().unwrap_or(kind)),
+    };
+    let port_opts = |i: usize| match topo.nicemu_peer(dev) {
+        Some(_) if i == 1 => topo.nicemu_peer_opts().to_owned(),
+        _ => dev.nicemu_opts(virtio_queues, i),
     };
     // Two igb ports: the first one's `cable=` names the second.
     let cable = match (ports.len(), port_kind(0).0, port_kind(1)) {
@@ -104,7 +108,7 @@ pub(crate) fn nicemu_cell(
         args.push(format!(
             "{kind},id={id},socket={}{},mac={mac},net=lan0{}{}",
             host.display(),
-            dev.nicemu_opts(virtio_queues, i),
+            port_opts(i),
             opts.items(kind),
             if i == 0 { cable.as_str() } else { "" }
         ));
@@ -132,7 +136,7 @@ pub(crate) fn nicemu_cell(
     sockets.push(control.clone());
     let idp = dev.nicemu_id().unwrap_or(kind);
     let peer = (ports.len() > 1).then(|| {
-        let p = topo.nicemu_peer().map_or(idp, |(_, id)| id);
+        let p = topo.nicemu_peer(dev).map_or(idp, |(_, id)| id);
         format!("{p}1")
     });
     let host = HostActions::new(bin, &control, &d.host, &format!("{idp}0"), peer.as_deref());
@@ -232,6 +236,45 @@ mod tests {
             c.args.iter().filter(|a| a.contains(",coalesce=on")).count()
         };
         assert_eq!((virtio(false), virtio(true)), (0, 2));
+    }
+
+    #[test]
+    fn vf_pf_cell_is_vf_0_next_to_its_adapters_pf_port() {
+        let d = RunDir::at("/h", "/g");
+        for (dev, kind, pf) in [
+            (DeviceKind::NicemuIgbvf, "igbvf", "igb"),
+            (DeviceKind::NicemuIxgbevf, "ixgbevf", "ixgbe"),
+        ] {
+            let c = nicemu_cell(
+                Path::new("/bin/nicemu"),
+                kind,
+                Topology::VfPf,
+                dev,
+                &d,
+                PortOpts::default(),
+                2,
+            );
+            let devices: Vec<&str> = c
+                .args
+                .windows(2)
+                .filter(|w| w[0] == "--device")
+                .map(|w| w[1].as_str())
+                .collect();
+            assert_eq!(
+                devices,
+                [
+                    format!("{kind},id={kind}0,socket=/h/{kind}0.sock,adapter=a0,vf=0,mac=52:54:00:12:34:56,net=lan0"),
+                    format!("{pf},id={pf}1,socket=/h/{pf}1.sock,adapter=a0,mac=52:54:00:12:34:57,net=lan0"),
+                ]
+            );
+            assert_eq!(
+                c.qemu
+                    .iter()
+                    .filter(|a| a.contains("vfio-user-pci"))
+                    .count(),
+                2
+            );
+        }
     }
 
     /// A cache in a deep directory (a CI job's HOME, a deep NICEMU_CACHE): the run directory
