@@ -69,6 +69,9 @@ pub(crate) struct RxDone<'v> {
     accepted: Option<(FilterKey, bool)>,
     /// Descriptors the batch used, added to the function's count once.
     used: u64,
+    /// The queue whose bit in `signal` the batch set last (`usize::MAX`:
+    /// none yet).
+    signalled: usize,
 }
 
 /// What the parts' address and VLAN filters ([`super::Receive::rx_accept`])
@@ -79,14 +82,15 @@ pub(crate) struct RxDone<'v> {
 /// (they read the filter registers once per batch, as the queue set-up is).
 #[derive(Clone, Copy, PartialEq, Eq)]
 struct FilterKey {
-    head: [u8; 16],
+    /// The first 16 bytes, as one word: a compare of two words per frame.
+    head: u128,
     len: u8,
 }
 
 impl FilterKey {
     #[inline]
     fn of(frame: &[u8]) -> Option<FilterKey> {
-        let head = frame.get(..16)?.try_into().ok()?;
+        let head = u128::from_ne_bytes(frame.get(..16)?.try_into().ok()?);
         Some(FilterKey {
             head,
             len: frame.len().min(18) as u8,
@@ -94,13 +98,18 @@ impl FilterKey {
     }
 }
 
-/// What placing a frame into a receive queue reads from the queue's set-up
+/// What placing a frame into a receive queue reads from the queue's
 /// registers, read once for the frames of a batch that go to that queue
 /// while the batch holds the queue's lock (the batch reaches the queue at one
-/// instant; its head and tail are read per frame; a driver's RXDCTL write
-/// waits for the lock, and [`RxDone::hold`] forgets the set-up when it lets
-/// the lock go): an enabled queue's ring (base and length), buffer size,
-/// VLAN ethertype and stripping, and its descriptors in the batch's DMA view.
+/// instant; a driver's RDH and RXDCTL writes wait for the lock, and
+/// [`RxDone::hold`] forgets the set-up when it lets the lock go): an enabled
+/// queue's ring (base and length), buffer size, VLAN ethertype and
+/// stripping, its descriptors in the batch's DMA view, and the ring's head
+/// and tail. The head is the batch's own while it holds the lock (it writes
+/// RDH as it moves it); the tail is the driver's, which moves it while the
+/// batch runs: it is read again when the tail the batch has leaves too few
+/// descriptors for a frame, so a frame is missed only if the tail register
+/// says so.
 #[derive(Clone, Copy)]
 struct RxQueueSetup<'v> {
     qi: usize,
@@ -110,6 +119,8 @@ struct RxQueueSetup<'v> {
     vet: u16,
     strip: bool,
     descs: Option<RxRingMem<'v>>,
+    head: u32,
+    tail: u32,
 }
 
 impl<'v> RxDone<'v> {
@@ -124,6 +135,7 @@ impl<'v> RxDone<'v> {
             setup: None,
             accepted: None,
             used: 0,
+            signalled: usize::MAX,
         }
     }
 
@@ -237,7 +249,11 @@ impl<M: Part> Function<M> {
         let security = M::rx_security(self, frame);
         let (placed, sec) = match &security {
             Some((sec, clear)) => (clear.as_deref().unwrap_or(frame), *sec),
-            None if M::rx_place(self, qi, frame, hash, ty, ts) => return true,
+            None if M::rx_place(self, qi, frame, hash, ty, ts) => {
+                // The part moved the ring's head its own way.
+                done.setup = None;
+                return true;
+            }
             None => (frame, RxSecurity::default()),
         };
         self.rx_to_queue(qi, placed, (hash, ty), ts, sec, done);
@@ -259,6 +275,7 @@ impl<M: Part> Function<M> {
     pub(crate) fn rx_done(&self, done: &mut RxDone) {
         done.held = None;
         done.setup = None;
+        done.signalled = usize::MAX;
         self.count_tally(Dir::Rx, done.qi, &mut done.tally);
         if done.used != 0 {
             self.descs[1].fetch_add(std::mem::take(&mut done.used), Ordering::Relaxed);
@@ -401,7 +418,8 @@ impl<M: Part> Function<M> {
 
     /// The set-up of receive queue `qi` read from its registers for a batch
     /// (placing through `dma`): `None` (the miss counted) while the queue is
-    /// disabled or its ring misprogrammed.
+    /// disabled or its ring misprogrammed (a tail beyond the ring too: the
+    /// next frame reads the registers again).
     #[inline(never)]
     fn rx_read_setup<'v>(&self, qi: usize, dma: Option<&'v DmaView>) -> Option<RxQueueSetup<'v>> {
         let base = M::rxq_base(qi);
@@ -433,6 +451,8 @@ impl<M: Part> Function<M> {
             vet: self.regs.peek(M::LAYOUT.vet) as u16,
             strip: M::vlan_strip(self, qi),
             descs: dma.map(|d| RxRingMem::new(d, &r)),
+            head: r.head,
+            tail: r.tail,
         })
     }
 
@@ -450,23 +470,15 @@ impl<M: Part> Function<M> {
         if done.setup.as_ref().is_none_or(|s| s.qi != qi) {
             done.setup = self.rx_read_setup(qi, done.dma);
         }
-        let Some(setup) = done.setup.as_ref() else {
+        let Some(setup) = done.setup.as_mut() else {
             return;
         };
         let base = M::rxq_base(qi);
-        // Head and tail as the ring's registers hold them now (the driver
-        // moves the tail while the batch runs), checked as `Ring::new` does.
-        let tail = self.regs.peek(base + q::T);
-        if tail >= setup.count {
-            self.rx_bad_tail(qi, tail, setup.count);
-            return;
-        }
-        let head = self.regs.peek(base + q::H);
         let mut r = Ring {
             base: setup.base,
             count: setup.count,
-            head: if head >= setup.count { 0 } else { head },
-            tail,
+            head: setup.head,
+            tail: setup.tail,
         };
         // VLAN strip: the tag goes to the descriptor.
         let tagged = frame.len() >= 18 && u16::from_be_bytes([frame[12], frame[13]]) == setup.vet;
@@ -482,9 +494,20 @@ impl<M: Part> Function<M> {
         };
         let total = parts[0].len() + parts[1].len();
         let bufsize = setup.bufsize;
-        if r.pending() < total.div_ceil(bufsize) as u32 {
-            M::count_rx_miss(self, qi);
-            return;
+        let need = total.div_ceil(bufsize) as u32;
+        if r.pending() < need {
+            // The tail as the driver has moved it since.
+            let tail = self.regs.peek(base + q::T);
+            if tail >= r.count {
+                self.rx_bad_tail(qi, tail, r.count);
+                return;
+            }
+            setup.tail = tail;
+            r.tail = tail;
+            if r.pending() < need {
+                M::count_rx_miss(self, qi);
+                return;
+            }
         }
         let (Some(mem), Some(descs)) = (done.dma, setup.descs.as_ref()) else {
             // Bus mastering off (PCI COMMAND.BME): the frame cannot be placed.
@@ -510,13 +533,21 @@ impl<M: Part> Function<M> {
         if !ok {
             self.errors.dma();
         }
+        setup.head = r.head;
         self.regs.poke(base + q::H, r.head);
-        let used = (r.head + r.count - h0) % r.count;
+        let used = if r.head >= h0 {
+            r.head - h0
+        } else {
+            r.head + r.count - h0
+        };
         done.used += u64::from(used);
         if ok {
             self.rx_count(done, qi, frame);
         }
-        done.signal |= 1 << (qi % 128);
+        if done.signalled != qi {
+            done.signalled = qi;
+            done.signal |= 1 << (qi % 128);
+        }
     }
 
     /// A receive ring whose tail is beyond it: counted as a ring error and
