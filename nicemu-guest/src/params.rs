@@ -166,7 +166,7 @@ pub const KNOWN: &[(&str, &str, &str)] = &[
     ),
     (
         "vf-reset.cases",
-        "flr,pf-reset,reload",
+        "flr,pf-reset,vflr,reload",
         "vf-reset cases to run (nicemu's SR-IOV VFs only)",
     ),
     (

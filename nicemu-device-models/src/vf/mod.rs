@@ -441,7 +441,8 @@ pub trait VfControl: Send + Sync {
     fn agent(&self) -> Agent;
     /// The PF resets.
     fn pf_reset(&self);
-    /// A function level reset from the host's side (VFLR).
+    /// A function level reset from the host's side (VFLR), the config
+    /// header restored by the host afterwards.
     fn vflr(&self);
     /// The PF refuses (NACK) the VF's next `n` messages.
     fn mbx_nack(&self, n: u32);
@@ -711,9 +712,26 @@ impl<P: VfPart> VfControl for Function<Vf<P>> {
         self.ping();
     }
 
+    /// The host resets the VF the way Linux's `pci_reset_function` does
+    /// (`pci_dev_save_and_disable`, the FLR, `pci_dev_restore`): the
+    /// type 0 header is saved, the FLR resets the function (its registers,
+    /// the mailbox's reset done, COMMAND cleared: no bus mastering, as on
+    /// the hardware), then the host writes the header back, dword 15 down to
+    /// 1 as `pci_restore_config_space` does, so memory space and bus
+    /// mastering are on again and the VF's driver recovers by its own reset.
     fn vflr(&self) {
         log::info!("{}: VFLR from the host", P::NAME);
+        let mut header = [0u8; 64];
+        self.config_read(0, &mut header);
         PciFunction::reset(self);
+        for dw in (1..16).rev() {
+            let mut now = [0u8; 4];
+            self.config_read(4 * dw as u64, &mut now);
+            let saved = &header[4 * dw..4 * dw + 4];
+            if now != saved {
+                self.config_write(4 * dw as u64, saved);
+            }
+        }
     }
 
     fn mbx_nack(&self, n: u32) {

@@ -53,6 +53,7 @@ on_both_vfs!(
     mailbox_faults_nack_and_drop,
     loopback_counts_and_the_mac_the_veb_reads,
     host_settings_leave_a_trusted_vfs_own_mac,
+    a_host_vflr_resets_the_vf_and_the_host_restores_its_header,
 );
 
 fn up<P: VfPart>() -> (Function<Vf<P>>, crate::testutil::TestEnv) {
@@ -476,4 +477,27 @@ fn host_settings_leave_a_trusted_vfs_own_mac<P: VfPart>() {
         [0x52, 0x54, 0, 0x12, 0x34, 0x77],
         "a new admin MAC"
     );
+}
+
+/// `fault DEV vflr`: the host resets the VF as Linux's `pci_reset_function` does
+/// (the header saved, the FLR, the header restored): the VF's registers and mailbox
+/// start over (reset done, not clear to send) while memory space and bus mastering are
+/// back, so the driver's own reset recovers.
+fn a_host_vflr_resets_the_vf_and_the_host_restores_its_header<P: VfPart>() {
+    let (d, _) = up::<P>();
+    crate::testutil::bus_master(&d);
+    assert!(d.mem.bus_master());
+    d.vflr();
+    let mut b = [0u8; 2];
+    d.config_read(4, &mut b);
+    assert_eq!(
+        u16::from_le_bytes(b) & 0x6,
+        0x6,
+        "memory space and bus mastering"
+    );
+    assert!(d.mem.bus_master(), "DMA allowed again");
+    assert_ne!(rd(&d, P::MAP.mailbox) & bits::RSTD, 0, "the VF was reset");
+    assert!(!d.agent().cts);
+    let r = reset_handshake(&d);
+    assert_eq!(r[0] & !msgtype::CTS, op::RESET | msgtype::ACK);
 }
