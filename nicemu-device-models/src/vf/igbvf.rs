@@ -204,6 +204,14 @@ impl VfPart for I82576Vf {
     const LAYOUT: Layout = vf_layout(QUEUES, 0x0c, 0x7f, false);
     const TABLE: &'static [RegDef<Hook>] = TABLE;
     const MAP: VfMap = MAP;
+    /// `E1000_RXD_STAT_TCPCS`/`UDPCS`, `E1000_RXDEXT_STATERR_TCPE` (bit 29)
+    /// and `_IPE` (bit 30).
+    const CSUM: super::CsumBits = super::CsumBits {
+        tcp: crate::desc::RXD_STAT_TCPCS,
+        udp: crate::desc::RXD_STAT_UDPCS,
+        l4_err: crate::desc::RXD_ERR_L4E,
+        ip_err: crate::desc::RXD_ERR_IPE,
+    };
     const BARS: &'static [Bar] = &BARS;
 
     fn config_space() -> ConfigSpace {

@@ -177,6 +177,14 @@ impl VfPart for I82599Vf {
     const LAYOUT: Layout = vf_layout(QUEUES, SRRCTL, 0x1f, true);
     const TABLE: &'static [RegDef<Hook>] = TABLE;
     const MAP: VfMap = MAP;
+    /// `IXGBE_RXD_STAT_L4CS` (bit 5) for TCP and UDP, `IXGBE_RXDADV_ERR_TCPE`
+    /// (bit 30) and `_IPE` (bit 31), as the 82599 PF's descriptors.
+    const CSUM: super::CsumBits = super::CsumBits {
+        tcp: 1 << 5,
+        udp: 1 << 5,
+        l4_err: 1 << 30,
+        ip_err: 1 << 31,
+    };
     const BARS: &'static [Bar] = &BARS;
 
     fn config_space() -> ConfigSpace {

@@ -30,7 +30,7 @@ use std::sync::Mutex;
 
 use nicemu_net_util::csum::verify_rx;
 
-use crate::desc::{RXD_ERR_IPE, RXD_ERR_L4E, RXD_STAT_IPCS, RXD_STAT_TCPCS, RXD_STAT_UDPCS};
+use crate::desc::RXD_STAT_IPCS;
 use crate::function::{
     Control, Ctl, Dir, Function, Interrupts, Layout, Media, Model, PauseCounters, PtpMatch,
     Receive, RxSecurity, RxStatus, Transmit, TxRoute,
@@ -316,6 +316,22 @@ pub struct VfMap {
     pub mbmem: u32,
 }
 
+/// Where a part's advanced receive descriptor reports checksums (its
+/// status/error dword): the 82576 has TCPCS and UDPCS, L4E at bit 29 and IPE
+/// at 30; the 82599 one L4CS, TCPE at bit 30 and IPE at 31 (its bit 29 is
+/// USE, a frame error).
+#[derive(Debug, Clone, Copy)]
+pub struct CsumBits {
+    /// TCP checksum computed.
+    pub tcp: u32,
+    /// UDP checksum computed.
+    pub udp: u32,
+    /// TCP/UDP checksum error.
+    pub l4_err: u32,
+    /// IPv4 header checksum error.
+    pub ip_err: u32,
+}
+
 /// One VF part: its register table and map and what its hardware does its
 /// own way. [`Vf<P>`] is the [`Model`].
 pub trait VfPart: Send + Sync + Sized + 'static {
@@ -331,6 +347,8 @@ pub trait VfPart: Send + Sync + Sized + 'static {
     const MAP: VfMap;
     /// BARs.
     const BARS: &'static [Bar];
+    /// Its receive descriptors' checksum status and error bits.
+    const CSUM: CsumBits;
     /// The PCI configuration space after reset.
     fn config_space() -> ConfigSpace;
     /// The value of the link register with the link `up`.
@@ -907,26 +925,27 @@ impl<P: VfPart> Receive for Vf<P> {
         P::vlan_strip(f, qi)
     }
 
-    /// IP and L4 checksum status (the PF enables receive checksum offload
-    /// for every pool).
+    /// IP and L4 checksum status in the part's own bits (the PF enables
+    /// receive checksum offload for every pool).
     fn rx_status(_: &Function<Self>, frame: &[u8], ptype: u16, _: u32) -> RxStatus {
         let mut st = 0;
+        let b = P::CSUM;
         if ptype != 0 {
             let c = verify_rx(frame);
             if c.ip_checked {
                 st |= RXD_STAT_IPCS;
                 if !c.ip_ok {
-                    st |= RXD_ERR_IPE;
+                    st |= b.ip_err;
                 }
             }
             if c.l4_checked {
                 st |= if c.l4_proto == nicemu_net_util::IPPROTO_TCP {
-                    RXD_STAT_TCPCS
+                    b.tcp
                 } else {
-                    RXD_STAT_UDPCS
+                    b.udp
                 };
                 if !c.l4_ok {
-                    st |= RXD_ERR_L4E;
+                    st |= b.l4_err;
                 }
             }
         }

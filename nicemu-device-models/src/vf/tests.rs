@@ -54,6 +54,7 @@ on_both_vfs!(
     loopback_counts_and_the_mac_the_veb_reads,
     host_settings_leave_a_trusted_vfs_own_mac,
     a_host_vflr_resets_the_vf_and_the_host_restores_its_header,
+    a_bad_l4_checksum_is_reported_in_the_parts_own_error_bit,
 );
 
 fn up<P: VfPart>() -> (Function<Vf<P>>, crate::testutil::TestEnv) {
@@ -500,4 +501,49 @@ fn a_host_vflr_resets_the_vf_and_the_host_restores_its_header<P: VfPart>() {
     assert!(!d.agent().cts);
     let r = reset_handshake(&d);
     assert_eq!(r[0] & !msgtype::CTS, op::RESET | msgtype::ACK);
+}
+
+/// A UDP/IPv4 frame with a good IP header checksum and a wrong UDP one is
+/// received with the part's own status and error bits: the 82576's TCPCS/UDPCS
+/// and L4E (bit 29), the 82599's L4CS and TCPE (bit 30; its bit 29 is USE, one of
+/// the frame errors ixgbevf drops a frame for, `IXGBE_RXDADV_ERR_FRAME_ERR_MASK`).
+fn a_bad_l4_checksum_is_reported_in_the_parts_own_error_bit<P: VfPart>() {
+    let (d, _) = up::<P>();
+    setup_rings(&d, 8);
+    let mut f = vec![0u8; 14 + 20 + 8 + 18];
+    f[..6].copy_from_slice(&MAC);
+    f[6..12].copy_from_slice(&[0x52, 0x54, 0, 0, 0, 9]);
+    f[12..14].copy_from_slice(&[0x08, 0x00]);
+    let ip = &mut f[14..34];
+    ip[0] = 0x45;
+    ip[2..4].copy_from_slice(&46u16.to_be_bytes());
+    ip[8] = 64;
+    ip[9] = 17;
+    ip[12..16].copy_from_slice(&[192, 168, 100, 2]);
+    ip[16..20].copy_from_slice(&[192, 168, 100, 1]);
+    let sum: u32 = ip
+        .chunks(2)
+        .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
+        .sum();
+    let folded = (sum & 0xffff) + (sum >> 16);
+    let csum = !(((folded & 0xffff) + (folded >> 16)) as u16);
+    ip[10..12].copy_from_slice(&csum.to_be_bytes());
+    let udp = &mut f[34..42];
+    udp[0..2].copy_from_slice(&1000u16.to_be_bytes());
+    udp[2..4].copy_from_slice(&2000u16.to_be_bytes());
+    udp[4..6].copy_from_slice(&26u16.to_be_bytes());
+    udp[6..8].copy_from_slice(&0x1234u16.to_be_bytes());
+    NetPort::deliver(&d, &f, None, true);
+    let (st, _) = rx_written(&d, 0);
+    assert_eq!(st & 3, 3, "DD|EOP: received");
+    let (cs, err, not) = if P::KIND == agent::PfKind::Igb {
+        (1 << 4, 1 << 29, 1 << 30)
+    } else {
+        (1 << 5, 1 << 30, 1 << 29)
+    };
+    assert_eq!(st & (1 << 6), 1 << 6, "IPCS");
+    assert_eq!(st & cs, cs, "UDP checksum checked: {st:#x}");
+    assert_eq!(st & err, err, "L4 checksum error: {st:#x}");
+    assert_eq!(st & not, 0, "no other error: {st:#x}");
+    assert_eq!(st & (1 << 31), 0, "no IP checksum error: {st:#x}");
 }
