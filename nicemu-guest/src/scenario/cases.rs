@@ -16,8 +16,8 @@ pub fn selected(all: &[&'static str], want: &str) -> Vec<&'static str> {
         .collect()
 }
 
-/// Judges each case of `all` the guest started (its `case_NAME` line) with `check`; a case
-/// passes when `check` added no failure. A case the guest announced (its `cases` line) but
+/// Judges each case of `all` the guest started (its `case_NAME` line) with `check`, after
+/// the named check "CASE: ran"; a case passes when `check` added no failure. A case the guest announced (its `cases` line) but
 /// never started fails as "not run"; announcing none fails with `none()`. Records
 /// `passed_cases` and the "N/M cases ok" summary.
 pub fn judge(
@@ -32,6 +32,7 @@ pub fn judge(
         if s.get(&format!("case_{case}")).is_none() {
             continue;
         }
+        r.check_passed(&format!("{case}: ran"));
         let before = r.reason.clone();
         check(case, r);
         if r.reason == before {
@@ -44,21 +45,22 @@ pub fn judge(
         .unwrap_or_default();
     for case in &asked {
         if s.get(&format!("case_{case}")).is_none() {
-            r.add_failure(format!("{case}: not run"));
+            r.check_failed(&format!("{case}: ran"), format!("{case}: not run"));
         }
     }
-    if asked.is_empty() {
-        r.add_failure(none());
-    }
+    r.check("a case applies", !asked.is_empty(), none);
     r.metric("passed_cases", json!(ok));
     r.summary = Some(format!("{}/{} cases ok", ok.len(), asked.len()));
 }
 
-/// Fails with "CASE: host action TAG failed (…)" unless the host action `tag` exited 0 (and
+/// Records the check "CASE: host action TAG": fails with "CASE: host action TAG failed (…)"
+/// unless the host action `tag` exited 0 (and
 /// the guest saw it); the last two lines it printed say why. Returns whether it succeeded.
 pub fn host_ok(s: &Section, tag: &str, case: &str, r: &mut ScenarioResult) -> bool {
     let rc = s.get(&format!("host_{tag}_rc"));
+    let name = format!("{case}: host action {tag}");
     if rc == Some("0") {
+        r.check_passed(&name);
         return true;
     }
     let out: Vec<&str> = s.lines(&format!("host_{tag}")).collect();
@@ -69,6 +71,6 @@ pub fn host_ok(s: &Section, tag: &str, case: &str, r: &mut ScenarioResult) -> bo
             out[out.len().saturating_sub(2)..].join(" | ")
         ),
     };
-    r.add_failure(format!("{case}: host action {tag} failed ({what})"));
+    r.check_failed(&name, format!("{case}: host action {tag} failed ({what})"));
     false
 }

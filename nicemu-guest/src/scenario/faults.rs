@@ -262,8 +262,11 @@ fn ethtool(s: &Section, tag: &str) -> BTreeMap<String, u64> {
 
 fn check_stats(s: &Section, t: &Target, r: &mut ScenarioResult) {
     let (a, b, b2) = (ethtool(s, "st_a"), ethtool(s, "st_b"), ethtool(s, "st_b2"));
-    if a.is_empty() || b.is_empty() || b2.is_empty() {
-        r.add_failure("stats: ethtool -S printed no counters");
+    if !r.check(
+        "stats: ethtool -S read",
+        !(a.is_empty() || b.is_empty() || b2.is_empty()),
+        || "stats: ethtool -S printed no counters".into(),
+    ) {
         return;
     }
     if !host_ok(s, "st_c0", "stats", r) || !host_ok(s, "st_c1", "stats", r) {
@@ -273,15 +276,19 @@ fn check_stats(s: &Section, t: &Target, r: &mut ScenarioResult) {
         parse_ctl_stats(&s.lines("host_st_c0").collect::<Vec<_>>()),
         parse_ctl_stats(&s.lines("host_st_c1").collect::<Vec<_>>()),
     ) else {
-        r.add_failure("stats: nicemu ctl --json stats printed no counters");
+        r.check_failed(
+            "stats: nicemu ctl stats read",
+            "stats: nicemu ctl --json stats printed no counters",
+        );
         return;
     };
+    r.check_passed("stats: nicemu ctl stats read");
     let moved = super::counters::describe_changed(&b, &b2);
-    if !moved.is_empty() {
-        r.add_failure(format!(
-            "stats: reading nicemu ctl stats changed what the guest read next: {moved}"
-        ));
-    }
+    r.check(
+        "stats: ctl read leaves the guest's counters",
+        moved.is_empty(),
+        || format!("stats: reading nicemu ctl stats changed what the guest read next: {moved}"),
+    );
     let mut compared = serde_json::Map::new();
     let mut off = Vec::new();
     for (eth, ctl) in stat_pairs(&t.driver) {
@@ -302,22 +309,22 @@ fn check_stats(s: &Section, t: &Target, r: &mut ScenarioResult) {
             off.push(format!("{eth} +{de} vs {ctl} +{dc}"));
         }
     }
-    if compared.is_empty() {
-        r.add_failure("stats: no ethtool counter known to map to a ctl counter");
-    }
+    r.check("stats: counters compared", !compared.is_empty(), || {
+        "stats: no ethtool counter known to map to a ctl counter".into()
+    });
     let traffic = stat_pairs(&t.driver)
         .first()
         .and_then(|(k, _)| Some(i128::from(*b.get(*k)?) - i128::from(*a.get(*k)?)));
-    if traffic.unwrap_or(0) <= 0 {
-        r.add_failure("stats: the test traffic moved no receive counter");
-    }
+    r.check("stats: traffic counted", traffic.unwrap_or(0) > 0, || {
+        "stats: the test traffic moved no receive counter".into()
+    });
     r.metric("stats_compared", serde_json::Value::Object(compared));
-    if !off.is_empty() {
-        r.add_failure(format!(
+    r.check("stats: ctl and ethtool -S agree", off.is_empty(), || {
+        format!(
             "stats: nicemu ctl and ethtool -S disagree: {}",
             off.join(", ")
-        ));
-    }
+        )
+    });
 }
 
 fn check_capture(s: &Section, r: &mut ScenarioResult) {
@@ -334,11 +341,11 @@ fn check_capture(s: &Section, r: &mut ScenarioResult) {
     let (req, rep) = count_icmp_echo(&dump);
     r.metric("capture_frames", json!(dump.len()));
     r.metric("capture_echo", json!({"requests": req, "replies": rep}));
-    if sent == 0 || req < sent || rep < sent {
-        r.add_failure(format!(
-            "capture: tcpdump shows {req} echo requests and {rep} replies for {sent} pings"
-        ));
-    }
+    r.check(
+        "capture: every ping captured",
+        !(sent == 0 || req < sent || rep < sent),
+        || format!("capture: tcpdump shows {req} echo requests and {rep} replies for {sent} pings"),
+    );
 }
 
 fn check_crc(s: &Section, r: &mut ScenarioResult) {
@@ -349,24 +356,37 @@ fn check_crc(s: &Section, r: &mut ScenarioResult) {
     let d = match (a.get("rx_crc_errors"), b.get("rx_crc_errors")) {
         (Some(x), Some(y)) => i128::from(*y) - i128::from(*x),
         _ => {
-            r.add_failure("crc: ethtool -S has no rx_crc_errors");
+            r.check_failed(
+                "crc: rx_crc_errors read",
+                "crc: ethtool -S has no rx_crc_errors",
+            );
             return;
         }
     };
+    r.check_passed("crc: rx_crc_errors read");
     r.metric("crc_errors_delta", json!(d as i64));
-    if d != i128::from(CORRUPT) {
-        r.add_failure(format!("crc: rx_crc_errors +{d} (expected +{CORRUPT})"));
-    }
+    r.check(
+        "crc: rx_crc_errors counts each corrupted frame",
+        d == i128::from(CORRUPT),
+        || format!("crc: rx_crc_errors +{d} (expected +{CORRUPT})"),
+    );
     if let Some(p) = ping::parse_summary(&s.lines("crc_ping").collect::<Vec<_>>()) {
         r.metric("crc_ping_answered", json!(p.received));
-        if p.transmitted.saturating_sub(p.received) != CORRUPT {
-            r.add_failure(format!(
-                "crc: {} of {} pings from the peer answered (expected {} lost)",
-                p.received, p.transmitted, CORRUPT
-            ));
-        }
+        r.check(
+            "crc: corrupted pings lost",
+            p.transmitted.saturating_sub(p.received) == CORRUPT,
+            || {
+                format!(
+                    "crc: {} of {} pings from the peer answered (expected {} lost)",
+                    p.received, p.transmitted, CORRUPT
+                )
+            },
+        );
     } else {
-        r.add_failure("crc: the peer's ping printed no summary");
+        r.check_failed(
+            "crc: corrupted pings lost",
+            "crc: the peer's ping printed no summary",
+        );
     }
 }
 
@@ -374,12 +394,16 @@ fn check_link(s: &Section, t: &Target, r: &mut ScenarioResult) {
     if !host_ok(s, "down", "link", r) {
         return;
     }
-    if s.get("down_carrier") != Some("0") {
-        r.add_failure("link: carrier stayed on after `link DUT down`");
-    }
-    if !s.lines("down_ip").any(|l| l.contains("NO-CARRIER")) {
-        r.add_failure("link: `ip link` does not show NO-CARRIER after `link DUT down`");
-    }
+    r.check(
+        "link: carrier off",
+        s.get("down_carrier") == Some("0"),
+        || "link: carrier stayed on after `link DUT down`".into(),
+    );
+    r.check(
+        "link: ip link shows NO-CARRIER",
+        s.lines("down_ip").any(|l| l.contains("NO-CARRIER")),
+        || "link: `ip link` does not show NO-CARRIER after `link DUT down`".into(),
+    );
     let down_log: Vec<&str> = s.lines("down_log").collect();
     let count = |k: &str| s.get(k).and_then(|v| v.parse::<u64>().ok());
     let downs = match (count("down_count_a"), count("down_count_b")) {
@@ -389,29 +413,42 @@ fn check_link(s: &Section, t: &Target, r: &mut ScenarioResult) {
     if let Some(d) = downs {
         r.metric("link_carrier_downs", json!(d));
     }
+    const SEEN: &str = "link: the driver saw the link down";
     match (down_log.first(), t.driver.as_str()) {
-        (Some(l), _) => r.metric("link_down_log", json!(l)),
+        (Some(l), _) => {
+            r.metric("link_down_log", json!(l));
+            r.check_passed(SEEN);
+        }
         // virtio_net logs nothing on a config-change link down; the stack counts it.
         (None, "virtio_net") => match downs {
-            Some(d) if d >= 1 => {}
-            Some(_) => r.add_failure("link: carrier_down_count did not grow on `link DUT down`"),
-            None => r.add_failure("link: the guest printed no carrier_down_count"),
+            Some(d) if d >= 1 => r.check_passed(SEEN),
+            Some(_) => r.check_failed(
+                SEEN,
+                "link: carrier_down_count did not grow on `link DUT down`",
+            ),
+            None => r.check_failed(SEEN, "link: the guest printed no carrier_down_count"),
         },
-        (None, _) => r.add_failure("link: the driver logged no link down"),
+        (None, _) => r.check_failed(SEEN, "link: the driver logged no link down"),
     }
     if !host_ok(s, "up", "link", r) {
         return;
     }
-    if s.get("up_carrier") != Some("1") {
-        r.add_failure("link: no carrier after `link DUT up`");
-    }
+    r.check(
+        "link: carrier back",
+        s.get("up_carrier") == Some("1"),
+        || "link: no carrier after `link DUT up`".into(),
+    );
+    const PINGS: &str = "link: pings answered after link up";
     match ping::parse_summary(&s.lines("up_ping").collect::<Vec<_>>()) {
-        Some(p) if p.transmitted > 0 && p.received == p.transmitted => {}
-        Some(p) => r.add_failure(format!(
-            "link: after link up {} of {} pings answered",
-            p.received, p.transmitted
-        )),
-        None => r.add_failure("link: ping after link up printed no summary"),
+        Some(p) if p.transmitted > 0 && p.received == p.transmitted => r.check_passed(PINGS),
+        Some(p) => r.check_failed(
+            PINGS,
+            format!(
+                "link: after link up {} of {} pings answered",
+                p.received, p.transmitted
+            ),
+        ),
+        None => r.check_failed(PINGS, "link: ping after link up printed no summary"),
     }
 }
 
@@ -440,31 +477,45 @@ fn check_stall(s: &Section, t: &Target, r: &mut ScenarioResult) {
             })
         });
     match hang {
-        Some(l) => r.metric("stall_hang_log", json!(l.trim())),
-        None => r.add_failure(format!(
-            "stall: {} logged neither \"Detected Tx Unit Hang\" nor a tx timeout",
-            t.driver
-        )),
+        Some(l) => {
+            r.metric("stall_hang_log", json!(l.trim()));
+            r.check_passed("stall: hang detected");
+        }
+        None => r.check_failed(
+            "stall: hang detected",
+            format!(
+                "stall: {} logged neither \"Detected Tx Unit Hang\" nor a tx timeout",
+                t.driver
+            ),
+        ),
     }
     if let Some(l) = log.iter().find(|l| l.contains("timed out")) {
         r.metric("stall_watchdog_log", json!(l.trim()));
     }
-    if !log.iter().any(|l| l.contains("Reset adapter")) {
-        r.add_failure(format!(
-            "stall: {} did not reset the adapter within {STALL_WAIT} s",
-            t.driver
-        ));
-    }
+    r.check(
+        "stall: adapter reset",
+        log.iter().any(|l| l.contains("Reset adapter")),
+        || {
+            format!(
+                "stall: {} did not reset the adapter within {STALL_WAIT} s",
+                t.driver
+            )
+        },
+    );
     if let Some(w) = s.get("stall_reset_wait_s") {
         r.metric("stall_reset_wait_s", json!(w.parse::<u64>().unwrap_or(0)));
     }
+    const PINGS: &str = "stall: pings answered after the reset";
     match ping::parse_summary(&s.lines("stall_ping").collect::<Vec<_>>()) {
-        Some(p) if p.transmitted > 0 && p.received == p.transmitted => {}
-        Some(p) => r.add_failure(format!(
-            "stall: after the reset {} of {} pings answered",
-            p.received, p.transmitted
-        )),
-        None => r.add_failure("stall: ping after the reset printed no summary"),
+        Some(p) if p.transmitted > 0 && p.received == p.transmitted => r.check_passed(PINGS),
+        Some(p) => r.check_failed(
+            PINGS,
+            format!(
+                "stall: after the reset {} of {} pings answered",
+                p.received, p.transmitted
+            ),
+        ),
+        None => r.check_failed(PINGS, "stall: ping after the reset printed no summary"),
     }
 }
 

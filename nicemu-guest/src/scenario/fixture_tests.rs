@@ -580,3 +580,81 @@ fn every_scenario_script_is_valid_sh() {
         );
     }
 }
+
+/// Real passing runs of nicemu's own scenarios that name every check, as
+/// `(scenario, capture, driver)`.
+const OWN_RUNS: &[(&str, &str, &str)] = &[
+    ("faults", IGB_FAULTS, "igb"),
+    ("faults", IXGBE_FAULTS, "ixgbe"),
+    ("faults", VIRTIO_Q4, "virtio_net"),
+];
+
+/// A passing run of each of nicemu's own scenarios shows its checks as named, passed
+/// points (scenarios.tap's points), not only the harness's "ran to the end"; a case
+/// scenario's points name their case.
+#[test]
+fn nicemu_scenarios_name_the_checks_that_pass() {
+    for (name, text, driver) in OWN_RUNS {
+        let r = eval_as(name, text, driver, true);
+        assert_eq!(r.status, Status::Pass, "{name} {driver}: {:?}", r.reason);
+        let own: Vec<&str> = r
+            .checks
+            .iter()
+            .map(|c| c.name.as_str())
+            .filter(|n| *n != FINISHED)
+            .collect();
+        assert!(own.len() >= 3, "{name} {driver}: {own:?}");
+        assert!(r.checks.iter().all(|c| c.ok), "{name} {driver}");
+        for case in r
+            .metrics
+            .get("passed_cases")
+            .and_then(|c| c.as_array())
+            .into_iter()
+            .flatten()
+        {
+            let case = case.as_str().unwrap();
+            assert!(
+                own.iter().any(|n| n.starts_with(&format!("{case}: "))),
+                "{name} {driver}: no point of case {case} in {own:?}"
+            );
+        }
+    }
+}
+
+/// A failing run of nicemu's own scenarios names each failure: no test point is named by
+/// its failure message only.
+#[test]
+fn nicemu_scenarios_name_the_checks_that_fail() {
+    let mut seen = 0;
+    for (name, text, driver) in OWN_RUNS {
+        // Every counter, carrier, count and exit status the guest printed read as another.
+        for (from, to) in [
+            ("=0\n", "=7\n"),
+            ("=1\n", "=0\n"),
+            ("_rc=0", "_rc=1"),
+            (": 10\n", ": 9\n"),
+            ("rc=0 ", "rc=3 "),
+        ] {
+            let bent = text.replace(from, to);
+            if bent == *text {
+                continue;
+            }
+            let r = eval_as(name, &bent, driver, true);
+            if r.status != Status::Fail {
+                continue;
+            }
+            seen += 1;
+            let unnamed: Vec<String> = r
+                .points()
+                .into_iter()
+                .filter(|(n, f)| f.as_deref() == Some(n.as_str()))
+                .map(|(n, _)| n)
+                .collect();
+            assert!(
+                unnamed.is_empty(),
+                "{name} {driver} with {from:?} as {to:?}: unnamed {unnamed:?}"
+            );
+        }
+    }
+    assert!(seen >= 5, "{seen}");
+}
