@@ -587,6 +587,16 @@ const OWN_RUNS: &[(&str, &str, &str)] = &[
     ("faults", IGB_FAULTS, "igb"),
     ("faults", IXGBE_FAULTS, "ixgbe"),
     ("faults", VIRTIO_Q4, "virtio_net"),
+    (
+        "vf-reset",
+        include_str!("../../tests/fixtures/nicemu-igbvf-vf-reset.serial.log"),
+        "igbvf",
+    ),
+    (
+        "vf-reset",
+        include_str!("../../tests/fixtures/nicemu-ixgbevf-vf-reset.serial.log"),
+        "ixgbevf",
+    ),
 ];
 
 /// A passing run of each of nicemu's own scenarios shows its checks as named, passed

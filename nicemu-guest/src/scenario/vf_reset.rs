@@ -172,67 +172,101 @@ pub fn resets_between(before: &serde_json::Value, after: &serde_json::Value) -> 
     Some(new.iter().filter(|w| *w & 0xffff == VF_RESET).count() as u64)
 }
 
+/// The reset `case` asked for (a sysfs FLR, a driver reload, a host action) succeeded; its
+/// checks named "CASE: …".
+fn check_reset(s: &Section, case: &str, r: &mut ScenarioResult) -> bool {
+    match case {
+        "flr" => {
+            if !r.check(
+                "flr: sysfs reset",
+                s.get("flr_reset_rc") == Some("0"),
+                || {
+                    format!(
+                        "flr: `echo 1 > …/reset` failed ({})",
+                        s.lines("flr_reset").next().unwrap_or("")
+                    )
+                },
+            ) {
+                return false;
+            }
+        }
+        "reload" => {
+            for step in ["rmmod", "insmod"] {
+                if !r.check(
+                    &format!("reload: {step}"),
+                    s.get(&format!("reload_{step}_rc")) == Some("0"),
+                    || {
+                        format!(
+                            "reload: {step} failed ({})",
+                            s.lines(&format!("reload_{step}")).next().unwrap_or("")
+                        )
+                    },
+                ) {
+                    return false;
+                }
+            }
+            if !r.check(
+                "reload: interface back",
+                s.get("reload_iface") != Some("none"),
+                || "reload: no interface with the VF's MAC after insmod".into(),
+            ) {
+                return false;
+            }
+        }
+        other => {
+            if !host_ok(s, other, other, r) {
+                return false;
+            }
+        }
+    }
+    true
+}
+
 fn check_case(
     s: &Section,
     case: &str,
     r: &mut ScenarioResult,
     recovery: &mut serde_json::Map<String, serde_json::Value>,
 ) {
-    match case {
-        "flr" => {
-            if s.get("flr_reset_rc") != Some("0") {
-                r.add_failure(format!(
-                    "flr: `echo 1 > …/reset` failed ({})",
-                    s.lines("flr_reset").next().unwrap_or("")
-                ));
-                return;
-            }
-        }
-        "reload" => {
-            for step in ["rmmod", "insmod"] {
-                if s.get(&format!("reload_{step}_rc")) != Some("0") {
-                    r.add_failure(format!(
-                        "reload: {step} failed ({})",
-                        s.lines(&format!("reload_{step}")).next().unwrap_or("")
-                    ));
-                    return;
-                }
-            }
-            if s.get("reload_iface") == Some("none") {
-                r.add_failure("reload: no interface with the VF's MAC after insmod");
-                return;
-            }
-        }
-        other => {
-            if !host_ok(s, other, other, r) {
-                return;
-            }
-        }
+    if !check_reset(s, case, r) {
+        return;
     }
-    if s.get(&format!("{case}_carrier")) != Some("1") {
-        r.add_failure(format!(
-            "{case}: no carrier {RECOVER_SECS} s after the reset"
-        ));
-    }
+    r.check(
+        &format!("{case}: carrier back"),
+        s.get(&format!("{case}_carrier")) == Some("1"),
+        || format!("{case}: no carrier {RECOVER_SECS} s after the reset"),
+    );
+    let pings = format!("{case}: pings answered after the reset");
     match ping::parse_summary(&s.lines(&format!("{case}_ping")).collect::<Vec<_>>()) {
-        Some(p) if p.transmitted > 0 && p.received == p.transmitted => {}
-        Some(p) => r.add_failure(format!(
-            "{case}: after the reset {} of {} pings answered",
-            p.received, p.transmitted
-        )),
-        None => r.add_failure(format!("{case}: ping after the reset printed no summary")),
+        Some(p) if p.transmitted > 0 && p.received == p.transmitted => r.check_passed(&pings),
+        Some(p) => r.check_failed(
+            &pings,
+            format!(
+                "{case}: after the reset {} of {} pings answered",
+                p.received, p.transmitted
+            ),
+        ),
+        None => r.check_failed(
+            &pings,
+            format!("{case}: ping after the reset printed no summary"),
+        ),
     }
     let view = |tag: &str| ctl_data(&s.lines(&format!("host_{tag}")).collect::<Vec<_>>());
     let resets = match (view(&format!("{case}_m0")), view(&format!("{case}_m1"))) {
         (Some(a), Some(b)) => resets_between(&a, &b),
         _ => None,
     };
+    let sent = format!("{case}: VF_RESET sent to the PF");
     match resets {
-        Some(n) if n >= 1 => {}
-        Some(_) => r.add_failure(format!(
-            "{case}: the driver sent no VF_RESET to the PF agent after the reset"
-        )),
-        None => r.add_failure(format!("{case}: ctl --json mailbox DUT printed no trace")),
+        Some(n) if n >= 1 => r.check_passed(&sent),
+        Some(_) => r.check_failed(
+            &sent,
+            format!("{case}: the driver sent no VF_RESET to the PF agent after the reset"),
+        ),
+        None => r.check_failed(
+            &sent,
+            format!("{case}: ctl --json mailbox DUT printed no trace"),
+        ),
     }
     let secs = match (
         s.uptime(&format!("{case}_t0")),
