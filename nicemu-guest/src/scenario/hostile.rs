@@ -106,19 +106,25 @@ impl Scenario for Hostile {
 
     fn parse(&self, s: &Section, _t: &Target) -> ScenarioResult {
         let mut r = ScenarioResult::pass(self.name());
-        for (key, want) in [("unbind_rc", "0"), ("bme_rc", "0"), ("peer_carrier", "1")] {
-            if s.get(key) != Some(want) {
-                r.add_failure(format!("{key} is {:?}, expected {want}", s.get(key)));
-            }
+        for (key, want, name) in [
+            ("unbind_rc", "0", "DUT unbound"),
+            ("bme_rc", "0", "bus mastering enabled"),
+            ("peer_carrier", "1", "peer carrier up"),
+        ] {
+            r.check(name, s.get(key) == Some(want), || {
+                format!("{key} is {:?}, expected {want}", s.get(key))
+            });
         }
-        if s.get("peer_ethtool_rc") != Some("0") {
-            r.add_failure("the peer's registers did not answer (ethtool -S)");
-        }
+        r.check(
+            "peer registers answer",
+            s.get("peer_ethtool_rc") == Some("0"),
+            || "the peer's registers did not answer (ethtool -S)".into(),
+        );
         let steps = num(s, "steps");
         r.metric("steps", json!(steps));
-        if steps < 20 {
-            r.add_failure(format!("only {steps} hostile steps ran"));
-        }
+        r.check("hostile steps ran", steps >= 20, || {
+            format!("only {steps} hostile steps ran")
+        });
         check_errors(s, &mut r);
         check_peer(s, &mut r);
         r.summary = Some(format!(
@@ -139,7 +145,10 @@ fn num(s: &Section, key: &str) -> u64 {
 /// The DUT's guest error counters grew over the hostile steps.
 fn check_errors(s: &Section, r: &mut ScenarioResult) {
     let (Some(before), Some(after)) = (ctl_errors(s, "e0"), ctl_errors(s, "e1")) else {
-        r.add_failure("nicemu ctl stats DUT did not answer before and after");
+        r.check_failed(
+            "DUT error counters grew",
+            "nicemu ctl stats DUT did not answer before and after",
+        );
         return;
     };
     let mut grew = 0;
@@ -152,9 +161,9 @@ fn check_errors(s: &Section, r: &mut ScenarioResult) {
         r.metric(name, json!(d));
         grew += d;
     }
-    if grew == 0 {
-        r.add_failure("no guest error counter of the DUT grew: nicemu did not see the abuse");
-    }
+    r.check("DUT error counters grew", grew > 0, || {
+        "no guest error counter of the DUT grew: nicemu did not see the abuse".into()
+    });
 }
 
 /// The peer kept being served: its frames left through nicemu during the abuse (the guest's
@@ -166,16 +175,17 @@ fn check_peer(s: &Section, r: &mut ScenarioResult) {
     let switch = match (switch_tx(s, "p0"), switch_tx(s, "p1")) {
         (Some(a), Some(b)) => b.saturating_sub(a),
         _ => {
-            r.add_failure("nicemu ctl stats PEER did not answer before and after");
+            r.check_failed(
+                "peer served",
+                "nicemu ctl stats PEER did not answer before and after",
+            );
             return;
         }
     };
     r.metric("peer_switch_tx", json!(switch));
-    if sent < secs / 2 || switch < sent {
-        r.add_failure(format!(
-            "the peer sent {sent} frames ({switch} through nicemu's switch) in {secs} s"
-        ));
-    }
+    r.check("peer served", !(sent < secs / 2 || switch < sent), || {
+        format!("the peer sent {sent} frames ({switch} through nicemu's switch) in {secs} s")
+    });
 }
 
 /// `guest_errors` of a `nicemu ctl --json stats` the harness ran for `tag`.
