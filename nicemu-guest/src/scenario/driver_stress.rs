@@ -318,14 +318,15 @@ fn parse(s: &Section) -> ScenarioResult {
     let mut secs = serde_json::Map::new();
     let mut unsupported = Vec::new();
     for step in &steps {
+        let name = format!("{step}: finished");
         match s.get(&format!("step_{step}")) {
-            Some("done") => {}
+            Some("done") => r.check_passed(&name),
             Some(_) => {
-                r.add_failure(format!("step {step} did not finish"));
+                r.check_failed(&name, format!("step {step} did not finish"));
                 continue;
             }
             None => {
-                r.add_failure(format!("step {step} never started"));
+                r.check_failed(&name, format!("step {step} never started"));
                 continue;
             }
         }
@@ -340,18 +341,23 @@ fn parse(s: &Section) -> ScenarioResult {
     if steps.contains(&"faults") {
         check_faults(s, &mut r);
     }
-    if steps.contains(&"reload") && s.get("reload_iface") == Some("none") {
-        r.add_failure("reload: the device under test did not come back after insmod");
+    if steps.contains(&"reload") {
+        r.check(
+            "reload: interface back",
+            s.get("reload_iface") != Some("none"),
+            || "reload: the device under test did not come back after insmod".into(),
+        );
     }
     let rounds = check_readers(s, &mut r);
     r.metric("step_secs", serde_json::Value::Object(secs));
     if !unsupported.is_empty() {
         r.metric("unsupported", json!(unsupported));
     }
-    match s.get("final_reach_tries") {
-        Some("none") | None => r.add_failure("the peer does not answer pings after the stress"),
-        Some(_) => {}
-    }
+    r.check(
+        "peer answers after the stress",
+        !matches!(s.get("final_reach_tries"), Some("none") | None),
+        || "the peer does not answer pings after the stress".into(),
+    );
     r.summary = Some(format!(
         "{} steps, {rounds} reader rounds{}",
         steps.len(),
@@ -380,19 +386,24 @@ fn check_commands(s: &Section, step: &str, r: &mut ScenarioResult, unsupported: 
             continue;
         }
         let out: Vec<&str> = s.lines(tag).collect();
+        let name = format!("{step}: {tag}");
         if TIMED_OUT.contains(&rc) {
-            r.add_failure(format!(
-                "{step}: {tag} did not finish within its bound (rc {rc})"
-            ));
-        } else if rc != "0" {
-            if out.iter().any(|l| l.contains("not supported")) {
-                unsupported.push(format!("{step}:{tag}"));
-            } else {
-                r.add_failure(format!(
+            r.check_failed(
+                &name,
+                format!("{step}: {tag} did not finish within its bound (rc {rc})"),
+            );
+        } else if rc == "0" {
+            r.check_passed(&name);
+        } else if out.iter().any(|l| l.contains("not supported")) {
+            unsupported.push(format!("{step}:{tag}"));
+        } else {
+            r.check_failed(
+                &name,
+                format!(
                     "{step}: {tag} failed (rc {rc}): {}",
                     out.last().copied().unwrap_or("no output")
-                ));
-            }
+                ),
+            );
         }
     }
 }
@@ -403,20 +414,18 @@ fn check_faults(s: &Section, r: &mut ScenarioResult) {
         s.kv.iter()
             .filter(|(k, _)| k.starts_with("f_") && k.ends_with("_ack"))
     {
-        if v != "0" {
-            r.add_failure(format!(
-                "faults: {} answered {v}",
-                k.trim_end_matches("_ack")
-            ));
-        }
+        let action = k.trim_end_matches("_ack");
+        r.check(&format!("faults: {action} answered"), v == "0", || {
+            format!("faults: {action} answered {v}")
+        });
     }
     if let Some(w) = s.get("f_reset_wait_s").and_then(|v| v.parse::<u64>().ok()) {
         r.metric("stall_reset_wait_s", json!(w));
-        if w >= STALL_WAIT {
-            r.add_failure(format!(
+        r.check("faults: adapter reset", w < STALL_WAIT, || {
+            format!(
                 "faults: the driver did not reset the adapter within {STALL_WAIT} s of stall-tx"
-            ));
-        }
+            )
+        });
     }
 }
 
@@ -434,12 +443,16 @@ fn check_readers(s: &Section, r: &mut ScenarioResult) -> u64 {
         .get("readers")
         .and_then(|v| v.parse::<usize>().ok())
         .unwrap_or(0);
-    if readers.len() < want || readers.iter().any(|(n, _)| *n == 0) {
-        r.add_failure(format!(
-            "{} of {want} statistics readers completed a round",
-            readers.iter().filter(|(n, _)| *n > 0).count()
-        ));
-    }
+    r.check(
+        "statistics readers completed rounds",
+        !(readers.len() < want || readers.iter().any(|(n, _)| *n == 0)),
+        || {
+            format!(
+                "{} of {want} statistics readers completed a round",
+                readers.iter().filter(|(n, _)| *n > 0).count()
+            )
+        },
+    );
     let rounds: u64 = readers.iter().map(|(n, _)| n).sum();
     r.metric("reader_rounds", json!(rounds));
     r.metric(

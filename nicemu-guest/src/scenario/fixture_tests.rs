@@ -588,6 +588,11 @@ const OWN_RUNS: &[(&str, &str, &str)] = &[
     ("faults", IXGBE_FAULTS, "ixgbe"),
     ("faults", VIRTIO_Q4, "virtio_net"),
     (
+        "driver-stress",
+        include_str!("../../tests/fixtures/nicemu-ixgbe-driver-stress.serial.log"),
+        "ixgbe",
+    ),
+    (
         "hostile",
         include_str!("../../tests/fixtures/nicemu-igb-hostile.serial.log"),
         "igb",
