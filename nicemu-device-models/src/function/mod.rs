@@ -53,8 +53,8 @@ use crate::txframe::TxQueue;
 
 pub use hook::{Hook, HookOf, QueueReg};
 pub use model::{
-    Control, Interrupts, IntrState, Layout, Media, Model, Part, PauseCounters, PtpMatch, Receive,
-    RxSecurity, RxStatus, Transmit, TxRoute,
+    Control, Interrupts, IntrState, Layout, MaxFrame, Media, Model, Part, PauseCounters, PtpMatch,
+    Receive, RxSecurity, RxStatus, Transmit, TxRoute,
 };
 pub use stats::{FrameCounters, Split};
 

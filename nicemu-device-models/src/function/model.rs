@@ -207,6 +207,40 @@ pub struct RxStatus {
     pub hash: u32,
 }
 
+/// The longest frame (without FCS) a receiver takes: `plain` bytes, or
+/// `tagged` for a frame whose ethertype is `vet` and which is long enough
+/// to carry the tag (18 bytes). The 82599 takes a tagged frame four bytes
+/// longer than MAXFRS.MFS says; the 82576's limit is the same for both.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MaxFrame {
+    /// Limit of an untagged frame.
+    pub plain: usize,
+    /// Limit of a tagged frame.
+    pub tagged: usize,
+    /// The VLAN ethertype that makes a frame tagged.
+    pub vet: u16,
+}
+
+impl MaxFrame {
+    /// One limit for every frame.
+    pub fn any(max: usize) -> MaxFrame {
+        MaxFrame {
+            plain: max,
+            tagged: max,
+            vet: 0,
+        }
+    }
+
+    /// `frame` is longer than the receiver takes.
+    #[inline]
+    pub fn exceeded_by(&self, frame: &[u8]) -> bool {
+        frame.len() > self.plain
+            && (frame.len() > self.tagged
+                || frame.len() < 18
+                || u16::from_be_bytes([frame[12], frame[13]]) != self.vet)
+    }
+}
+
 /// What a part's security engine (the 82599's IPsec, §7.12.5) reports in
 /// a received frame's descriptor beyond the other status bits.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -356,8 +390,9 @@ pub trait Receive: Model {
     fn rx_enabled(f: &Function<Self>) -> bool;
     /// MRQC enables RSS hashing.
     fn rss_enabled(mrqc: u32) -> bool;
-    /// Longest frame (without FCS) the receiver takes.
-    fn max_frame(f: &Function<Self>, frame: &[u8]) -> usize;
+    /// Longest frames (without FCS) the receiver takes, read once per
+    /// receive batch.
+    fn max_frame(f: &Function<Self>) -> MaxFrame;
     /// The address and VLAN filters pass the frame.
     fn rx_accept(f: &Function<Self>, frame: &[u8]) -> bool;
     /// The PTP messages receive time stamping selects.

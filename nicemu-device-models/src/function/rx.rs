@@ -12,7 +12,7 @@ use std::sync::{Mutex, MutexGuard};
 use nicemu_net_util::rss::HashType;
 
 use super::stats::Tally;
-use super::{q, Dir, Function, Part, RxSecurity, QUEUE_ENABLE};
+use super::{q, Dir, Function, MaxFrame, Part, RxSecurity, QUEUE_ENABLE};
 use crate::batch::Frames;
 use crate::desc::{rx_status, rx_writeback, RXD_STAT_VP};
 use crate::dma::DmaView;
@@ -72,6 +72,34 @@ pub(crate) struct RxDone<'v> {
     /// The queue whose bit in `signal` the batch set last (`usize::MAX`:
     /// none yet).
     signalled: usize,
+    /// What the receiver's registers say of every frame of the batch, read
+    /// at its first frame ([`RxGate`]).
+    gate: Option<RxGate>,
+}
+
+/// What the function's receive registers and state say of every frame of a
+/// batch, read once when its first frame arrives (the batch reaches the
+/// receiver at one instant, as its queue's set-up is read once,
+/// [`RxQueueSetup`]): whether frames are taken (link, receiver enabled),
+/// the MRQC word of RSS, the longest frame taken, and whether receive time
+/// stamping is on.
+#[derive(Clone, Copy)]
+struct RxGate {
+    refused: Refused,
+    /// MRQC when it enables RSS, else `None`.
+    mrqc: Option<u32>,
+    max: MaxFrame,
+    stamping: bool,
+}
+
+/// Why frames are not taken, or that they are.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Refused {
+    No,
+    /// No link (`rx_no_link`).
+    Link,
+    /// The receiver is disabled (`rx_disabled`).
+    Disabled,
 }
 
 /// What the parts' address and VLAN filters ([`super::Receive::rx_accept`])
@@ -136,6 +164,7 @@ impl<'v> RxDone<'v> {
             accepted: None,
             used: 0,
             signalled: usize::MAX,
+            gate: None,
         }
     }
 
@@ -180,8 +209,10 @@ impl<M: Part> Function<M> {
         let view = self.mem.get();
         let mut done = RxDone::new(view.as_deref());
         let mut taken = 0;
+        // Read once: the batch reaches the MAC at one instant.
+        let wire = M::wire_rx(self);
         for f in frames.iter() {
-            let consumed = if M::wire_rx(self) {
+            let consumed = if wire {
                 self.rx_one(f, sent, wait, &mut done)
             } else {
                 self.errors.rx_no_link();
@@ -221,29 +252,46 @@ impl<M: Part> Function<M> {
         wait: bool,
         done: &mut RxDone<'v>,
     ) -> bool {
-        if !M::rx_link(self) {
-            self.errors.rx_no_link();
-            return true;
+        let gate = match done.gate {
+            Some(g) => g,
+            None => *done.gate.insert(self.rx_gate()),
+        };
+        match gate.refused {
+            Refused::No => {}
+            Refused::Link => {
+                self.errors.rx_no_link();
+                return true;
+            }
+            Refused::Disabled => {
+                self.errors.rx_disabled();
+                return true;
+            }
         }
-        if !M::rx_enabled(self) {
-            self.errors.rx_disabled();
-            return true;
+        // A frame whose filter key the batch's last filtered frame had is no
+        // PAUSE frame: the key holds the ethertype and opcode, and its length
+        // up to the pause time (see `pause_frame`).
+        let key = FilterKey::of(frame);
+        let seen = key.is_some() && done.accepted.is_some_and(|(k, _)| Some(k) == key);
+        if !seen {
+            if let Some(xon) = pause_frame(frame) {
+                let c = M::PAUSE_RX;
+                self.stat_add(if xon { c.xon } else { c.xoff }, 1);
+                return true;
+            }
         }
-        if let Some(xon) = pause_frame(frame) {
-            let c = M::PAUSE_RX;
-            self.stat_add(if xon { c.xon } else { c.xoff }, 1);
-            return true;
-        }
-        let (hash, ty) = self.rss_hash(frame);
+        let (hash, ty) = match gate.mrqc {
+            Some(mrqc) if frame.len() >= ETH_HLEN => self.rss_hash_with(mrqc, frame),
+            _ => (0, HashType::None),
+        };
         let qi =
             M::steer(self, frame).unwrap_or_else(|| self.rx_queue_for(hash, ty)) % self.rxq.len();
         if !done.hold(&self.rxq, qi, wait) {
             return false;
         }
-        if !self.rx_passes(qi, frame, done) {
+        if !self.rx_passes(qi, frame, key, &gate, done) {
             return true;
         }
-        let ts = self.rx_timestamp(frame, sent);
+        let ts = gate.stamping && self.rx_timestamp(frame, sent);
         // What the security engine decrypted is placed instead of the frame;
         // a frame the part places its own way (RSC) is done.
         let security = M::rx_security(self, frame);
@@ -287,7 +335,28 @@ impl<M: Part> Function<M> {
         }
     }
 
+    /// What the receive registers say of every frame of a batch
+    /// ([`RxGate`]), read at its first frame.
+    #[inline(never)]
+    fn rx_gate(&self) -> RxGate {
+        let refused = if !M::rx_link(self) {
+            Refused::Link
+        } else if !M::rx_enabled(self) {
+            Refused::Disabled
+        } else {
+            Refused::No
+        };
+        let mrqc = self.regs.peek(M::LAYOUT.mrqc);
+        RxGate {
+            refused,
+            mrqc: M::rss_enabled(mrqc).then_some(mrqc),
+            max: M::max_frame(self),
+            stamping: self.rx_stamping(),
+        }
+    }
+
     /// RSS hash of a frame when MRQC enables it (§7.1.2.8 of both parts).
+    #[cfg(test)]
     pub(crate) fn rss_hash(&self, frame: &[u8]) -> (u32, HashType) {
         // The layout's fields one by one: a copy of the whole (`let l =
         // M::LAYOUT`) costs a memcpy per frame.
@@ -295,6 +364,12 @@ impl<M: Part> Function<M> {
         if frame.len() < ETH_HLEN || !M::rss_enabled(mrqc) {
             return (0, HashType::None);
         }
+        self.rss_hash_with(mrqc, frame)
+    }
+
+    /// RSS hash of a frame (at least an Ethernet header) with `mrqc`, which
+    /// enables RSS.
+    fn rss_hash_with(&self, mrqc: u32, frame: &[u8]) -> (u32, HashType) {
         let rssrk = M::LAYOUT.rssrk;
         rss::hash_with_regs(|i| self.regs.peek(rssrk + 4 * i), mrqc, frame)
     }
@@ -308,7 +383,14 @@ impl<M: Part> Function<M> {
     /// Injected faults, size checks and the part's filters (queue `qi`'s
     /// lock held): whether the frame goes on to its queue. A frame that does
     /// not is counted where the part counts it.
-    fn rx_passes(&self, qi: usize, frame: &[u8], done: &mut RxDone) -> bool {
+    fn rx_passes(
+        &self,
+        qi: usize,
+        frame: &[u8],
+        key: Option<FilterKey>,
+        gate: &RxGate,
+        done: &mut RxDone,
+    ) -> bool {
         match self.faults.take_rx() {
             Some(RxFault::Corrupt) => {
                 // A frame with a bad FCS: counted, not delivered.
@@ -326,11 +408,11 @@ impl<M: Part> Function<M> {
             self.stat_add(M::LAYOUT.ruc, 1);
             return false;
         }
-        if frame.len() > M::max_frame(self, frame) {
+        if gate.max.exceeded_by(frame) {
             self.stat_add(M::LAYOUT.roc, 1);
             return false;
         }
-        if !self.rx_accepts(frame, done) {
+        if !self.rx_accepts(frame, key, done) {
             self.errors.rx_filtered();
             return false;
         }
@@ -339,8 +421,7 @@ impl<M: Part> Function<M> {
 
     /// [`super::Receive::rx_accept`], run once per [`FilterKey`] in a row.
     #[inline]
-    fn rx_accepts(&self, frame: &[u8], done: &mut RxDone) -> bool {
-        let key = FilterKey::of(frame);
+    fn rx_accepts(&self, frame: &[u8], key: Option<FilterKey>, done: &mut RxDone) -> bool {
         match (key, done.accepted) {
             (Some(k), Some((last, verdict))) if k == last => verdict,
             _ => {
@@ -356,11 +437,10 @@ impl<M: Part> Function<M> {
     /// ETQF filters with the 1588 bit for L2 messages. The latch is taken when
     /// the frame passed the address filters, before a receive buffer is known
     /// (a frame then dropped for lack of descriptors leaves the latch locked,
-    /// as the drivers' `*_ptp_rx_hang` expect).
+    /// as the drivers' `*_ptp_rx_hang` expect). Asked while receive stamping
+    /// is on ([`Self::rx_stamping`], read once per batch).
+    #[inline(never)]
     fn rx_timestamp(&self, frame: &[u8], sent: Option<u64>) -> bool {
-        if !self.rx_stamping() {
-            return false;
-        }
         let mut ts = self.ts();
         if !ts.rx_enabled() {
             return false;

@@ -10,7 +10,7 @@ use nicemu_net_util::csum::verify_rx;
 use super::regs::*;
 use super::{ctrl, rctl, Igb, I82576};
 use crate::desc::{RXD_ERR_IPE, RXD_ERR_L4E, RXD_STAT_IPCS, RXD_STAT_TCPCS, RXD_STAT_UDPCS};
-use crate::function::{PauseCounters, PtpMatch, Receive, RxStatus};
+use crate::function::{MaxFrame, PauseCounters, PtpMatch, Receive, RxStatus};
 use crate::ptp;
 
 /// ETQF: filter enable.
@@ -44,13 +44,13 @@ impl Receive for I82576 {
     }
 
     /// RLPML with RCTL.LPE, else a tagged standard frame.
-    fn max_frame(f: &Igb, _: &[u8]) -> usize {
+    fn max_frame(f: &Igb) -> MaxFrame {
         let max = if f.regs.peek(RCTL) & rctl::LPE != 0 {
             (f.regs.peek(RLPML) & 0x3fff) as usize
         } else {
             MAX_STD_FRAME
         };
-        max.max(64)
+        MaxFrame::any(max.max(64))
     }
 
     /// Destination and VLAN filtering (§7.1.1).

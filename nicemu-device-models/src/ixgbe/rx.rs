@@ -11,7 +11,7 @@ use nicemu_net_util::rss::HashType;
 use super::regs::*;
 use super::{fctrl, hlreg0, Ixgbe, I82599};
 use crate::desc::RXD_STAT_IPCS;
-use crate::function::{PauseCounters, PtpMatch, Receive, RxSecurity, RxStatus};
+use crate::function::{MaxFrame, PauseCounters, PtpMatch, Receive, RxSecurity, RxStatus};
 use crate::ptp;
 
 /// ETQF: filter enable.
@@ -49,16 +49,17 @@ impl Receive for I82599 {
 
     /// MAXFRS.MFS with HLREG0.JUMBOEN, else a standard frame; four bytes more
     /// for a tagged frame (MFS counts the FCS).
-    fn max_frame(f: &Ixgbe, frame: &[u8]) -> usize {
-        let mut max = if f.regs.peek(HLREG0) & hlreg0::JUMBOEN != 0 {
+    fn max_frame(f: &Ixgbe) -> MaxFrame {
+        let max = if f.regs.peek(HLREG0) & hlreg0::JUMBOEN != 0 {
             (f.regs.peek(MAXFRS) >> 16) as usize
         } else {
             MAX_STD_FRAME
         };
-        if f.tagged(frame) {
-            max += 4;
+        MaxFrame {
+            plain: max.max(64) - FCS,
+            tagged: (max + 4).max(64) - FCS,
+            vet: f.regs.peek(VLNCTRL) as u16,
         }
-        max.max(64) - FCS
     }
 
     /// Destination and VLAN filtering (§7.1.1, §7.1.2).

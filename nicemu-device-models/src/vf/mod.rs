@@ -32,8 +32,8 @@ use nicemu_net_util::csum::verify_rx;
 
 use crate::desc::RXD_STAT_IPCS;
 use crate::function::{
-    Control, Ctl, Dir, Function, Interrupts, Layout, Media, Model, PauseCounters, PtpMatch,
-    Receive, RxSecurity, RxStatus, Transmit, TxRoute,
+    Control, Ctl, Dir, Function, Interrupts, Layout, MaxFrame, Media, Model, PauseCounters,
+    PtpMatch, Receive, RxSecurity, RxStatus, Transmit, TxRoute,
 };
 use crate::moderation::Moderation;
 use crate::nvm::Nvm;
@@ -904,8 +904,8 @@ impl<P: VfPart> Receive for Vf<P> {
 
     /// The largest frame the VF asked for (SET_LPE), a tagged standard
     /// frame by default.
-    fn max_frame(f: &Function<Self>, _: &[u8]) -> usize {
-        f.with_core(|_, a| a.max_frame as usize).max(64)
+    fn max_frame(f: &Function<Self>) -> MaxFrame {
+        MaxFrame::any(f.with_core(|_, a| a.max_frame as usize).max(64))
     }
 
     /// The pool's filters as the agent set them.
