@@ -73,9 +73,15 @@ impl<'a> Frames<'a> {
         }
     }
 
-    /// The frames in order.
-    pub fn iter(&self) -> impl Iterator<Item = &'a [u8]> + '_ {
-        (0..self.len()).map(|i| self.get(i))
+    /// The frames in order (a batch's frames straight from its slice: no
+    /// test of which kind of `Frames` per frame).
+    #[inline]
+    pub fn iter(&self) -> impl Iterator<Item = &'a [u8]> + use<'a> {
+        let (one, many): (Option<&'a [u8]>, &'a [Vec<u8>]) = match *self {
+            Frames::One(f) => (Some(f), &[]),
+            Frames::Many(v) => (None, v),
+        };
+        one.into_iter().chain(many.iter().map(Vec::as_slice))
     }
 }
 

@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use nicemu_device_models::Frames;
 use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
 use pcap_file::DataLink;
 
@@ -88,6 +89,24 @@ impl CaptureSlot {
     pub fn record(&self, frame: &[u8]) {
         if self.on.load(Ordering::Acquire) {
             self.write(frame);
+        }
+    }
+
+    /// Records `frames` if a capture runs: one load per batch while none
+    /// does (the batch passes at one instant, so a capture started or
+    /// stopped meanwhile takes all of it or none).
+    #[inline]
+    pub fn record_all(&self, frames: Frames<'_>) {
+        if self.on.load(Ordering::Acquire) {
+            self.write_all(frames);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn write_all(&self, frames: Frames<'_>) {
+        for f in frames.iter() {
+            self.write(f);
         }
     }
 

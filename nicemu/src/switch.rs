@@ -232,15 +232,24 @@ struct Route {
 /// The first 12 bytes shared by every frame of `frames` (all long enough to
 /// switch, the destination unicast), if they all share them.
 fn shared_macs(frames: Frames<'_>) -> Option<[u8; 12]> {
-    let first = frames.get(0).get(..12)?;
+    let first: [u8; 12] = frames.get(0).get(..12)?.try_into().ok()?;
+    // The twelve bytes as two words: two compares per frame.
+    let words = |m: &[u8; 12]| {
+        let (a, b) = m.split_at(8);
+        (
+            u64::from_ne_bytes(a.try_into().unwrap_or_default()),
+            u32::from_ne_bytes(b.try_into().unwrap_or_default()),
+        )
+    };
+    let want = words(&first);
     if first[0] & 1 != 0
-        || frames
-            .iter()
-            .any(|f| f.len() < MIN_SWITCH_FRAME || f[..12] != *first)
+        || frames.iter().any(|f| {
+            f.len() < MIN_SWITCH_FRAME || f.first_chunk::<12>().is_none_or(|m| words(m) != want)
+        })
     {
         return None;
     }
-    first.try_into().ok()
+    Some(first)
 }
 
 impl Port {
@@ -345,9 +354,7 @@ impl Switch {
     /// queue (in order: once a frame is queued, the frames after it are
     /// too).
     fn deliver(&self, to: &Port, frames: Frames<'_>, sent: u64) {
-        for f in frames.iter() {
-            to.counters.capture.record(f);
-        }
+        to.counters.capture.record_all(frames);
         let mut rest = frames;
         if let Some(d) = &to.direct {
             if to.queued.frames.load(Ordering::Acquire) == 0 {
@@ -483,6 +490,13 @@ impl Switch {
         let sender = ports.get(from);
         let changes = self.fdb_changes.load(Ordering::Acquire);
         let runts = match sender.and_then(|p| p.cached(frames, sent, changes)) {
+            Some(Dest::Port(p)) => {
+                // One unicast destination for the whole chunk.
+                if let Some(port) = ports.get(p) {
+                    self.deliver(port, frames, sent);
+                }
+                return;
+            }
             Some(d) => {
                 dests[..frames.len()].fill(d);
                 0
@@ -546,9 +560,7 @@ impl FrameSink for PortHandle {
         self.counters
             .tx_frames
             .fetch_add(frames.len() as u64, Ordering::Relaxed);
-        for f in frames.iter() {
-            self.counters.capture.record(f);
-        }
+        self.counters.capture.record_all(frames);
         self.switch.forward_batch(self.index, frames, batch.sent());
     }
 }
