@@ -82,10 +82,16 @@ impl Ring {
         )
     }
 
-    /// Descriptors between head and tail (owned by the device).
+    /// Descriptors between head and tail (owned by the device); head and
+    /// tail are inside the ring, as [`Ring::new`] makes them (a compare, not
+    /// a division).
     #[inline]
     pub fn pending(&self) -> u32 {
-        (self.tail + self.count - self.head) % self.count
+        if self.tail >= self.head {
+            self.tail - self.head
+        } else {
+            self.tail + self.count - self.head
+        }
     }
 
     /// Guest address of descriptor `idx`.
@@ -94,10 +100,11 @@ impl Ring {
         self.base.wrapping_add(u64::from(idx) * DESC_SIZE)
     }
 
-    /// Advances the head by one, wrapping.
+    /// Advances the head (inside the ring) by one, wrapping.
     #[inline]
     pub fn advance(&mut self) {
-        self.head = (self.head + 1) % self.count;
+        let next = self.head + 1;
+        self.head = if next < self.count { next } else { 0 };
     }
 
     /// Reads the descriptor at the head.
@@ -398,6 +405,17 @@ impl<'a> RxRingMem<'a> {
     #[inline]
     pub fn is_for(&self, r: &Ring) -> bool {
         self.read.is_for(r)
+    }
+}
+
+/// Receive buffers of `bufsize` bytes (not 0) that `len` bytes fill: one for
+/// a frame that fits one buffer without a division.
+#[inline]
+pub fn buffers_for(len: usize, bufsize: usize) -> u32 {
+    if len != 0 && len <= bufsize {
+        1
+    } else {
+        len.div_ceil(bufsize) as u32
     }
 }
 

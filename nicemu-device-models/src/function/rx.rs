@@ -574,7 +574,7 @@ impl<M: Part> Function<M> {
         };
         let total = parts[0].len() + parts[1].len();
         let bufsize = setup.bufsize;
-        let need = total.div_ceil(bufsize) as u32;
+        let need = ring::buffers_for(total, bufsize);
         if r.pending() < need {
             // The tail as the driver has moved it since.
             let tail = self.regs.peek(base + q::T);
