@@ -607,7 +607,132 @@ const OWN_RUNS: &[(&str, &str, &str)] = &[
         include_str!("../../tests/fixtures/nicemu-ixgbevf-vf-reset.serial.log"),
         "ixgbevf",
     ),
+    ("mq", VIRTIO_Q4, "virtio_net"),
+    ("mq", IGB_MQ, "igb"),
+    ("ptp", IGB_PTP, "igb"),
+    (
+        "ptp",
+        include_str!("../../tests/fixtures/nicemu-mixed-ping-ptp-delay50000.serial.log"),
+        "igb",
+    ),
+    ("vf-admin", VF_ADMIN_IGBVF, "igbvf"),
+    ("vf-admin", VF_ADMIN_IXGBEVF, "ixgbevf"),
 ];
+
+/// nicemu's igb, sid 7.2.13, TCG: `mq` with 8 queue pairs, 4 TCP_STREAM streams of 3 s
+/// (`mq.streams=4 mq.duration=3`, run 1796515271-19532): the guest's `rx_queue_Q_packets` and
+/// `tx_queue_Q_packets` grew on every pair.
+const IGB_MQ: &str = include_str!("../../tests/fixtures/nicemu-igb-mq.serial.log");
+
+const VF_ADMIN_IGBVF: &str =
+    include_str!("../../tests/fixtures/nicemu-igbvf-ethtool-vf-admin.serial.log");
+const VF_ADMIN_IXGBEVF: &str =
+    include_str!("../../tests/fixtures/nicemu-ixgbevf-ethtool-vf-admin.serial.log");
+
+/// The checks of `mq`, `ptp` and `vf-admin` that a bent value of a real capture fails are
+/// points of their own, named for what was checked, with what was seen as their failure.
+#[test]
+fn mq_ptp_vf_admin_name_the_check_a_bent_value_fails() {
+    let stopped: String = IGB_PTP
+        .lines()
+        .map(|l| match l.find("offset from CLOCK_REALTIME is ") {
+            Some(p) => format!("{}offset from CLOCK_REALTIME is 5ns\n", &l[..p]),
+            None => format!("{l}\n"),
+        })
+        .collect();
+    let cases: Vec<(&str, String, &str, &str, &str)> = vec![
+        (
+            "mq",
+            VIRTIO_Q4.replace(
+                "mq ib   29:        847          1",
+                "mq ib   29:          0          1",
+            ),
+            "virtio_net",
+            "guest rx queues: every active one moved",
+            "guest rx queues [2] moved nothing",
+        ),
+        (
+            "mq",
+            IGB_MQ.replace(
+                "@@NICEMU-OUT mq b      tx_queue_3_packets: 175",
+                "@@NICEMU-OUT mq b      tx_queue_3_packets: 0",
+            ),
+            "igb",
+            "guest tx queues: every active one moved",
+            "guest tx queues [3] moved nothing",
+        ),
+        (
+            "mq",
+            VIRTIO_Q4.replace("@@NICEMU mq pset_rc=0", "@@NICEMU mq pset_rc=1"),
+            "virtio_net",
+            "ethtool -L combined on the peer",
+            "ethtool -L combined 4 on the peer failed",
+        ),
+        (
+            "ptp",
+            stopped,
+            "igb",
+            "dut PHC: freq ±100000 ppb changes the rate by 100 ppm",
+            "changed the rate by 0.00 ppm",
+        ),
+        (
+            "ptp",
+            IGB_PTP.replace("@@NICEMU ptp adj_rc=0", "@@NICEMU ptp adj_rc=2"),
+            "igb",
+            "phc_ctl adj",
+            "phc_ctl adj failed",
+        ),
+        (
+            "ptp",
+            IGB_PTP
+                .lines()
+                .filter(|l| !l.contains(" rms "))
+                .map(|l| format!("{l}\n"))
+                .collect(),
+            "igb",
+            "ptp4l UDPv4: slave rms under 1000 ns",
+            "ptp4l UDPv4: slave printed no rms line",
+        ),
+        (
+            "vf-admin",
+            VF_ADMIN_IGBVF.replace("ln_dis_carrier=0", "ln_dis_carrier=1"),
+            "igbvf",
+            "link: disabled, carrier off",
+            "carrier stayed on after `state disable`",
+        ),
+        (
+            "vf-admin",
+            VF_ADMIN_IXGBEVF.replace("\"trust\":false", "\"trust\":true"),
+            "ixgbevf",
+            "mac: trust off at the end",
+            "does not show trust off",
+        ),
+    ];
+    for (name, text, driver, point, seen) in cases {
+        let r = eval_as(name, &text, driver, true);
+        assert_eq!(r.status, Status::Fail, "{name} {point}");
+        let failed: Vec<(&str, &str)> = r
+            .checks
+            .iter()
+            .filter(|c| !c.ok)
+            .map(|c| (c.name.as_str(), c.failure.as_deref().unwrap_or("")))
+            .collect();
+        assert!(
+            failed.iter().any(|(n, f)| *n == point && f.contains(seen)),
+            "{name}: no failed point {point:?} ({seen:?}) in {failed:?}"
+        );
+        // The same check passes, by the same name, on the capture as it was.
+        let good = OWN_RUNS
+            .iter()
+            .find(|(n, _, d)| *n == name && *d == driver)
+            .unwrap();
+        let r = eval_as(name, good.1, driver, true);
+        assert!(
+            r.checks.iter().any(|c| c.name == point && c.ok),
+            "{name}: {point:?} not among the passed points"
+        );
+    }
+}
 
 /// A passing run of each of nicemu's own scenarios shows its checks as named, passed
 /// points (scenarios.tap's points), not only the harness's "ran to the end"; a case

@@ -114,14 +114,18 @@ impl Scenario for Mq {
         let n: u32 = s.get("combined").and_then(|v| v.parse().ok()).unwrap_or(0);
         r.metric("combined", json!(n));
         for tag in ["set", "pset"] {
-            if s.get(&format!("{tag}_rc")) != Some("0") {
-                let out: Vec<&str> = s.lines(tag).collect();
-                let who = if tag == "set" { "DUT" } else { "peer" };
-                r.add_failure(format!(
-                    "ethtool -L combined {n} on the {who} failed: {}",
-                    out.join(" ")
-                ));
-            }
+            let who = if tag == "set" { "DUT" } else { "peer" };
+            r.check(
+                &format!("ethtool -L combined on the {who}"),
+                s.get(&format!("{tag}_rc")) == Some("0"),
+                || {
+                    let out: Vec<&str> = s.lines(tag).collect();
+                    format!(
+                        "ethtool -L combined {n} on the {who} failed: {}",
+                        out.join(" ")
+                    )
+                },
+            );
         }
         let streams = check_streams(s, &mut r);
         let guest = check_guest_queues(s, n, &mut r);
@@ -130,13 +134,17 @@ impl Scenario for Mq {
         if let Some(secs) = s.get("load_secs").and_then(num) {
             r.metric("load_secs", json!(secs));
         }
+        const PINGS: &str = "pings answered after the load";
         match super::ping::parse_summary(&s.lines("after").collect::<Vec<_>>()) {
-            Some(p) if p.transmitted > 0 && p.received == p.transmitted => {}
-            Some(p) => r.add_failure(format!(
-                "after the load {} of {} pings answered",
-                p.received, p.transmitted
-            )),
-            None => r.add_failure("the ping after the load printed no summary"),
+            Some(p) if p.transmitted > 0 && p.received == p.transmitted => r.check_passed(PINGS),
+            Some(p) => r.check_failed(
+                PINGS,
+                format!(
+                    "after the load {} of {} pings answered",
+                    p.received, p.transmitted
+                ),
+            ),
+            None => r.check_failed(PINGS, "the ping after the load printed no summary"),
         }
         r.summary = Some(format!(
             "{n} queue pairs; {streams}; guest queues {guest}; nicemu queues {ctl}"
@@ -170,23 +178,25 @@ fn check_streams(s: &Section, r: &mut ScenarioResult) -> String {
             .map(str::to_owned);
         let kv = parse_keyval(&lines);
         let tp = kv.get("THROUGHPUT").and_then(|v| num(v));
+        let name = format!("stream {i}: ended with a throughput");
         match (rc.as_deref(), tp) {
             (Some("0"), Some(t)) if t > 0.0 => {
+                r.check_passed(&name);
                 total += t;
                 per.push(t);
             }
             (rc, _) => {
-                r.add_failure(format!(
-                    "stream {i}: {} without throughput",
-                    super::describe_rc(rc)
-                ));
+                r.check_failed(
+                    &name,
+                    format!("stream {i}: {} without throughput", super::describe_rc(rc)),
+                );
                 per.push(0.0);
             }
         }
     }
-    if per.is_empty() {
-        r.add_failure("no TCP_STREAM stream reported");
-    }
+    r.check("a stream reported", !per.is_empty(), || {
+        "no TCP_STREAM stream reported".into()
+    });
     r.metric("stream_mbps", json!(per));
     r.metric("total_mbps", json!(super::round(total, 1)));
     format!("{} streams {total:.0} Mbit/s", per.len())
@@ -260,15 +270,19 @@ fn check_guest_queues(s: &Section, n: u32, r: &mut ScenarioResult) -> String {
             })
             .collect();
         let idle: Vec<u32> = (0..n).filter(|q| d[*q as usize] == 0).collect();
+        let name = format!("guest {dir} queues: every active one moved");
         if qb.is_empty() {
-            r.add_failure(format!(
-                "the guest shows no per-queue {dir} counter ({dir}_queue_Q_packets, \
-                 virtio queue interrupts or kicks)"
-            ));
-        } else if !idle.is_empty() {
-            r.add_failure(format!(
-                "guest {dir} queues {idle:?} moved nothing ({what} deltas {d:?})"
-            ));
+            r.check_failed(
+                &name,
+                format!(
+                    "the guest shows no per-queue {dir} counter ({dir}_queue_Q_packets, \
+                     virtio queue interrupts or kicks)"
+                ),
+            );
+        } else {
+            r.check(&name, idle.is_empty(), || {
+                format!("guest {dir} queues {idle:?} moved nothing ({what} deltas {d:?})")
+            });
         }
         r.metric(&format!("guest_{dir}_queue_counter"), json!(what));
         r.metric(&format!("guest_{dir}_queue_deltas"), json!(d));
@@ -336,12 +350,17 @@ fn check_ctl_queues(s: &Section, n: u32, virtio: bool, r: &mut ScenarioResult) -
         }
         parse_ctl_queues(&s.lines(&format!("host_{tag}")).collect::<Vec<_>>())
     };
+    const READ: &str = "nicemu per-pair counters read";
     let (Some(a), Some(b)) = (get("c0"), get("c1")) else {
         if virtio {
-            r.add_failure("nicemu ctl --json stats DUT printed no per-queue counters");
+            r.check_failed(
+                READ,
+                "nicemu ctl --json stats DUT printed no per-queue counters",
+            );
         }
         return "-".into();
     };
+    r.check_passed(READ);
     let d: Vec<(u64, u64)> = b
         .iter()
         .enumerate()
@@ -351,24 +370,34 @@ fn check_ctl_queues(s: &Section, n: u32, virtio: bool, r: &mut ScenarioResult) -
         })
         .collect();
     for (q, (rx, tx)) in d.iter().enumerate() {
-        let active = (q as u32) < n;
-        if active && (*rx == 0 || *tx == 0) {
-            r.add_failure(format!(
-                "nicemu queue pair {q}: rx +{rx} tx +{tx} (every active pair must move frames)"
-            ));
-        }
-        if !active && *rx != 0 {
-            r.add_failure(format!(
-                "nicemu queue pair {q} is inactive (combined {n}) but received +{rx} frames"
-            ));
+        if (q as u32) < n {
+            r.check(
+                &format!("nicemu queue pair {q}: frames both ways"),
+                *rx != 0 && *tx != 0,
+                || {
+                    format!(
+                        "nicemu queue pair {q}: rx +{rx} tx +{tx} \
+                         (every active pair must move frames)"
+                    )
+                },
+            );
+        } else {
+            r.check(
+                &format!("nicemu queue pair {q}: nothing received (inactive)"),
+                *rx == 0,
+                || {
+                    format!(
+                        "nicemu queue pair {q} is inactive (combined {n}) but received +{rx} frames"
+                    )
+                },
+            );
         }
     }
-    if d.len() < n as usize {
-        r.add_failure(format!(
-            "nicemu reports {} queue pairs, the guest uses {n}",
-            d.len()
-        ));
-    }
+    r.check(
+        "nicemu reports every pair in use",
+        d.len() >= n as usize,
+        || format!("nicemu reports {} queue pairs, the guest uses {n}", d.len()),
+    );
     r.metric(
         "nicemu_queue_frames",
         json!(d

@@ -3,7 +3,7 @@
 //! `phc_ctl`: get, set, get (≈ set value), adj +10 s, get (≈ +10 s), freq set and read back.
 //! Then, per PHC (device under test and peer), a rate check: `phc_ctl -- freq F cmp wait 10
 //! cmp` for F = 0, +100000 and -100000 ppb; half the difference of the ± drifts must be
-//! 100 ± 2 ppm and the nominal drift under 3 ppm (`cmp` prints CLOCK_REALTIME minus PHC, so a
+//! 100 ± 10 ppm and the nominal drift under 15 ppm (`cmp` prints CLOCK_REALTIME minus PHC, so a
 //! faster PHC shows as a falling number). Last, ptp4l between the two ports (master on the
 //! device under test, slave in netns `peer`), ~25 s over L2 (`-2`) and UDPv4 (`-4`): the
 //! slave's last `rms` must be under 1000 ns. On QEMU's devices (no host actions) the ptp4l
@@ -261,9 +261,11 @@ impl Scenario for Ptp {
             "hardware-receive",
             "hardware-raw-clock",
         ] {
-            if !ts.capabilities.iter().any(|c| c == cap) {
-                r.add_failure(format!("ethtool -T lacks {cap}"));
-            }
+            r.check(
+                &format!("ethtool -T has {cap}"),
+                ts.capabilities.iter().any(|c| c == cap),
+                || format!("ethtool -T lacks {cap}"),
+            );
         }
         check_phc_ctl(s, &mut r);
         let mut summary = vec![format!("PHC {}", ts.phc.unwrap_or(0))];
@@ -294,11 +296,13 @@ impl Ptp {
         r: &mut ScenarioResult,
         summary: &mut Vec<String>,
     ) {
-        if s.get("ptp4l") == Some("missing") {
-            r.add_failure("ptp4l is not in the guest image (linuxptp)");
+        if !r.check(
+            "ptp4l in the image",
+            s.get("ptp4l") != Some("missing"),
+            || "ptp4l is not in the guest image (linuxptp)".into(),
+        ) {
             return;
         }
-        let mut problems = Vec::new();
         let want_delay = s
             .get("delay_ns")
             .and_then(|v| v.parse::<f64>().ok())
@@ -306,21 +310,28 @@ impl Ptp {
         if let Some(w) = want_delay {
             r.metric("delay_expected_ns", json!(w));
         }
+        let mut checks = Vec::new();
         for (tr, name) in [("2", "L2"), ("4", "UDPv4")] {
-            if s.get(&format!("ptp4l{tr}_ran")).is_none() {
-                problems.push(format!("ptp4l {name} did not run"));
-                continue;
+            let ran = s.get(&format!("ptp4l{tr}_ran")).is_some();
+            checks.push((
+                format!("ptp4l {name} ran"),
+                (!ran).then(|| format!("ptp4l {name} did not run")),
+            ));
+            if ran {
+                check_ptp4l_run(s, tr, name, want_delay, r, summary, &mut checks);
             }
-            check_ptp4l_run(s, tr, name, want_delay, r, summary, &mut problems);
         }
-        if problems.is_empty() {
-            return;
-        }
-        if t.host_actions {
-            for p in problems {
-                r.add_failure(p);
+        // On QEMU's device a failed ptp4l check is informational: only the passed ones
+        // are points.
+        let mut problems = Vec::new();
+        for (check, problem) in checks {
+            match problem {
+                None => r.check_passed(&check),
+                Some(p) if t.host_actions => r.check_failed(&check, p),
+                Some(p) => problems.push(p),
             }
-        } else {
+        }
+        if !problems.is_empty() {
             let note = format!(
                 "informational on QEMU's device (known not to lock, issue 6): {}",
                 problems.join("; ")
@@ -335,30 +346,50 @@ impl Ptp {
 /// the `adj` step and runs at the frequency set.
 fn check_phc_ctl(s: &Section, r: &mut ScenarioResult) {
     for step in ["get0", "set", "get1", "adj", "get2", "freqset", "freqget"] {
-        if s.get(&format!("{step}_rc")) != Some("0") {
-            let out: Vec<&str> = s.lines(step).collect();
-            r.add_failure(format!("phc_ctl {step} failed: {}", out.join(" ")));
-        }
+        r.check(
+            &format!("phc_ctl {step}"),
+            s.get(&format!("{step}_rc")) == Some("0"),
+            || {
+                let out: Vec<&str> = s.lines(step).collect();
+                format!("phc_ctl {step} failed: {}", out.join(" "))
+            },
+        );
     }
     let get = |tag: &str| clock_time(&s.lines(tag).collect::<Vec<_>>());
     let (t1, t2) = (get("get1"), get("get2"));
     if let Some(t0) = get("get0") {
         r.metric("time_before_set", json!(t0));
     }
+    const SET: &str = "clock reads the time set";
     match t1 {
-        Some(t) if (t - SET_TO).abs() < 5.0 => r.metric("after_set", json!(t)),
-        Some(t) => r.add_failure(format!("clock reads {t} after set {SET_TO}")),
-        None => r.add_failure("no clock time after set"),
+        Some(t) if (t - SET_TO).abs() < 5.0 => {
+            r.metric("after_set", json!(t));
+            r.check_passed(SET);
+        }
+        Some(t) => r.check_failed(SET, format!("clock reads {t} after set {SET_TO}")),
+        None => r.check_failed(SET, "no clock time after set"),
     }
+    const ADJ: &str = "adj 10 moves the clock by 10 s";
     match (t1, t2) {
-        (Some(a), Some(b)) if (b - a - 10.0).abs() < 5.0 => r.metric("after_adj_10s", json!(b - a)),
-        (Some(a), Some(b)) => r.add_failure(format!("adj 10 moved the clock by {:.3} s", b - a)),
-        _ => {}
+        (Some(a), Some(b)) if (b - a - 10.0).abs() < 5.0 => {
+            r.metric("after_adj_10s", json!(b - a));
+            r.check_passed(ADJ);
+        }
+        (Some(a), Some(b)) => {
+            r.check_failed(ADJ, format!("adj 10 moved the clock by {:.3} s", b - a))
+        }
+        (Some(_), None) => r.check_failed(ADJ, "no clock time after adj"),
+        // No time after set: failed above, nothing to compare with.
+        (None, _) => {}
     }
+    const FREQ: &str = "freq reads back 5000 ppb";
     match freq_ppb(&s.lines("freqget").collect::<Vec<_>>()) {
-        Some(f) if (f - 5000.0).abs() < 100.0 => r.metric("freq_ppb", json!(f)),
-        Some(f) => r.add_failure(format!("freq reads {f} ppb after setting 5000")),
-        None => r.add_failure("phc_ctl freq printed no frequency"),
+        Some(f) if (f - 5000.0).abs() < 100.0 => {
+            r.metric("freq_ppb", json!(f));
+            r.check_passed(FREQ);
+        }
+        Some(f) => r.check_failed(FREQ, format!("freq reads {f} ppb after setting 5000")),
+        None => r.check_failed(FREQ, "phc_ctl freq printed no frequency"),
     }
 }
 
@@ -368,12 +399,19 @@ fn check_rate(s: &Section, who: &str, r: &mut ScenarioResult, summary: &mut Vec<
     let drift = |step: &str| drift_ppm(&s.lines(&format!("{who}_{step}")).collect::<Vec<_>>());
     let d: Vec<Option<f64>> = RATE_STEPS.iter().map(|(tag, _)| drift(tag)).collect();
     for ((tag, f), v) in RATE_STEPS.iter().zip(&d) {
+        let name = format!("{who} PHC: drift at freq {f} measured");
         match v {
-            Some(v) => r.metric(&format!("{who}_drift_ppm_{f}"), json!(v)),
-            None => r.add_failure(format!(
-                "{who} PHC: phc_ctl freq {f} cmp wait 10 cmp gave no two offsets (rc {})",
-                s.get(&format!("{who}_{tag}_rc")).unwrap_or("?")
-            )),
+            Some(v) => {
+                r.metric(&format!("{who}_drift_ppm_{f}"), json!(v));
+                r.check_passed(&name);
+            }
+            None => r.check_failed(
+                &name,
+                format!(
+                    "{who} PHC: phc_ctl freq {f} cmp wait 10 cmp gave no two offsets (rc {})",
+                    s.get(&format!("{who}_{tag}_rc")).unwrap_or("?")
+                ),
+            ),
         }
     }
     if let [Some(d0), Some(dp), Some(dm)] = d[..] {
@@ -382,22 +420,27 @@ fn check_rate(s: &Section, who: &str, r: &mut ScenarioResult, summary: &mut Vec<
         summary.push(format!(
             "{who} ±100000 ppb → {rate:.2} ppm, nominal {d0:.2} ppm"
         ));
-        if (rate - RATE_PPM).abs() > RATE_TOL_PPM {
-            r.add_failure(format!(
-                "{who} PHC: freq ±100000 ppb changed the rate by {rate:.2} ppm (want {RATE_PPM} ± {RATE_TOL_PPM})"
-            ));
-        }
-        if d0.abs() >= NOMINAL_MAX_PPM {
-            r.add_failure(format!(
-                "{who} PHC: drift {d0:.2} ppm at freq 0 (want < {NOMINAL_MAX_PPM})"
-            ));
-        }
+        r.check(
+            &format!("{who} PHC: freq ±100000 ppb changes the rate by {RATE_PPM} ppm"),
+            (rate - RATE_PPM).abs() <= RATE_TOL_PPM,
+            || {
+                format!(
+                    "{who} PHC: freq ±100000 ppb changed the rate by {rate:.2} ppm \
+                     (want {RATE_PPM} ± {RATE_TOL_PPM})"
+                )
+            },
+        );
+        r.check(
+            &format!("{who} PHC: drift at freq 0 under {NOMINAL_MAX_PPM} ppm"),
+            d0.abs() < NOMINAL_MAX_PPM,
+            || format!("{who} PHC: drift {d0:.2} ppm at freq 0 (want < {NOMINAL_MAX_PPM})"),
+        );
     }
 }
 
 /// One ptp4l run (transport `tr`, `name`d): the slave locks with an rms
 /// offset under [`RMS_MAX_NS`] and, with a wire delay set, measures it.
-/// What is wrong goes to `problems`.
+/// Each check goes to `checks` as (name, what is wrong if it failed).
 fn check_ptp4l_run(
     s: &Section,
     tr: &str,
@@ -405,7 +448,7 @@ fn check_ptp4l_run(
     want_delay: Option<f64>,
     r: &mut ScenarioResult,
     summary: &mut Vec<String>,
-    problems: &mut Vec<String>,
+    checks: &mut Vec<(String, Option<String>)>,
 ) {
     let mut lines: Vec<&str> = s.lines(&format!("ptp4l{tr}_sev")).collect();
     lines.extend(s.lines(&format!("ptp4l{tr}_rms")));
@@ -417,18 +460,22 @@ fn check_ptp4l_run(
     );
     let events: Vec<&str> = s.lines(&format!("ptp4l{tr}_sev")).collect();
     let no_ts = events.iter().any(|l| l.contains("without timestamp"));
-    match p.rms {
-        Some(rms) if rms < RMS_MAX_NS => summary.push(format!(
-            "ptp4l {name} rms {rms} ns delay {} ns{}",
-            p.delay.map_or("?".into(), |d| d.to_string()),
-            if p.locked {
-                ""
-            } else {
-                " (no UNCALIBRATED to SLAVE)"
-            }
-        )),
-        Some(rms) => problems.push(format!("ptp4l {name}: rms {rms} ns (want < {RMS_MAX_NS})")),
-        None => problems.push(format!(
+    let rms_check = format!("ptp4l {name}: slave rms under {RMS_MAX_NS} ns");
+    let problem = match p.rms {
+        Some(rms) if rms < RMS_MAX_NS => {
+            summary.push(format!(
+                "ptp4l {name} rms {rms} ns delay {} ns{}",
+                p.delay.map_or("?".into(), |d| d.to_string()),
+                if p.locked {
+                    ""
+                } else {
+                    " (no UNCALIBRATED to SLAVE)"
+                }
+            ));
+            None
+        }
+        Some(rms) => Some(format!("ptp4l {name}: rms {rms} ns (want < {RMS_MAX_NS})")),
+        None => Some(format!(
             "ptp4l {name}: slave printed no rms line{}{}",
             if p.locked {
                 ""
@@ -441,16 +488,18 @@ fn check_ptp4l_run(
                 ""
             }
         )),
-    }
+    };
+    checks.push((rms_check, problem));
     if let (Some(want), Some(_)) = (want_delay, p.rms) {
-        match p.delay {
-            Some(d) if (d - want).abs() <= DELAY_TOLERANCE_NS => {}
-            Some(d) => problems.push(format!(
+        let problem = match p.delay {
+            Some(d) if (d - want).abs() <= DELAY_TOLERANCE_NS => None,
+            Some(d) => Some(format!(
                 "ptp4l {name}: path delay {d} ns, want {want} ± {DELAY_TOLERANCE_NS} ns \
                  (ptp.delay_ns)"
             )),
-            None => problems.push(format!("ptp4l {name}: slave printed no path delay")),
-        }
+            None => Some(format!("ptp4l {name}: slave printed no path delay")),
+        };
+        checks.push((format!("ptp4l {name}: path delay as set"), problem));
     }
 }
 

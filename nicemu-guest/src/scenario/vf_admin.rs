@@ -234,92 +234,150 @@ fn summary(s: &Section, tag: &str) -> Option<ping::Summary> {
     ping::parse_summary(&s.lines(tag).collect::<Vec<_>>())
 }
 
-/// All `want` echo requests answered (`Some(true)`), none (`Some(false)`).
+/// The check "CASE: WHAT: every ping answered": the ping `tag` sent some echo requests and
+/// all were answered.
 fn ping_all(s: &Section, tag: &str, case: &str, what: &str, r: &mut ScenarioResult) {
+    let name = format!("{case}: {what}: every ping answered");
     match summary(s, tag) {
-        Some(p) if p.transmitted > 0 && p.received == p.transmitted => {}
-        Some(p) => r.add_failure(format!(
-            "{case}: {what}: {} of {} pings answered (want all)",
-            p.received, p.transmitted
-        )),
-        None => r.add_failure(format!("{case}: {what}: ping printed no summary")),
+        Some(p) if p.transmitted > 0 && p.received == p.transmitted => r.check_passed(&name),
+        Some(p) => r.check_failed(
+            &name,
+            format!(
+                "{case}: {what}: {} of {} pings answered (want all)",
+                p.received, p.transmitted
+            ),
+        ),
+        None => r.check_failed(&name, format!("{case}: {what}: ping printed no summary")),
     }
 }
 
+/// The check "CASE: WHAT: no ping answered": the ping `tag` sent some echo requests and
+/// none was answered.
 fn ping_none(s: &Section, tag: &str, case: &str, what: &str, r: &mut ScenarioResult) {
+    let name = format!("{case}: {what}: no ping answered");
     match summary(s, tag) {
-        Some(p) if p.transmitted > 0 && p.received == 0 => {}
-        Some(p) => r.add_failure(format!(
-            "{case}: {what}: {} of {} pings answered (want none)",
-            p.received, p.transmitted
-        )),
-        None => r.add_failure(format!("{case}: {what}: ping printed no summary")),
+        Some(p) if p.transmitted > 0 && p.received == 0 => r.check_passed(&name),
+        Some(p) => r.check_failed(
+            &name,
+            format!(
+                "{case}: {what}: {} of {} pings answered (want none)",
+                p.received, p.transmitted
+            ),
+        ),
+        None => r.check_failed(&name, format!("{case}: {what}: ping printed no summary")),
     }
 }
 
 fn check_mac(s: &Section, t: &Target, r: &mut ScenarioResult) {
-    let rc = |tag: &str| s.get(&format!("{tag}_rc"));
-    let addr = |k: &str| s.get(k).unwrap_or("?");
-    if rc("mac_untrusted") == Some("0") {
-        r.add_failure(format!(
-            "mac: untrusted under an administrative MAC, `ip link set address {ALT_MAC}` succeeded"
-        ));
-    } else {
-        let said = s.lines("mac_untrusted").next().unwrap_or("");
-        r.metric("mac_refused", json!(said));
-    }
-    if addr("mac_addr_untrusted") != t.mac {
-        r.add_failure(format!(
-            "mac: after the refused change the address is {} (want {})",
-            addr("mac_addr_untrusted"),
-            t.mac
-        ));
-    }
-    let nacks = |tag: &str| vf_view(s, tag).and_then(|v| v["nacks"].as_u64());
-    match (nacks("mac_v0"), nacks("mac_v1")) {
-        (Some(a), Some(b)) if b > a => r.metric("mac_nacks", json!(b - a)),
-        (Some(a), Some(b)) => r.add_failure(format!(
-            "mac: the agent refused nothing (ctl vf nacks {a} -> {b})"
-        )),
-        _ => r.add_failure("mac: ctl --json vf DUT printed no nacks"),
-    }
+    check_mac_untrusted(s, t, r);
     if !host_ok(s, "mac_trust", "mac", r) {
         return;
     }
-    if rc("mac_trusted") != Some("0") || addr("mac_addr_trusted") != ALT_MAC {
-        r.add_failure(format!(
-            "mac: trusted, `ip link set address {ALT_MAC}` gave exit {:?}, address {}",
-            rc("mac_trusted"),
-            addr("mac_addr_trusted")
-        ));
-    }
-    let agent_mac = vf_view(s, "mac_v2").and_then(|v| v["mac"].as_str().map(str::to_owned));
-    if agent_mac.as_deref() != Some(ALT_MAC) {
-        r.add_failure(format!(
-            "mac: trusted, the agent's MAC is {agent_mac:?} after the guest's change (want {ALT_MAC})"
-        ));
-    }
-    if rc("mac_back") != Some("0") || addr("mac_addr_back") != t.mac {
-        r.add_failure(format!(
-            "mac: putting {} back gave exit {:?}, address {}",
-            t.mac,
-            rc("mac_back"),
-            addr("mac_addr_back")
-        ));
-    }
-    let v3 = vf_view(s, "mac_v3");
-    if v3.as_ref().and_then(|v| v["trust"].as_bool()) != Some(false) {
-        r.add_failure("mac: ctl vf does not show trust off at the end");
-    }
+    check_mac_trusted(s, t, r);
     ping_all(s, "mac_ping", "mac", "after putting the MAC back", r);
 }
 
+/// Untrusted under an administrative MAC, the guest's change is refused by the driver (the
+/// PF agent NACKs it) and the address stays.
+fn check_mac_untrusted(s: &Section, t: &Target, r: &mut ScenarioResult) {
+    let addr = |k: &str| s.get(k).unwrap_or("?");
+    if r.check(
+        "mac: untrusted, the change refused",
+        s.get("mac_untrusted_rc") != Some("0"),
+        || {
+            format!(
+                "mac: untrusted under an administrative MAC, `ip link set address {ALT_MAC}` \
+                 succeeded"
+            )
+        },
+    ) {
+        let said = s.lines("mac_untrusted").next().unwrap_or("");
+        r.metric("mac_refused", json!(said));
+    }
+    r.check(
+        "mac: untrusted, the address stays",
+        addr("mac_addr_untrusted") == t.mac,
+        || {
+            format!(
+                "mac: after the refused change the address is {} (want {})",
+                addr("mac_addr_untrusted"),
+                t.mac
+            )
+        },
+    );
+    let nacks = |tag: &str| vf_view(s, tag).and_then(|v| v["nacks"].as_u64());
+    const NACKED: &str = "mac: untrusted, the agent refused the change";
+    match (nacks("mac_v0"), nacks("mac_v1")) {
+        (Some(a), Some(b)) if b > a => {
+            r.metric("mac_nacks", json!(b - a));
+            r.check_passed(NACKED);
+        }
+        (Some(a), Some(b)) => r.check_failed(
+            NACKED,
+            format!("mac: the agent refused nothing (ctl vf nacks {a} -> {b})"),
+        ),
+        _ => r.check_failed(NACKED, "mac: ctl --json vf DUT printed no nacks"),
+    }
+}
+
+/// Trusted, the guest's change is taken (the agent's MAC follows), the address goes back
+/// and trust is off at the end.
+fn check_mac_trusted(s: &Section, t: &Target, r: &mut ScenarioResult) {
+    let rc = |tag: &str| s.get(&format!("{tag}_rc"));
+    let addr = |k: &str| s.get(k).unwrap_or("?");
+    r.check(
+        "mac: trusted, the change taken",
+        rc("mac_trusted") == Some("0") && addr("mac_addr_trusted") == ALT_MAC,
+        || {
+            format!(
+                "mac: trusted, `ip link set address {ALT_MAC}` gave exit {:?}, address {}",
+                rc("mac_trusted"),
+                addr("mac_addr_trusted")
+            )
+        },
+    );
+    let agent_mac = vf_view(s, "mac_v2").and_then(|v| v["mac"].as_str().map(str::to_owned));
+    r.check(
+        "mac: trusted, the agent's MAC follows",
+        agent_mac.as_deref() == Some(ALT_MAC),
+        || {
+            format!(
+                "mac: trusted, the agent's MAC is {agent_mac:?} after the guest's change \
+                 (want {ALT_MAC})"
+            )
+        },
+    );
+    r.check(
+        "mac: the address put back",
+        rc("mac_back") == Some("0") && addr("mac_addr_back") == t.mac,
+        || {
+            format!(
+                "mac: putting {} back gave exit {:?}, address {}",
+                t.mac,
+                rc("mac_back"),
+                addr("mac_addr_back")
+            )
+        },
+    );
+    let v3 = vf_view(s, "mac_v3");
+    r.check(
+        "mac: trust off at the end",
+        v3.as_ref().and_then(|v| v["trust"].as_bool()) == Some(false),
+        || "mac: ctl vf does not show trust off at the end".into(),
+    );
+}
+
 fn check_spoof(s: &Section, r: &mut ScenarioResult) {
-    if s.get("sp_add_rc") != Some("0") {
-        r.add_failure(format!(
-            "spoof: could not add a macvlan ({})",
-            s.lines("sp_add").next().unwrap_or("")
-        ));
+    if !r.check(
+        "spoof: macvlan added",
+        s.get("sp_add_rc") == Some("0"),
+        || {
+            format!(
+                "spoof: could not add a macvlan ({})",
+                s.lines("sp_add").next().unwrap_or("")
+            )
+        },
+    ) {
         return;
     }
     for tag in ["sp_c0", "sp_c1", "sp_off", "sp_c2", "sp_back"] {
@@ -336,44 +394,27 @@ fn check_spoof(s: &Section, r: &mut ScenarioResult) {
         .map(|t| snmp(&s.lines(t).collect::<Vec<_>>(), "Icmp", "InEchos"))
         .collect();
     let (Some(d0), Some(d1), Some(d2)) = (drops[0], drops[1], drops[2]) else {
-        r.add_failure("spoof: ctl --json stats DUT has no SPOOF_DROPS");
+        r.check_failed(
+            "spoof: SPOOF_DROPS read",
+            "spoof: ctl --json stats DUT has no SPOOF_DROPS",
+        );
         return;
     };
+    r.check_passed("spoof: SPOOF_DROPS read");
     let (Some(e0), Some(e1), Some(e2)) = (echos[0], echos[1], echos[2]) else {
-        r.add_failure("spoof: the peer's /proc/net/snmp has no Icmp InEchos");
+        r.check_failed(
+            "spoof: the peer's InEchos read",
+            "spoof: the peer's /proc/net/snmp has no Icmp InEchos",
+        );
         return;
     };
-    let (on_drops, off_drops) = (d1.saturating_sub(d0), d2.saturating_sub(d1));
-    let (on_echos, off_echos) = (e1.saturating_sub(e0), e2.saturating_sub(e1));
-    r.metric(
-        "spoof",
-        json!({
-            "spoofchk_on": {"spoof_drops": on_drops, "peer_in_echos": on_echos},
-            "spoofchk_off": {"spoof_drops": off_drops, "peer_in_echos": off_echos},
-        }),
+    r.check_passed("spoof: the peer's InEchos read");
+    check_spoof_counts(s, [d0, d1, d2], [e0, e1, e2], r);
+    r.check(
+        "spoof: ctl vf shows spoofchk off",
+        vf_view(s, "sp_v").and_then(|v| v["spoofchk"].as_bool()) == Some(false),
+        || "spoof: ctl vf does not show spoofchk off after `spoofchk off`".into(),
     );
-    let sent = |tag: &str| summary(s, tag).map_or(0, |p| p.transmitted);
-    let (n_on, n_off) = (sent("sp_on"), sent("sp_offping"));
-    if n_on != SPOOF_PINGS || n_off != SPOOF_PINGS {
-        r.add_failure(format!(
-            "spoof: the macvlan sent {n_on} and {n_off} echo requests (want {SPOOF_PINGS} each)"
-        ));
-    }
-    if on_drops != n_on || on_echos != 0 {
-        r.add_failure(format!(
-            "spoof: spoofchk on, {n_on} requests from {SPOOF_MAC}: SPOOF_DROPS +{on_drops}, \
-             the peer got {on_echos} (want +{n_on} and 0)"
-        ));
-    }
-    if off_drops != 0 || off_echos != n_off {
-        r.add_failure(format!(
-            "spoof: spoofchk off, {n_off} requests from {SPOOF_MAC}: SPOOF_DROPS +{off_drops}, \
-             the peer got {off_echos} (want +0 and {n_off})"
-        ));
-    }
-    if vf_view(s, "sp_v").and_then(|v| v["spoofchk"].as_bool()) != Some(false) {
-        r.add_failure("spoof: ctl vf does not show spoofchk off after `spoofchk off`");
-    }
     ping_all(
         s,
         "sp_ping",
@@ -383,12 +424,64 @@ fn check_spoof(s: &Section, r: &mut ScenarioResult) {
     );
 }
 
+/// The macvlan's requests with spoof checking on are each dropped and counted
+/// (`SPOOF_DROPS` readings `d`), with it off each reaches the peer (its `InEchos` readings
+/// `e`): before, after the spoofchk-on ping, after the spoofchk-off one.
+fn check_spoof_counts(s: &Section, d: [u64; 3], e: [u64; 3], r: &mut ScenarioResult) {
+    let (on_drops, off_drops) = (d[1].saturating_sub(d[0]), d[2].saturating_sub(d[1]));
+    let (on_echos, off_echos) = (e[1].saturating_sub(e[0]), e[2].saturating_sub(e[1]));
+    r.metric(
+        "spoof",
+        json!({
+            "spoofchk_on": {"spoof_drops": on_drops, "peer_in_echos": on_echos},
+            "spoofchk_off": {"spoof_drops": off_drops, "peer_in_echos": off_echos},
+        }),
+    );
+    let sent = |tag: &str| summary(s, tag).map_or(0, |p| p.transmitted);
+    let (n_on, n_off) = (sent("sp_on"), sent("sp_offping"));
+    r.check(
+        "spoof: the macvlan sent every request",
+        n_on == SPOOF_PINGS && n_off == SPOOF_PINGS,
+        || {
+            format!(
+                "spoof: the macvlan sent {n_on} and {n_off} echo requests \
+                 (want {SPOOF_PINGS} each)"
+            )
+        },
+    );
+    r.check(
+        "spoof: spoofchk on, each request dropped and counted",
+        on_drops == n_on && on_echos == 0,
+        || {
+            format!(
+                "spoof: spoofchk on, {n_on} requests from {SPOOF_MAC}: SPOOF_DROPS +{on_drops}, \
+                 the peer got {on_echos} (want +{n_on} and 0)"
+            )
+        },
+    );
+    r.check(
+        "spoof: spoofchk off, each request through",
+        off_drops == 0 && off_echos == n_off,
+        || {
+            format!(
+                "spoof: spoofchk off, {n_off} requests from {SPOOF_MAC}: \
+                 SPOOF_DROPS +{off_drops}, the peer got {off_echos} (want +0 and {n_off})"
+            )
+        },
+    );
+}
+
 fn check_vlan(s: &Section, r: &mut ScenarioResult) {
-    if s.get("vl_add_rc") != Some("0") {
-        r.add_failure(format!(
-            "vlan: the peer's VLAN interface could not be added ({})",
-            s.lines("vl_add").next().unwrap_or("")
-        ));
+    if !r.check(
+        "vlan: the peer's VLAN interface added",
+        s.get("vl_add_rc") == Some("0"),
+        || {
+            format!(
+                "vlan: the peer's VLAN interface could not be added ({})",
+                s.lines("vl_add").next().unwrap_or("")
+            )
+        },
+    ) {
         return;
     }
     ping_none(
@@ -402,9 +495,11 @@ fn check_vlan(s: &Section, r: &mut ScenarioResult) {
         return;
     }
     let v = vf_view(s, "vl_v");
-    if v.as_ref().and_then(|v| v["vlan"].as_u64()) != Some(u64::from(PORT_VLAN)) {
-        r.add_failure(format!("vlan: ctl vf does not show vlan {PORT_VLAN}"));
-    }
+    r.check(
+        &format!("vlan: ctl vf shows vlan {PORT_VLAN}"),
+        v.as_ref().and_then(|v| v["vlan"].as_u64()) == Some(u64::from(PORT_VLAN)),
+        || format!("vlan: ctl vf does not show vlan {PORT_VLAN}"),
+    );
     ping_all(
         s,
         "vl_on",
@@ -413,18 +508,22 @@ fn check_vlan(s: &Section, r: &mut ScenarioResult) {
         r,
     );
     let pv = |tag: &str| rx_packets(&s.lines(tag).collect::<Vec<_>>());
+    let tagged = format!("vlan: the peer's VLAN {PORT_VLAN} interface got every request");
     match (pv("vl_pv0"), pv("vl_pv1")) {
         (Some(a), Some(b)) => {
             let d = b.saturating_sub(a);
             r.metric("vlan_peer_rx", json!(d));
-            if d < VLAN_PINGS {
-                r.add_failure(format!(
+            r.check(&tagged, d >= VLAN_PINGS, || {
+                format!(
                     "vlan: the peer's VLAN {PORT_VLAN} interface received {d} frames for \
                      {VLAN_PINGS} requests"
-                ));
-            }
+                )
+            });
         }
-        _ => r.add_failure("vlan: the peer's `ip -s link show` printed no RX packets"),
+        _ => r.check_failed(
+            &tagged,
+            "vlan: the peer's `ip -s link show` printed no RX packets",
+        ),
     }
     ping_none(
         s,
@@ -443,27 +542,36 @@ fn check_link(s: &Section, r: &mut ScenarioResult) {
     if !host_ok(s, "ln_dis", "link", r) {
         return;
     }
-    if s.get("ln_dis_carrier") != Some("0") {
-        r.add_failure("link: carrier stayed on after `state disable`");
-    }
-    if !s.lines("ln_dis_ip").any(|l| l.contains("NO-CARRIER")) {
-        r.add_failure("link: `ip link` does not show NO-CARRIER after `state disable`");
-    }
-    if vf_view(s, "ln_v").and_then(|v| v["link_state"].as_str().map(str::to_owned))
-        != Some("disable".into())
-    {
-        r.add_failure("link: ctl vf does not show link_state disable");
-    }
+    r.check(
+        "link: disabled, carrier off",
+        s.get("ln_dis_carrier") == Some("0"),
+        || "link: carrier stayed on after `state disable`".into(),
+    );
+    r.check(
+        "link: disabled, ip link shows NO-CARRIER",
+        s.lines("ln_dis_ip").any(|l| l.contains("NO-CARRIER")),
+        || "link: `ip link` does not show NO-CARRIER after `state disable`".into(),
+    );
+    r.check(
+        "link: ctl vf shows link_state disable",
+        vf_view(s, "ln_v").and_then(|v| v["link_state"].as_str().map(str::to_owned))
+            == Some("disable".into()),
+        || "link: ctl vf does not show link_state disable".into(),
+    );
     ping_none(s, "ln_dis_ping", "link", "link disabled", r);
     if !host_ok(s, "ln_en", "link", r) {
         return;
     }
-    if s.get("ln_en_carrier") != Some("1") {
-        r.add_failure("link: no carrier after `state enable`");
-    }
-    if s.lines("ln_en_ip").any(|l| l.contains("NO-CARRIER")) {
-        r.add_failure("link: `ip link` still shows NO-CARRIER after `state enable`");
-    }
+    r.check(
+        "link: enabled, carrier back",
+        s.get("ln_en_carrier") == Some("1"),
+        || "link: no carrier after `state enable`".into(),
+    );
+    r.check(
+        "link: enabled, ip link without NO-CARRIER",
+        !s.lines("ln_en_ip").any(|l| l.contains("NO-CARRIER")),
+        || "link: `ip link` still shows NO-CARRIER after `state enable`".into(),
+    );
     ping_all(s, "ln_en_ping", "link", "link enabled", r);
     host_ok(s, "ln_auto", "link", r);
 }
