@@ -14,15 +14,18 @@ pub fn cell(r: Option<&ScenarioResult>) -> String {
         Status::Pass => "PASS".to_owned(),
         st => format!("**{st}**"),
     };
-    // cyclictest's headline from its metrics: results of older runs said "ovf" where a
-    // percentile lay beyond the histogram.
-    let summary = match r.scenario.as_str() {
-        "cyclictest" => crate::scenario::cyclictest::summary_of(r).or(r.summary.clone()),
-        _ => r.summary.clone(),
-    };
-    match (summary, r.status) {
+    match (headline(r), r.status) {
         (Some(s), Status::Pass) if !s.is_empty() => format!("{st} {}", s.replace('|', "/")),
         _ => st,
+    }
+}
+
+/// A result's headline (its `summary`); cyclictest's made again from its metrics: results
+/// of older runs said "ovf" where a percentile lay beyond the histogram.
+pub fn headline(r: &ScenarioResult) -> Option<String> {
+    match r.scenario.as_str() {
+        "cyclictest" => crate::scenario::cyclictest::summary_of(r).or(r.summary.clone()),
+        _ => r.summary.clone(),
     }
 }
 

@@ -58,7 +58,9 @@ pub fn report(r: &RunReport) -> String {
     let mut t = table(&["device", "scenario", "result"]);
     for c in &r.runs {
         for sr in &c.scenarios {
-            let summary = sr.summary.as_deref().or(sr.reason.as_deref()).unwrap_or("");
+            let summary = super::markdown::headline(sr)
+                .or(sr.reason.clone())
+                .unwrap_or_default();
             t.add_row(vec![
                 c.device.clone(),
                 sr.scenario.clone(),
@@ -283,6 +285,12 @@ mod tests {
         assert!(t.contains("  host     2 cores (load "), "{t}");
         assert!(t.trim_end().ends_with(TCG_CAVEAT), "{t}");
         assert!(t.contains("netperf"), "{t}");
+        // The run's cyclictest p99 lay past the histogram: said as such, not "ovf".
+        assert!(!t.contains("ovf"), "{t}");
+        assert!(
+            t.contains("p99 > 4") && t.contains("(histogram end)"),
+            "{t}"
+        );
     }
 
     #[test]
