@@ -9,7 +9,9 @@
 //! counted twice): spin-lock and delay busy-waits (a vCPU waiting for another, or for
 //! the clock, which under TCG runs at the host's mercy), timer and tick code, RCU's
 //! grace-period machinery, interrupt and IPI entry, the random number generator's mixing
-//! and reseeding, idle, and the scheduler's periodic load balancing.
+//! and reseeding, idle, the scheduler's periodic load balancing, and blocking: a task that
+//! sleeps on a contended mutex or rwsem, or gives up its CPU, runs the slow path and the
+//! context switch as often as the other vCPU happened to hold the lock.
 
 /// A bucket of time-driven code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -28,6 +30,10 @@ pub enum Timed {
     Idle,
     /// Periodic scheduler work (load balancing, load averages).
     Sched,
+    /// Blocking: sleeping-lock slow paths and the context switch (`__schedule`), whose
+    /// count depends on whether another task held the lock (e.g. a `mutex_lock` in
+    /// `igb_update_stats` contending with the watchdog's sweep).
+    Wait,
 }
 
 impl Timed {
@@ -41,6 +47,7 @@ impl Timed {
             Timed::Rng => "rng",
             Timed::Idle => "idle",
             Timed::Sched => "sched",
+            Timed::Wait => "wait",
         }
     }
 
@@ -216,13 +223,42 @@ const PREFIXES: &[(Timed, &[&str])] = &[
             "update_load_avg_blocked",
         ],
     ),
+    (
+        Timed::Wait,
+        &[
+            "__schedule",
+            "preempt_schedule",
+            "schedule_timeout",
+            "schedule_hrtimeout",
+            "io_schedule_timeout",
+            "__mutex_lock",
+            "__mutex_unlock_slowpath",
+            "__ww_mutex_lock",
+            "rwsem_down_",
+            "rwsem_wake",
+            "rt_mutex_slowlock",
+            "__rt_mutex_slowlock",
+            "rt_mutex_slowunlock",
+            "rtlock_slowlock",
+        ],
+    ),
 ];
 
-/// The time-driven bucket of function `name` (a bare kernel symbol), if it is one.
+/// Time-driven functions matched by their whole name (a prefix would take in e.g.
+/// `schedule_work`, which queues work and returns: the work itself).
+const EXACT: &[(Timed, &[&str])] = &[(
+    Timed::Wait,
+    &["schedule", "schedule_preempt_disabled", "io_schedule"],
+)];
+
+/// The time-driven bucket of function `name` (a bare kernel symbol, a compiler suffix such
+/// as `.cold` or `.isra.0` ignored for whole-name matches), if it is one.
 pub fn timed(name: &str) -> Option<Timed> {
+    let base = name.split('.').next().unwrap_or(name);
     PREFIXES
         .iter()
         .find(|(_, ps)| ps.iter().any(|p| name.starts_with(p)))
+        .or_else(|| EXACT.iter().find(|(_, ns)| ns.contains(&base)))
         .map(|(t, _)| *t)
 }
 
@@ -242,6 +278,12 @@ mod tests {
         assert_eq!(timed("blake2s_compress_generic"), Some(Timed::Rng));
         assert_eq!(timed("pv_native_safe_halt"), Some(Timed::Idle));
         assert_eq!(timed("sched_balance_rq"), Some(Timed::Sched));
+        assert_eq!(timed("__schedule"), Some(Timed::Wait));
+        assert_eq!(timed("schedule"), Some(Timed::Wait));
+        assert_eq!(timed("schedule.cold"), Some(Timed::Wait));
+        assert_eq!(timed("__mutex_lock.constprop.0"), Some(Timed::Wait));
+        assert_eq!(timed("rwsem_down_write_slowpath"), Some(Timed::Wait));
+        assert!(Timed::Wait.mutes_callees(), "what a sleeper runs is another task's");
         assert!(Timed::Timer.mutes_callees() && Timed::Spin.mutes_callees());
         assert!(!Timed::Irq.mutes_callees(), "irq_exit runs softirqs: work");
         for path in [
@@ -254,6 +296,11 @@ mod tests {
             "igb_xmit_frame_ring",
             "__const_udelay", // a call's own arithmetic; the wait is in delay_tsc
             "delayed_work_timer_fn",
+            "schedule_work", // queues work and returns
+            "schedule_delayed_work_on",
+            "mutex_lock", // the uncontended fast path is the caller's work
+            "mutex_unlock",
+            "down_read",
         ] {
             assert_eq!(timed(path), None, "{path}");
         }
