@@ -283,7 +283,10 @@ mod tests {
         assert_eq!(timed("schedule.cold"), Some(Timed::Wait));
         assert_eq!(timed("__mutex_lock.constprop.0"), Some(Timed::Wait));
         assert_eq!(timed("rwsem_down_write_slowpath"), Some(Timed::Wait));
-        assert!(Timed::Wait.mutes_callees(), "what a sleeper runs is another task's");
+        assert!(
+            Timed::Wait.mutes_callees(),
+            "what a sleeper runs is another task's"
+        );
         assert!(Timed::Timer.mutes_callees() && Timed::Spin.mutes_callees());
         assert!(!Timed::Irq.mutes_callees(), "irq_exit runs softirqs: work");
         for path in [
