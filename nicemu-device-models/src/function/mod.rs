@@ -54,7 +54,7 @@ use crate::txframe::TxQueue;
 pub use hook::{Hook, HookOf, QueueReg};
 pub use model::{
     Control, Interrupts, IntrState, Layout, MaxFrame, Media, Model, Part, PauseCounters, PtpMatch,
-    Receive, RxSecurity, RxStatus, Transmit, TxRoute,
+    Receive, RxHooks, RxSecurity, RxStatus, Transmit, TxRoute,
 };
 pub use stats::{FrameCounters, Split};
 

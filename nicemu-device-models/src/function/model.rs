@@ -251,6 +251,18 @@ pub struct RxSecurity {
     pub ptype: u16,
 }
 
+/// Which of a part's own receive steps may act on the frames of a batch
+/// ([`Receive::rx_hooks`]): a step that is off is not asked per frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RxHooks {
+    /// [`Receive::steer`] may choose a queue (the 82599's Flow Director is
+    /// initialised).
+    pub steer: bool,
+    /// [`Receive::rx_security`] may take frames (the 82599's IPsec receive
+    /// engine is on).
+    pub security: bool,
+}
+
 /// Where a finished transmit frame goes (the pass that fetched it found the
 /// link up or a loopback: see [`Transmit::tx_link`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -427,6 +439,26 @@ pub trait Receive: Model {
     ) -> bool {
         let _ = (f, qi, frame, hash, ty, ts);
         false
+    }
+    /// The part places some frames its own way ([`Self::rx_place`] is its
+    /// own): else the shared placement takes every frame without asking.
+    const RX_PLACE: bool = false;
+    /// Whether [`Self::rx_place`] may take frames for queue `qi`, asked once
+    /// per run of a batch's frames to that queue (the batch reaches the
+    /// queue at one instant). Default: yes.
+    fn rx_place_on(f: &Function<Self>, qi: usize) -> bool {
+        let _ = (f, qi);
+        true
+    }
+    /// Which of the part's own receive steps ([`Self::steer`],
+    /// [`Self::rx_security`]) may act on the frames of a batch, read once
+    /// per batch. Default: both (asked per frame).
+    fn rx_hooks(f: &Function<Self>) -> RxHooks {
+        let _ = f;
+        RxHooks {
+            steer: true,
+            security: true,
+        }
     }
     /// The device timer ran: receive state that ages (the 82599's
     /// coalescing contexts) moves on. Default: nothing.

@@ -12,7 +12,7 @@ use std::sync::{Mutex, MutexGuard};
 use nicemu_net_util::rss::HashType;
 
 use super::stats::Tally;
-use super::{q, Dir, Function, MaxFrame, Part, RxSecurity, QUEUE_ENABLE};
+use super::{q, Dir, Function, MaxFrame, Part, RxHooks, RxSecurity, QUEUE_ENABLE};
 use crate::batch::Frames;
 use crate::desc::{rx_status, rx_writeback, RXD_STAT_VP};
 use crate::dma::DmaView;
@@ -75,17 +75,22 @@ pub(crate) struct RxDone<'v> {
     /// What the receiver's registers say of every frame of the batch, read
     /// at its first frame ([`RxGate`]).
     gate: Option<RxGate>,
+    /// Whether the part may place frames its own way
+    /// ([`super::Receive::rx_place_on`]) into the queue whose lock the batch
+    /// holds, asked at the first frame for it.
+    place: Option<bool>,
 }
 
 /// What the function's receive registers and state say of every frame of a
 /// batch, read once when its first frame arrives (the batch reaches the
 /// receiver at one instant, as its queue's set-up is read once,
 /// [`RxQueueSetup`]): whether frames are taken (link, receiver enabled),
-/// the MRQC word of RSS, the longest frame taken, and whether receive time
-/// stamping is on.
+/// the MRQC word of RSS, the longest frame taken, whether receive time
+/// stamping is on, and which of the part's own steps may act.
 #[derive(Clone, Copy)]
 struct RxGate {
     refused: Refused,
+    hooks: RxHooks,
     /// MRQC when it enables RSS, else `None`.
     mrqc: Option<u32>,
     max: MaxFrame,
@@ -165,6 +170,7 @@ impl<'v> RxDone<'v> {
             used: 0,
             signalled: usize::MAX,
             gate: None,
+            place: None,
         }
     }
 
@@ -183,6 +189,7 @@ impl<'v> RxDone<'v> {
         }
         self.held = None;
         self.setup = None;
+        self.place = None;
         self.held = lock_or_try(&queues[qi], wait).map(|g| (qi, g));
         self.held.is_some()
     }
@@ -283,8 +290,12 @@ impl<M: Part> Function<M> {
             Some(mrqc) if frame.len() >= ETH_HLEN => self.rss_hash_with(mrqc, frame),
             _ => (0, HashType::None),
         };
-        let qi =
-            M::steer(self, frame).unwrap_or_else(|| self.rx_queue_for(hash, ty)) % self.rxq.len();
+        let steered = if gate.hooks.steer {
+            M::steer(self, frame)
+        } else {
+            None
+        };
+        let qi = steered.unwrap_or_else(|| self.rx_queue_for(hash, ty)) % self.rxq.len();
         if !done.hold(&self.rxq, qi, wait) {
             return false;
         }
@@ -294,10 +305,15 @@ impl<M: Part> Function<M> {
         let ts = gate.stamping && self.rx_timestamp(frame, sent);
         // What the security engine decrypted is placed instead of the frame;
         // a frame the part places its own way (RSC) is done.
-        let security = M::rx_security(self, frame);
+        let security = if gate.hooks.security {
+            M::rx_security(self, frame)
+        } else {
+            None
+        };
+        let place = M::RX_PLACE && *done.place.get_or_insert_with(|| M::rx_place_on(self, qi));
         let (placed, sec) = match &security {
             Some((sec, clear)) => (clear.as_deref().unwrap_or(frame), *sec),
-            None if M::rx_place(self, qi, frame, hash, ty, ts) => {
+            None if place && M::rx_place(self, qi, frame, hash, ty, ts) => {
                 // The part moved the ring's head its own way.
                 done.setup = None;
                 return true;
@@ -323,6 +339,7 @@ impl<M: Part> Function<M> {
     pub(crate) fn rx_done(&self, done: &mut RxDone) {
         done.held = None;
         done.setup = None;
+        done.place = None;
         done.signalled = usize::MAX;
         self.count_tally(Dir::Rx, done.qi, &mut done.tally);
         if done.used != 0 {
@@ -349,6 +366,7 @@ impl<M: Part> Function<M> {
         let mrqc = self.regs.peek(M::LAYOUT.mrqc);
         RxGate {
             refused,
+            hooks: M::rx_hooks(self),
             mrqc: M::rss_enabled(mrqc).then_some(mrqc),
             max: M::max_frame(self),
             stamping: self.rx_stamping(),

@@ -587,11 +587,23 @@ impl Ixgbe {
     #[inline]
     pub(super) fn fdir_steer(&self, frame: &[u8]) -> Option<usize> {
         let c = self.regs.peek(FDIRCTRL);
-        if c & ctrl::PBALLOC == 0 || c & ctrl::INIT_DONE == 0 {
+        if !fdir_ready(c) {
             return None;
         }
         self.part.fdir.steer(self, frame, c)
     }
+
+    /// FDIRCTRL says the Flow Director has its table and is initialised
+    /// ([`Self::fdir_steer`] may steer frames).
+    pub(super) fn fdir_on(&self) -> bool {
+        fdir_ready(self.regs.peek(FDIRCTRL))
+    }
+}
+
+/// FDIRCTRL allocates the Flow Director's table (PBALLOC) and reports it
+/// initialised (INIT_DONE).
+fn fdir_ready(c: u32) -> bool {
+    c & ctrl::PBALLOC != 0 && c & ctrl::INIT_DONE != 0
 }
 
 #[cfg(test)]

@@ -431,7 +431,7 @@ impl Ixgbe {
     }
 
     #[inline]
-    fn ipsec_rx_on(&self) -> bool {
+    pub(super) fn ipsec_rx_on(&self) -> bool {
         self.regs.peek(SECRXCTRL) & SEC_DISABLE == 0 && self.regs.peek(IPSRXIDX) & idx::IPS_EN != 0
     }
 

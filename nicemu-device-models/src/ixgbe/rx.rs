@@ -11,7 +11,7 @@ use nicemu_net_util::rss::HashType;
 use super::regs::*;
 use super::{fctrl, hlreg0, Ixgbe, I82599};
 use crate::desc::RXD_STAT_IPCS;
-use crate::function::{MaxFrame, PauseCounters, PtpMatch, Receive, RxSecurity, RxStatus};
+use crate::function::{MaxFrame, PauseCounters, PtpMatch, Receive, RxHooks, RxSecurity, RxStatus};
 use crate::ptp;
 
 /// ETQF: filter enable.
@@ -143,6 +143,21 @@ impl Receive for I82599 {
         }
         f.rsc_receive(qi, frame, hash, ty, ts);
         true
+    }
+
+    const RX_PLACE: bool = true;
+
+    fn rx_place_on(f: &Ixgbe, qi: usize) -> bool {
+        f.rsc_enabled(qi)
+    }
+
+    /// The Flow Director while FDIRCTRL says it is initialised, the IPsec
+    /// receive engine while it is on.
+    fn rx_hooks(f: &Ixgbe) -> RxHooks {
+        RxHooks {
+            steer: f.fdir_on(),
+            security: f.ipsec_rx_on(),
+        }
     }
 
     fn rx_timer(f: &Ixgbe, now_ns: u64) {
