@@ -252,6 +252,9 @@ impl<M: Part> Function<M> {
     }
 
     /// [`Self::rx_frame`] of a batch: what was placed is left in `done`.
+    /// Always inline: in a batch's loop it saves a call per frame (igb 64 B
+    /// 16 instructions per frame).
+    #[inline(always)]
     pub(super) fn rx_one<'v>(
         &'v self,
         frame: &[u8],
