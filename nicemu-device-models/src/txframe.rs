@@ -49,6 +49,17 @@ pub struct FrameOpts {
     pub tstamp: bool,
 }
 
+impl FrameOpts {
+    /// The frame asks for no VLAN insertion, segmentation or checksum
+    /// offload: it leaves as gathered, padded ([`TxQueue::finish_plain`]).
+    #[inline]
+    pub fn plain(&self) -> bool {
+        self.cmd & (TXD_CMD_VLE | TXD_CMD_TSE) == 0
+            && self.legacy_csum.is_none()
+            && self.popts & 3 == 0
+    }
+}
+
 /// How a gathered frame must be finished, per device settings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FinishSettings {
@@ -199,6 +210,29 @@ impl TxQueue {
             Ok(Finished::Segments(n)) => n,
             _ => 1,
         };
+        res
+    }
+
+    /// [`Self::finish`] of a [`FrameOpts::plain`] frame: padded and passed
+    /// to `out` as it is (one frame, no segments), then cleared.
+    #[inline]
+    pub fn finish_plain(
+        &mut self,
+        s: FinishSettings,
+        out: impl FnOnce(&mut Vec<u8>),
+    ) -> Result<(), TxDrop> {
+        let frame = &mut self.frame;
+        let res = if frame.len() > MAX_JUMBO_FRAME {
+            Err(TxDrop::Oversize(frame.len()))
+        } else {
+            if s.pad && frame.len() < MIN_FRAME {
+                frame.resize(MIN_FRAME, 0);
+            }
+            out(frame);
+            Ok(())
+        };
+        self.frame.clear();
+        self.pass_emitted += 1;
         res
     }
 

@@ -101,6 +101,21 @@ impl<M: Part> Function<M> {
             M::tx_stamped(self);
         }
         let ctx = txq.ctx[usize::from(first.idx & 1)];
+        if first.plain() && out.route == TxRoute::Wire {
+            // The batch has room (tested above) and its instant: the frame
+            // joins it as `tx_out` would add it.
+            let res = txq.finish_plain(s, |f| {
+                if M::tx_security(self, (&first, &ctx), 0, f) {
+                    out.tally.add(f);
+                    out.batch.push(f);
+                }
+            });
+            if let Err(e) = res {
+                e.count_in(&self.errors);
+                log::debug!("{}: tx queue {}: frame dropped: {e}", M::NAME, out.qi);
+            }
+            return;
+        }
         let mut seg = 0;
         let sent = |f: &mut Vec<u8>| {
             seg += 1;
