@@ -231,6 +231,10 @@ pub struct Config {
     /// ([`crate::timed::Timed::mutes_callees`]): called inside a named function, they and
     /// their callees count as time, not into it ([`crate::frames`]).
     pub timed_entries: Vec<u64>,
+    /// Entry points of blocking functions ([`crate::timed::Timed::Wait`]), a subset of
+    /// `timed_entries`: a named function's task that enters one may sleep and wake on
+    /// another vCPU ([`crate::frames::Sleeper`]).
+    pub sleep_entries: Vec<u64>,
 }
 
 /// Suffix of the name under which a named function's time-driven instructions (the
@@ -287,6 +291,8 @@ impl Config {
         c.timed = symbols.ranges(is_timed);
         c.timed_entries =
             symbols.entries(|n| crate::timed::timed(n).is_some_and(|t| t.mutes_callees()));
+        c.sleep_entries =
+            symbols.entries(|n| crate::timed::timed(n) == Some(crate::timed::Timed::Wait));
         (c, missing)
     }
 }
@@ -521,6 +527,7 @@ ffffffff81100100 T __const_udelay
 ffffffff81200000 T native_queued_spin_lock_slowpath
 ffffffff81200400 T queued_read_lock_slowpath
 ffffffff81200800 T irq_exit_rcu
+ffffffff81300000 t __mutex_lock.constprop.0
 ffffffff818221b0 T vfs_read
 ffffffff818221a0 t __pfx_vfs_read
 ffffffff82a00000 D jiffies
@@ -533,7 +540,7 @@ ffffffffc0a00000 T igb_probe\t[igb]
     #[test]
     fn kallsyms_text_symbols_sorted_and_looked_up() {
         let s = Symbols::parse(KALLSYMS);
-        assert_eq!(s.len(), 16, "data and zero-address symbols are skipped");
+        assert_eq!(s.len(), 17, "data and zero-address symbols are skipped");
         let (sym, off) = s.lookup(0xffff_ffff_8182_21c4).unwrap();
         assert_eq!((sym.qualified().as_str(), off), ("vfs_read", 0x14));
         let (sym, off) = s.lookup(0xffff_ffff_c0a0_1010).unwrap();
@@ -584,8 +591,14 @@ ffffffffc0a00000 T igb_probe\t[igb]
                 0xffff_ffff_8110_0000,
                 0xffff_ffff_8110_0080,
                 0xffff_ffff_8120_0000,
-                0xffff_ffff_8120_0400
+                0xffff_ffff_8120_0400,
+                0xffff_ffff_8130_0000
             ]
+        );
+        assert_eq!(
+            c.sleep_entries,
+            [0xffff_ffff_8130_0000],
+            "__mutex_lock may sleep"
         );
         assert!(c.excluded(0xffff_ffff_8100_0230));
         assert!(!c.excluded(0xffff_ffff_8110_0090));

@@ -21,9 +21,12 @@
 //! already, a softirq's nested timer interrupt stays there), or a driver function's
 //! `udelay()`.
 //!
-//! A function open twice (recursion) counts each block once. A function that sleeps and
-//! wakes on another vCPU stops counting: its activation waits on the first vCPU until its
-//! stack is seen again above it, or is dropped when [`MAX_FRAMES`] activations are open.
+//! A function open twice (recursion) counts each block once. A function whose task
+//! blocks (a contended `mutex_lock`, a preemption: [`crate::timed::Timed::Wait`], muted
+//! like any time-driven call) may wake on another vCPU: when its vCPU runs another stack
+//! while the blocking call is open, the activations on the sleeping stack leave as a
+//! [`Sleeper`], and the first vCPU that runs that stack again takes them up, so the
+//! function goes on counting wherever its task resumes.
 
 /// Kernel stacks on x86-64 are 16 KiB (THREAD_SIZE, IRQ_STACK_SIZE).
 pub const STACK_BYTES: u64 = 16 * 1024;
@@ -46,14 +49,32 @@ pub fn same_stack(a: u64, b: u64) -> bool {
     a.abs_diff(b) < STACK_BYTES
 }
 
+/// The activations and muted calls of a task that blocked inside a named function,
+/// between the vCPU it slept on and the one it wakes on.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Sleeper {
+    /// (function index, stack pointer at its entry), all on one stack.
+    open: Vec<(u8, u64)>,
+    /// (stack pointer at the entry, blocking) of the time-driven calls running there.
+    muted: Vec<(u64, bool)>,
+}
+
+impl Sleeper {
+    /// Whether `rsp` is on the sleeping task's stack (its task runs again).
+    pub fn on_stack(&self, rsp: u64) -> bool {
+        self.open.iter().any(|&(_, at)| same_stack(rsp, at))
+    }
+}
+
 /// One vCPU's open activations and its inclusive counters.
 #[derive(Debug, Clone)]
 pub struct Frames {
     /// (function index, stack pointer at its entry).
     open: Vec<(u8, u64)>,
     /// Stack pointers at the entries of time-driven calls still running inside
-    /// activations (while one is open on a block's stack, the block does not count).
-    muted: Vec<u64>,
+    /// activations (while one is open on a block's stack, the block does not count),
+    /// and whether the call may block ([`crate::timed::Timed::Wait`]).
+    muted: Vec<(u64, bool)>,
     /// Named functions.
     functions: usize,
     /// Instructions counted per function index (cumulative), then the time-driven
@@ -83,7 +104,8 @@ impl Frames {
         if self.open.is_empty() {
             self.muted.clear();
         } else {
-            self.muted.retain(|&at| !(same_stack(rsp, at) && rsp > at));
+            self.muted
+                .retain(|&(at, _)| !(same_stack(rsp, at) && rsp > at));
         }
     }
 
@@ -92,7 +114,7 @@ impl Frames {
     /// there (after [`Self::close_returned`], one on the same stack is at or above
     /// `rsp`: the block is inside it).
     fn count(&mut self, rsp: u64, insns: u32, timed: bool) {
-        let base = if timed || self.muted.iter().any(|&at| same_stack(rsp, at)) {
+        let base = if timed || self.muted.iter().any(|&(at, _)| same_stack(rsp, at)) {
             self.functions
         } else {
             0
@@ -134,16 +156,17 @@ impl Frames {
     }
 
     /// A time-driven function's entry block of `insns` instructions starts with stack
-    /// pointer `rsp` while activations are open: it and its callees count as time.
-    /// Returns whether activations are still open.
-    pub fn timed_entry(&mut self, rsp: u64, insns: u32) -> bool {
+    /// pointer `rsp` while activations are open: it and its callees count as time. A
+    /// blocking one (`blocks`) may put the task to sleep. Returns whether activations are
+    /// still open.
+    pub fn timed_entry(&mut self, rsp: u64, insns: u32, blocks: bool) -> bool {
         self.close_returned(rsp);
         if !self.open.is_empty() {
             if self.muted.len() == MAX_FRAMES {
                 self.muted.remove(0);
                 self.dropped += 1;
             }
-            self.muted.push(rsp);
+            self.muted.push((rsp, blocks));
             self.count(rsp, insns, true);
         }
         !self.open.is_empty()
@@ -152,6 +175,56 @@ impl Frames {
     /// Whether an activation is open.
     pub fn any_open(&self) -> bool {
         !self.open.is_empty()
+    }
+
+    /// The vCPU runs a block on `rsp`'s stack: the activations on other stacks where a
+    /// blocking call is open belong to a task that went to sleep; they leave, one
+    /// [`Sleeper`] per stack, for whichever vCPU runs that stack next ([`Self::wake`]).
+    pub fn sleepers(&mut self, rsp: u64) -> Vec<Sleeper> {
+        let mut out = Vec::new();
+        while let Some(&(at, _)) = self
+            .muted
+            .iter()
+            .find(|&&(at, blocks)| blocks && !same_stack(rsp, at))
+        {
+            let mut s = Sleeper::default();
+            self.open.retain(|&o| {
+                let here = same_stack(o.1, at);
+                if here {
+                    s.open.push(o);
+                }
+                !here
+            });
+            self.muted.retain(|&m| {
+                let here = same_stack(m.0, at);
+                if here {
+                    s.muted.push(m);
+                }
+                !here
+            });
+            if !s.open.is_empty() {
+                out.push(s);
+            }
+        }
+        out
+    }
+
+    /// A sleeping task's activations resume on this vCPU (its stack runs here now).
+    pub fn wake(&mut self, s: Sleeper) {
+        for o in s.open {
+            if self.open.len() == MAX_FRAMES {
+                self.open.remove(0);
+                self.dropped += 1;
+            }
+            self.open.push(o);
+        }
+        for m in s.muted {
+            if self.muted.len() == MAX_FRAMES {
+                self.muted.remove(0);
+                self.dropped += 1;
+            }
+            self.muted.push(m);
+        }
     }
 }
 
@@ -220,7 +293,7 @@ mod tests {
         assert!(f.block(sp - 0x10, 6, false));
         // A timer interrupt nested on the same stack: its entry (time-driven) and the
         // tick work it calls, two frames deeper, count as time.
-        assert!(f.timed_entry(sp - 0x100, 9));
+        assert!(f.timed_entry(sp - 0x100, 9, false));
         assert!(f.block(sp - 0x180, 500, false));
         assert!(f.block(sp - 0x108, 7, true)); // back in the timed entry code
         assert!(f.block(sp - 0x20, 3, false)); // returned into F: counts again
@@ -231,7 +304,7 @@ mod tests {
         assert!(!f.block(sp + 8, 1, false));
         assert_eq!(f.inclusive, [19, 1516]);
         // With no activation open, a time-driven call is not remembered.
-        assert!(!f.timed_entry(sp - 0x100, 9));
+        assert!(!f.timed_entry(sp - 0x100, 9, false));
         f.entry(0, sp - 0x80, 5);
         assert_eq!(f.inclusive, [24, 1516]);
     }
@@ -252,6 +325,49 @@ mod tests {
         assert_eq!(f.inclusive, [18, 0]);
         assert!(same_stack(top - 8, base + 8));
         assert!(!same_stack(TASK + 0x3f00, TASK + 0x8000 + 0x3f00));
+    }
+
+    /// F takes a contended mutex: `__mutex_lock` (blocking) sleeps, the vCPU runs other
+    /// tasks; `run` resumes the task on `wake_on`'s vCPU and F finishes there.
+    fn sleep_in_f(wake_on_other: bool) -> (Frames, Frames) {
+        let (mut a, mut b) = (Frames::new(1), Frames::new(1));
+        let sp = TASK + 0x3f00;
+        let other = TASK + 0x10_0000 + 0x100;
+        a.entry(0, sp, 4);
+        assert!(a.block(sp - 0x20, 10, false)); // F's work before the lock
+        assert!(a.timed_entry(sp - 0x40, 3, true)); // __mutex_lock
+        assert!(a.block(sp - 0x80, 30, false)); // __schedule, muted
+                                                // The vCPU switches to another task: F's task sleeps.
+        assert!(a.sleepers(sp - 0x90).is_empty(), "still its own stack");
+        let sleeping = a.sleepers(other);
+        assert_eq!(sleeping.len(), 1);
+        assert!(!a.any_open() && sleeping[0].on_stack(sp - 0x80));
+        assert!(!a.block(other, 500, false), "another task's work");
+        let v = if wake_on_other { &mut b } else { &mut a };
+        v.wake(sleeping.into_iter().next().unwrap());
+        assert!(v.block(sp - 0x80, 20, false)); // finish_task_switch: still muted
+        assert!(v.block(sp - 0x38, 5, false)); // __mutex_lock returned: F's work again
+        assert!(!v.block(sp + 8, 1, false)); // F returned
+        (a, b)
+    }
+
+    #[test]
+    fn a_function_that_sleeps_counts_the_same_wherever_its_task_wakes() {
+        let (a, b) = sleep_in_f(false);
+        assert_eq!(a.inclusive, [19, 53]);
+        assert_eq!(b.inclusive, [0, 0]);
+        let (a, b) = sleep_in_f(true);
+        let sum: Vec<u64> = (a.inclusive.iter().zip(&b.inclusive))
+            .map(|(x, y)| x + y)
+            .collect();
+        assert_eq!(sum, [19, 53], "the same counts, split between the vCPUs");
+        assert_eq!((a.inclusive[0], b.inclusive[0]), (14, 5));
+        // An interrupt while a non-blocking time-driven call runs is no sleep.
+        let mut f = Frames::new(1);
+        f.entry(0, TASK + 0x3f00, 1);
+        assert!(f.timed_entry(TASK + 0x3e00, 1, false));
+        assert!(f.sleepers(IRQ + 0x3000).is_empty());
+        assert!(f.any_open());
     }
 
     #[test]

@@ -5,12 +5,12 @@ use std::collections::HashMap;
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::fs::File;
 use std::io::Write;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
 
 use crate::ffi::{self, Api, PluginId, QemuInfo, Tb, U64Entry};
 use crate::format::{self, Config, Mark, Symbols, Window, KERNEL_START, MARKER_LEN};
-use crate::frames::Frames;
+use crate::frames::{Frames, Sleeper, MAX_FRAMES};
 use crate::regs::{Reg, Regs};
 use crate::window::{between, Snapshot};
 
@@ -83,6 +83,7 @@ struct Named {
     exclude: Vec<(u64, u64)>,
     timed: Vec<(u64, u64)>,
     timed_entries: std::collections::HashSet<u64>,
+    sleep_entries: std::collections::HashSet<u64>,
 }
 
 /// One vCPU's activations of named functions and its register reader.
@@ -113,6 +114,11 @@ struct State {
     /// that runs now carries the named functions' instrumentation.
     named_ready: AtomicBool,
     vcpus: Vec<Mutex<Vcpu>>,
+    /// Activations of tasks that blocked inside a named function, until a vCPU runs
+    /// their stack again; while there are any, every vCPU's kernel blocks report.
+    sleepers: Mutex<Vec<Sleeper>>,
+    /// `sleepers.len()`, read without the lock.
+    sleeping: AtomicUsize,
     window: Mutex<Option<OpenWindow>>,
     out: Mutex<File>,
     reported: Mutex<Vec<&'static str>>,
@@ -209,6 +215,8 @@ fn install(id: PluginId, info: Option<&QemuInfo>, argv: &[String]) -> Result<(),
                 })
             })
             .collect(),
+        sleepers: Mutex::new(Vec::new()),
+        sleeping: AtomicUsize::new(0),
         window: Mutex::new(None),
         out: Mutex::new(out),
         reported: Mutex::new(Vec::new()),
@@ -265,10 +273,17 @@ unsafe extern "C" fn on_marker(vcpu: u32, userdata: *mut c_void) {
 enum Event {
     /// The entry block of named function `.0`, of `.1` instructions.
     Entry(u8, u32),
-    /// The entry block of a time-driven function, of `.0` instructions.
-    Timed(u32),
+    /// The entry block of a time-driven function, of `.0` instructions, that may block
+    /// (`.1`).
+    Timed(u32, bool),
     /// Any other block, of `.0` instructions, time-driven code or not (`.1`).
     Block(u32, bool),
+}
+
+/// The userdata of a time-driven entry block: its instructions, and bit 32 set when the
+/// function may block ([`crate::timed::Timed::Wait`]).
+fn timed_data(insns: u32, blocks: bool) -> *mut c_void {
+    block_data(insns, blocks)
 }
 
 /// Userdata of an entry block: function index and the block's instructions.
@@ -287,7 +302,9 @@ unsafe extern "C" fn on_entry(vcpu: u32, userdata: *mut c_void) {
 unsafe extern "C" fn on_timed_entry(vcpu: u32, userdata: *mut c_void) {
     if let Some(s) = STATE.get() {
         // SAFETY: registered with R_REGS, running on `vcpu`'s thread.
-        unsafe { s.frame_event(vcpu, Event::Timed(userdata as usize as u32)) };
+        let d = userdata as usize;
+        // SAFETY: registered with R_REGS, running on `vcpu`'s thread.
+        unsafe { s.frame_event(vcpu, Event::Timed(d as u32, d >> 32 != 0)) };
     }
 }
 
@@ -345,7 +362,7 @@ impl State {
                     ffi::COND_NE,
                     self.active.0,
                     0,
-                    insns as usize as *mut c_void,
+                    timed_data(insns, named.sleep_entries.contains(&vaddr)),
                 );
             } else if !format::in_ranges(&named.exclude, vaddr) {
                 let timed = format::in_ranges(&named.timed, vaddr);
@@ -422,16 +439,64 @@ impl State {
         let Some(rsp) = (unsafe { self.read_reg(&mut v, Reg::Rsp) }) else {
             return;
         };
-        let open = match ev {
-            Event::Entry(f, insns) => {
-                v.frames.entry(f, rsp, insns);
-                true
+        if self.sleeping.load(Ordering::SeqCst) > 0 {
+            self.wake_on(&mut v.frames, rsp);
+        }
+        match ev {
+            Event::Entry(f, insns) => v.frames.entry(f, rsp, insns),
+            Event::Timed(insns, blocks) => {
+                v.frames.timed_entry(rsp, insns, blocks);
             }
-            Event::Timed(insns) => v.frames.timed_entry(rsp, insns),
-            Event::Block(insns, timed) => v.frames.block(rsp, insns, timed),
-        };
+            Event::Block(insns, timed) => {
+                v.frames.block(rsp, insns, timed);
+            }
+        }
+        let slept = v.frames.sleepers(rsp);
+        if !slept.is_empty() {
+            v.frames.dropped += self.put_to_sleep(slept);
+        }
+        let open = v.frames.any_open();
         // SAFETY: writes this vCPU's own slot of the plugin's scoreboard.
         unsafe { (self.api.u64_set)(self.active.0, vcpu, u64::from(open)) };
+        // A sleeper parked by another vCPU between the check above and this write must
+        // still find this vCPU reporting (that vCPU sets every flag after counting it).
+        fence(Ordering::SeqCst);
+        if !open && self.sleeping.load(Ordering::SeqCst) > 0 {
+            // SAFETY: as above.
+            unsafe { (self.api.u64_set)(self.active.0, vcpu, 1) };
+        }
+    }
+
+    /// The sleepers whose stack `rsp` is on resume in `frames` (their task runs here).
+    fn wake_on(&self, frames: &mut Frames, rsp: u64) {
+        let mut s = lock(&self.sleepers);
+        let mut i = 0;
+        while i < s.len() {
+            if s[i].on_stack(rsp) {
+                frames.wake(s.remove(i));
+            } else {
+                i += 1;
+            }
+        }
+        self.sleeping.store(s.len(), Ordering::SeqCst);
+    }
+
+    /// Parks tasks that blocked inside named functions until a vCPU runs their stack
+    /// again, and makes every vCPU's kernel blocks report meanwhile. Returns the sleepers
+    /// dropped because [`MAX_FRAMES`] were parked.
+    fn put_to_sleep(&self, slept: Vec<Sleeper>) -> u64 {
+        let mut s = lock(&self.sleepers);
+        s.extend(slept);
+        let dropped = s.len().saturating_sub(MAX_FRAMES);
+        s.drain(..dropped);
+        self.sleeping.store(s.len(), Ordering::SeqCst);
+        drop(s);
+        for other in 0..self.max_vcpus {
+            // SAFETY: a slot of the plugin's scoreboard; the vCPU reads it inline and, at
+            // worst, reports one block later.
+            unsafe { (self.api.u64_set)(self.active.0, other as u32, 1) };
+        }
+        dropped as u64
     }
 
     /// Register `r` of the vCPU whose state `v` is (its reader found on first use);
@@ -524,6 +589,8 @@ impl State {
         for m in &self.vcpus {
             lock(m).frames = Frames::new(cfg.functions.len());
         }
+        lock(&self.sleepers).clear();
+        self.sleeping.store(0, Ordering::SeqCst);
         let mut entries = HashMap::new();
         for (i, (_, addrs)) in cfg.functions.iter().enumerate() {
             for a in addrs {
@@ -539,6 +606,7 @@ impl State {
             exclude: cfg.exclude,
             timed: cfg.timed,
             timed_entries: cfg.timed_entries.into_iter().collect(),
+            sleep_entries: cfg.sleep_entries.into_iter().collect(),
         }));
         drop(named);
         // SAFETY: asks QEMU to flush and unregister; `on_reset_done` registers again.
