@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use crate::build::prepare::{self, KernelImage};
 use crate::build::{requests::kernel_requests, KernelRequest};
-use crate::cell::{kvm_probe, not_booted, run_cell, Ctx};
+use crate::cell::{kvm_probe, not_booted, Ctx};
 use crate::cli::RunArgs;
 use crate::error::{Error, Result};
 use crate::image::guest_kernel::{GuestKernel, KernelSpec};
@@ -345,9 +345,7 @@ impl<'a> Rounds<'a> {
             }
         };
         self.done += 1;
-        let cdir = self
-            .dir
-            .sub(&self.cell_dir_name(round, side.as_deref(), kern, c))?;
+        let name = self.cell_dir_name(round, side.as_deref(), kern, c);
         println!(
             "[{}/{}] {}{} / {}: booting ({}, timeout {} s)",
             self.done,
@@ -361,11 +359,7 @@ impl<'a> Rounds<'a> {
             self.plan.timeout
         );
         let t0 = Instant::now();
-        let mut r = match run_cell(self.ctx, c, a, img, &cdir) {
-            Err(Error::Interrupted) => return Err(Error::Interrupted),
-            Err(e) => not_booted(c, &kern.name, &e.to_string(), self.ctx.scenarios, &cdir),
-            Ok(r) => r,
-        };
+        let mut r = crate::cell::boot_in(self.ctx, c, a, (kern, img), self.dir, &name)?;
         r.kernel = kern.name.clone();
         r.kernel_label = kern.label.clone();
         r.kernel_release = kern.release.clone();

@@ -106,6 +106,9 @@ fn problems(d: &super::CellRun) -> String {
     if let Some(e) = &d.error {
         details.push_str(&format!("- {who}: {e}\n"));
     }
+    if let Some(note) = &d.retried {
+        details.push_str(&format!("- {who}: booted again (not judged): {note}\n"));
+    }
     if let Some(setup) = d.setup.as_ref().filter(|r| r.status == Status::Fail) {
         details.push_str(&format!(
             "- {who} / network setup: FAIL — {}\n",

@@ -115,6 +115,11 @@ pub struct CellRun {
     /// Why the guest could not be booted at all, or nicemu's early exit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The cell's first boot crashed before userspace on a kernel as provisioned and the
+    /// cell was booted once more ([`crate::run`]'s retry): that crash and where its logs
+    /// are. Shown, not judged: nothing under test had loaded yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retried: Option<String>,
     /// The network setup before the scenarios (peer namespace, addresses, netserver).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub setup: Option<ScenarioResult>,
@@ -256,6 +261,7 @@ pub mod testdata {
             cell: 0,
             splats: Vec::new(),
             splats_dropped: 0,
+            retried: None,
             boot: "ok".into(),
             secs_to_userspace: Some(5.0),
             secs_to_result: Some(60.0),

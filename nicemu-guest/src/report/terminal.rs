@@ -35,6 +35,9 @@ pub fn cell(done: usize, total: usize, r: &CellRun) {
     if let Some(e) = &r.error {
         println!("{who}: {e}");
     }
+    if let Some(note) = &r.retried {
+        println!("{who}: booted again: {note}");
+    }
     println!("{who}: {} in {:.0} s", r.boot, r.wall_secs);
 }
 
