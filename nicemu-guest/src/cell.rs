@@ -398,14 +398,30 @@ mod tests {
         assert!(!r.splats.is_empty());
         let why = crashed_before_userspace(&r, &kernel(false)).unwrap();
         assert!(why.contains("int3"), "{why}");
-        assert_eq!(crashed_before_userspace(&r, &kernel(true)), None, "built kernel");
+        assert_eq!(
+            crashed_before_userspace(&r, &kernel(true)),
+            None,
+            "built kernel"
+        );
         let mut user = r.clone();
         user.secs_to_userspace = Some(20.0);
-        assert_eq!(crashed_before_userspace(&user, &kernel(false)), None, "after /init");
+        assert_eq!(
+            crashed_before_userspace(&user, &kernel(false)),
+            None,
+            "after /init"
+        );
         let mut later = r.clone();
         later.splats[0].during = "ping".into();
-        assert_eq!(crashed_before_userspace(&later, &kernel(false)), None, "in a scenario");
+        assert_eq!(
+            crashed_before_userspace(&later, &kernel(false)),
+            None,
+            "in a scenario"
+        );
         r.splats.clear();
-        assert_eq!(crashed_before_userspace(&r, &kernel(false)), None, "no crash: a hang");
+        assert_eq!(
+            crashed_before_userspace(&r, &kernel(false)),
+            None,
+            "no crash: a hang"
+        );
     }
 }
