@@ -403,7 +403,9 @@ impl<M: Part> Function<M> {
 
     /// Injected faults, size checks and the part's filters (queue `qi`'s
     /// lock held): whether the frame goes on to its queue. A frame that does
-    /// not is counted where the part counts it.
+    /// not is counted where the part counts it. Always inline: called once
+    /// per frame, from the batch's loop.
+    #[inline(always)]
     fn rx_passes(
         &self,
         qi: usize,
