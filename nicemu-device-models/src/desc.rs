@@ -224,6 +224,17 @@ pub fn rx_writeback(pkt_info: u16, rss: u32, status_error: u32, len: u16, vlan: 
     d
 }
 
+/// An advanced receive write-back `d` with the header length `hdr_len`
+/// (HDR_LEN, dword 0 bits 30:21; SPH, bit 31, clear: the header was not
+/// split but the header buffer holds the frame's first `hdr_len` bytes:
+/// the 82576 datasheet's advanced receive write-back format and "Header
+/// Splitting and Replication").
+pub fn rx_with_header_len(mut d: [u8; 16], hdr_len: u16) -> [u8; 16] {
+    let info = (hdr_len & 0x3ff) << 5;
+    d[2..4].copy_from_slice(&info.to_le_bytes());
+    d
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

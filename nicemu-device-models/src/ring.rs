@@ -380,6 +380,86 @@ pub fn place_frame(
     Ok(())
 }
 
+/// Places a received frame as [`place_frame`] does, or as
+/// [`place_frame_with_header`] does when `sizes` (`(hdrsize, bufsize)`) has
+/// a header buffer; `writeback(last, hdr_len, pkt_len)` writes each
+/// descriptor back (`hdr_len` 0 without a header buffer).
+#[inline]
+pub fn place_frame_in(
+    mem: &DmaView,
+    descs: &RxRingMem<'_>,
+    r: &mut Ring,
+    frame: (&[&[u8]; 2], usize),
+    sizes: (usize, usize),
+    mut writeback: impl FnMut(bool, u16, u16) -> [u8; 16],
+) -> Result<(), RingError> {
+    if sizes.0 == 0 {
+        place_frame(mem, descs, r, frame, sizes.1, |last, len| {
+            writeback(last, 0, len)
+        })
+    } else {
+        place_frame_with_header(mem, descs, r, frame, sizes, writeback)
+    }
+}
+
+/// [`place_frame`] for a queue with a header buffer of `hdrsize` bytes
+/// (`sizes` is `(hdrsize, bufsize)`): the frame's first `hdrsize` bytes (all
+/// of it when shorter) go to the first descriptor's header buffer (its
+/// second quadword, `hdr_addr`), the rest to its packet buffer and on to the
+/// next descriptors' packet buffers, `bufsize` bytes each; only the first
+/// descriptor's header buffer is used (the 82576 datasheet's "Header
+/// Splitting and Replication", DESCTYPE 101b). Each
+/// descriptor is written back with `writeback(last, hdr_len, pkt_len)`:
+/// `hdr_len` the bytes in its header buffer, `pkt_len` in its packet buffer.
+#[inline(never)]
+pub fn place_frame_with_header(
+    mem: &DmaView,
+    descs: &RxRingMem<'_>,
+    r: &mut Ring,
+    frame: (&[&[u8]; 2], usize),
+    (hdrsize, bufsize): (usize, usize),
+    mut writeback: impl FnMut(bool, u16, u16) -> [u8; 16],
+) -> Result<(), RingError> {
+    let (parts, total) = frame;
+    let quad = |d: &[u8; 16], at: usize| {
+        u64::from_le_bytes([
+            d[at],
+            d[at + 1],
+            d[at + 2],
+            d[at + 3],
+            d[at + 4],
+            d[at + 5],
+            d[at + 6],
+            d[at + 7],
+        ])
+    };
+    let mut off = 0usize;
+    let mut first = true;
+    loop {
+        let d = descs.read.read(r.head)?;
+        let mut hdr_len = 0;
+        if first {
+            hdr_len = total.min(hdrsize);
+            write_parts(&mem.write, quad(&d, 8), parts, 0, hdr_len)?;
+            off = hdr_len;
+            first = false;
+        }
+        let chunk = (total - off).min(bufsize.max(1));
+        if chunk > 0 {
+            write_parts(&mem.write, quad(&d, 0), parts, off, chunk)?;
+        }
+        off += chunk;
+        let last = off >= total;
+        descs
+            .write
+            .write_back(r.head, &writeback(last, hdr_len as u16, chunk as u16))?;
+        r.advance();
+        if last {
+            return Ok(());
+        }
+    }
+}
+
 /// A receive ring's descriptors where the device reads them and where it
 /// writes them back ([`RingMem`] of a [`DmaView`]'s two memories).
 #[derive(Clone, Copy)]

@@ -75,6 +75,12 @@ pub struct Layout {
     pub srrctl: u32,
     /// SRRCTL's packet buffer size field (1 KiB units; 0 = 2 KiB).
     pub srrctl_bsize: u32,
+    /// SRRCTL's header buffer size field (BSIZEHEADER, 64-byte units from
+    /// bit 8), where the part's receive engine places a header buffer for
+    /// DESCTYPE 101b, "header split, always use the header buffer" (the
+    /// 82576 datasheet's "Header Splitting and Replication"); 0 where the model places none (the 82599 models, whose
+    /// drivers use one-buffer descriptors only).
+    pub srrctl_bsizehdr: u32,
     /// RXDCTL / TXDCTL bits that clear themselves after a write.
     pub dctl_self_clear: u32,
     /// Context descriptors with RS are written back too (82599 §7.2.3.2.3;

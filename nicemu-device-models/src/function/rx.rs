@@ -14,7 +14,7 @@ use nicemu_net_util::rss::HashType;
 use super::stats::Tally;
 use super::{q, Dir, Function, MaxFrame, Part, RxHooks, RxSecurity, QUEUE_ENABLE};
 use crate::batch::Frames;
-use crate::desc::{rx_status, rx_writeback, RXD_STAT_VP};
+use crate::desc::{rx_status, rx_with_header_len, rx_writeback, RXD_STAT_VP};
 use crate::dma::DmaView;
 use crate::fault::RxFault;
 use crate::ptp::{self, RxFilter};
@@ -26,6 +26,37 @@ use crate::sync::lock_or_try;
 const ETQF_1588: u32 = 1 << 30;
 /// Shortest frame the receiver looks at: an Ethernet header.
 const ETH_HLEN: usize = 14;
+
+/// SRRCTL.DESCTYPE (bits 27:25) "header split, always use the header
+/// buffer" (101b; 82576 SRRCTL, the igb drivers'
+/// `E1000_SRRCTL_DESCTYPE_HDR_SPLIT_ALWAYS`).
+const DESCTYPE_HDR_SPLIT_ALWAYS: u32 = 5;
+
+/// The header buffer's size in bytes a receive queue with SRRCTL `srrctl`
+/// places frames with (BSIZEHEADER in the field `bsizehdr`, 64-byte units
+/// from bit 8), or 0 when it places them in packet buffers only.
+///
+/// The 82576 datasheet's "Header Splitting and Replication" and its table:
+/// with DESCTYPE 101b the header buffer is always used. A header the parser
+/// splits off (a packet type PSRTYPE enables) goes there alone; a packet it
+/// does not split goes there from its first byte: all of it when it fits
+/// (HDR_LEN its length, PKT_LEN 0), else BSIZEHEADER bytes (HDR_LEN
+/// BSIZEHEADER) with the rest in the packet buffer and on in the next
+/// descriptors' packet buffers (only the first header buffer is used); SPH
+/// clear. The model does not parse headers for PSRTYPE: it places every
+/// frame the second way, as the part does with no packet type enabled.
+/// igbvf (`igbvf_setup_srrctl`, buffers of 2 KiB and more) and the igb
+/// drivers of 2.6.3x kernels (jumbo frames) program this mode and take
+/// HDR_LEN bytes from the header buffer either way (`igbvf_clean_rx_irq`).
+/// Header split without "always" (010b) places an unsplit packet in the
+/// packet buffer only, as one buffer does; BSIZEHEADER 0, which header
+/// split forbids, is taken as one buffer.
+pub(crate) fn header_buffer(srrctl: u32, bsizehdr: u32) -> usize {
+    if bsizehdr == 0 || (srrctl >> 25) & 7 != DESCTYPE_HDR_SPLIT_ALWAYS {
+        return 0;
+    }
+    ((srrctl & bsizehdr) >> 8) as usize * 64
+}
 
 /// MAC control frames (IEEE 802.3 Annex 31B) carry this ethertype.
 const ETH_P_MAC_CONTROL: u16 = 0x8808;
@@ -136,7 +167,7 @@ impl FilterKey {
 /// while the batch holds the queue's lock (the batch reaches the queue at one
 /// instant; a driver's RDH and RXDCTL writes wait for the lock, and
 /// [`RxDone::hold`] forgets the set-up when it lets the lock go): an enabled
-/// queue's ring (base and length), buffer size, VLAN ethertype and
+/// queue's ring (base and length), buffer sizes, VLAN ethertype and
 /// stripping, its descriptors in the batch's DMA view, and the ring's head
 /// and tail. The head is the batch's own while it holds the lock (it writes
 /// RDH as it moves it); the tail is the driver's, which moves it while the
@@ -149,11 +180,27 @@ struct RxQueueSetup<'v> {
     base: u64,
     count: u32,
     bufsize: usize,
+    /// The header buffer's size when the queue places the first bytes of a
+    /// frame there ([`header_buffer`]); 0: one buffer per descriptor.
+    hdrsize: usize,
     vet: u16,
     strip: bool,
     descs: Option<RxRingMem<'v>>,
     head: u32,
     tail: u32,
+}
+
+impl RxQueueSetup<'_> {
+    /// Descriptors a frame of `total` bytes takes: with a header buffer,
+    /// the first takes `hdrsize` bytes more.
+    #[inline]
+    fn descriptors_for(&self, total: usize) -> u32 {
+        if self.hdrsize == 0 {
+            ring::buffers_for(total, self.bufsize)
+        } else {
+            ring::buffers_for(total.saturating_sub(self.hdrsize), self.bufsize).max(1)
+        }
+    }
 }
 
 impl<'v> RxDone<'v> {
@@ -539,10 +586,8 @@ impl<M: Part> Function<M> {
                 return None;
             }
         };
-        let bufsize = match (self.regs.peek(base + M::LAYOUT.srrctl) & M::LAYOUT.srrctl_bsize)
-            as usize
-            * 1024
-        {
+        let srrctl = self.regs.peek(base + M::LAYOUT.srrctl);
+        let bufsize = match (srrctl & M::LAYOUT.srrctl_bsize) as usize * 1024 {
             0 => 2048,
             n => n,
         };
@@ -551,6 +596,7 @@ impl<M: Part> Function<M> {
             base: r.base,
             count: r.count,
             bufsize,
+            hdrsize: header_buffer(srrctl, M::LAYOUT.srrctl_bsizehdr),
             vet: self.regs.peek(M::LAYOUT.vet) as u16,
             strip: M::vlan_strip(self, qi),
             descs: dma.map(|d| RxRingMem::new(d, &r)),
@@ -596,8 +642,7 @@ impl<M: Part> Function<M> {
             [frame, &[]]
         };
         let total = parts[0].len() + parts[1].len();
-        let bufsize = setup.bufsize;
-        let need = ring::buffers_for(total, bufsize);
+        let need = setup.descriptors_for(total);
         if r.pending() < need {
             // The tail as the driver has moved it since.
             let tail = self.regs.peek(base + q::T);
@@ -623,15 +668,18 @@ impl<M: Part> Function<M> {
         let eop_bits = st.csum | sec.status | if ts { ptp::RXD_STAT_TS } else { 0 };
         let frame_parts = (&parts, total);
         let h0 = r.head;
-        let placed = ring::place_frame(mem, descs, &mut r, frame_parts, bufsize, |last, len| {
-            rx_writeback(
-                pkt_info,
-                st.hash,
-                rx_status(last, status_vp, eop_bits),
-                len,
-                vlan,
-            )
-        });
+        let sizes = (setup.hdrsize, setup.bufsize);
+        let placed =
+            ring::place_frame_in(mem, descs, &mut r, frame_parts, sizes, |last, hdr, len| {
+                let d = rx_writeback(
+                    pkt_info,
+                    st.hash,
+                    rx_status(last, status_vp, eop_bits),
+                    len,
+                    vlan,
+                );
+                rx_with_header_len(d, hdr)
+            });
         let ok = placed.is_ok();
         if !ok {
             self.errors.dma();

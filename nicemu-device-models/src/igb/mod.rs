@@ -150,6 +150,7 @@ impl Model for I82576 {
         etqf_enable: rx::ETQF_FILTER_ENABLE,
         srrctl: q::SRRCTL,
         srrctl_bsize: 0x7f,
+        srrctl_bsizehdr: 0x0f00,
         dctl_self_clear: 0,
         context_dd: false,
         crcerrs: stat::CRCERRS,

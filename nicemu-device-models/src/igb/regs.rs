@@ -177,6 +177,11 @@ pub mod q {
     pub const WBAH: u32 = 0x3c;
 }
 
+/// SRRCTL's writable bits (82576 datasheet, SRRCTL; the VF's the same):
+/// BSIZEPACKET 6:0, BSIZEHEADER 11:8, DESCTYPE 27:25, TIMESTAMP 30,
+/// DROP_EN 31.
+pub const SRRCTL_MASK: u32 = 0xce00_0f7f;
+
 /// Statistics register offsets used by the data path.
 pub mod stat {
     pub use crate::function::stats::stat::*;
@@ -308,7 +313,7 @@ const OWN: &[RegDef<Hook>] = &[
     rxq("RDLEN", q::LEN).mask(0x000f_fff0),
     rxq("SRRCTL", q::SRRCTL)
         .reset(0x0000_0402)
-        .mask(0xc000_0f7f),
+        .mask(SRRCTL_MASK),
     rxq("RDH", q::H)
         .mask(0x0000_ffff)
         .hook(Hook::Rxq(QueueReg::Head, 0)),
@@ -322,7 +327,7 @@ const OWN: &[RegDef<Hook>] = &[
     rxq_legacy("RDBAL", q::BAL).mask(0xffff_ff80),
     rxq_legacy("RDBAH", q::BAH),
     rxq_legacy("RDLEN", q::LEN).mask(0x000f_fff0),
-    rxq_legacy("SRRCTL", q::SRRCTL).mask(0xc000_0f7f),
+    rxq_legacy("SRRCTL", q::SRRCTL).mask(SRRCTL_MASK),
     rxq_legacy("RDH", q::H)
         .mask(0x0000_ffff)
         .hook(Hook::Rxq(QueueReg::Head, 0)),

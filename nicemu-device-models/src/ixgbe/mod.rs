@@ -156,6 +156,7 @@ impl Model for I82599 {
         etqf_enable: rx::ETQF_FILTER_EN,
         srrctl: q::SRRCTL,
         srrctl_bsize: 0x1f,
+        srrctl_bsizehdr: 0,
         dctl_self_clear: QUEUE_SWFLSH,
         context_dd: true,
         crcerrs: stat::CRCERRS,

@@ -11,6 +11,7 @@ use super::{
     PCIE_CAP, POOL_ROWS,
 };
 use crate::function::{q, Function, Layout, QueueReg};
+use crate::igb::regs::SRRCTL_MASK;
 use crate::pci::{caps, Bar, BarKind, ConfigSpace, ConfigSpaceBuilder, MsixCap, PcieCap};
 use crate::regfile::RegDef;
 
@@ -117,7 +118,7 @@ const OWN: &[RegDef<Hook>] = &[
     rxq("RDBAL", 0x00).mask(0xffff_ff80),
     rxq("RDBAH", 0x04),
     rxq("RDLEN", 0x08).mask(0x000f_fff0),
-    rxq("SRRCTL", 0x0c).reset(0x0000_0402).mask(0xc000_0f7f),
+    rxq("SRRCTL", 0x0c).reset(0x0000_0402).mask(SRRCTL_MASK),
     rxq("RDH", q::H)
         .mask(0xffff)
         .hook(Hook::Rxq(QueueReg::Head, 0)),
@@ -201,7 +202,7 @@ pub type Igbvf = Function<Vf<I82576Vf>>;
 impl VfPart for I82576Vf {
     const NAME: &'static str = "igbvf";
     const KIND: super::agent::PfKind = super::agent::PfKind::Igb;
-    const LAYOUT: Layout = vf_layout(QUEUES, 0x0c, 0x7f, false);
+    const LAYOUT: Layout = vf_layout(QUEUES, 0x0c, (0x7f, 0x0f00), false);
     const TABLE: &'static [RegDef<Hook>] = TABLE;
     const MAP: VfMap = MAP;
     /// `E1000_RXD_STAT_TCPCS`/`UDPCS`, `E1000_RXDEXT_STATERR_TCPE` (bit 29)

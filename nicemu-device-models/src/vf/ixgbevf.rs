@@ -174,7 +174,7 @@ pub type Ixgbevf = Function<Vf<I82599Vf>>;
 impl VfPart for I82599Vf {
     const NAME: &'static str = "ixgbevf";
     const KIND: super::agent::PfKind = super::agent::PfKind::Ixgbe;
-    const LAYOUT: Layout = vf_layout(QUEUES, SRRCTL, 0x1f, true);
+    const LAYOUT: Layout = vf_layout(QUEUES, SRRCTL, (0x1f, 0), true);
     const TABLE: &'static [RegDef<Hook>] = TABLE;
     const MAP: VfMap = MAP;
     /// `IXGBE_RXD_STAT_L4CS` (bit 5) for TCP and UDP, `IXGBE_RXDADV_ERR_TCPE`

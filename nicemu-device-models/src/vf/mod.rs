@@ -232,8 +232,15 @@ pub const fn pool_rows() -> [RegDef<Hook>; POOL_ROWS] {
 }
 
 /// The parts of [`Layout`] every VF shares: the pool's registers and the
-/// counters the shared engines count into.
-pub const fn vf_layout(queues: usize, srrctl: u32, srrctl_bsize: u32, context_dd: bool) -> Layout {
+/// counters the shared engines count into. The part gives its queues,
+/// SRRCTL's offset and its packet and header buffer size fields
+/// ([`Layout::srrctl_bsize`], [`Layout::srrctl_bsizehdr`]).
+pub const fn vf_layout(
+    queues: usize,
+    srrctl: u32,
+    (srrctl_bsize, srrctl_bsizehdr): (u32, u32),
+    context_dd: bool,
+) -> Layout {
     use crate::function::stats::{FrameCounters, Split};
     Layout {
         regs_size: REGS_SIZE,
@@ -260,6 +267,7 @@ pub const fn vf_layout(queues: usize, srrctl: u32, srrctl_bsize: u32, context_dd
         etqf_enable: 1 << 31,
         srrctl,
         srrctl_bsize,
+        srrctl_bsizehdr,
         dctl_self_clear: 0,
         context_dd,
         crcerrs: pool::CRCERRS,

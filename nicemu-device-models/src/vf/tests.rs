@@ -547,3 +547,92 @@ fn a_bad_l4_checksum_is_reported_in_the_parts_own_error_bit<P: VfPart>() {
     assert_eq!(st & not, 0, "no other error: {st:#x}");
     assert_eq!(st & (1 << 31), 0, "no IP checksum error: {st:#x}");
 }
+
+/// igbvf at an MTU above 1504 (`igbvf_change_mtu`: 2048-byte buffers, half a
+/// page) programs SRRCTL as `igbvf_setup_srrctl` does: DROP_EN, BSIZEPACKET
+/// 2 KiB, BSIZEHEADER 128 bytes, DESCTYPE 101b "header split, always use the
+/// header buffer" (the 82576 datasheet's "Header Splitting and
+/// Replication" and its table; SRRCTL), and gives every descriptor a header buffer
+/// (`hdr_addr`, an skb's data) and a packet buffer (`pkt_addr`, half a page).
+/// `igbvf_clean_rx_irq` takes HDR_LEN bytes from the header buffer into the
+/// skb's linear part and the packet buffers as page fragments, then
+/// `eth_type_trans` pulls 14 bytes from the linear part: a write-back with a
+/// HDR_LEN below 14 is a guest `BUG()` (`__skb_pull`, skbuff.h).
+#[test]
+fn igbvf_header_split_always_at_mtu_9000() {
+    use vm_memory::{Bytes, GuestAddress};
+    const HDR_BUFS: u64 = 0xc_0000;
+    const HDR: usize = 128;
+    let (d, _) = up::<I82576Vf>();
+    // igbvf_set_rlpml: the MTU 9000 frame plus a VLAN tag.
+    assert!(acked(mbx_call(&d, &[op::SET_LPE, 9018 + 4], 1)[0]));
+    let n = 16u32;
+    setup_rings(&d, n);
+    let rb = I82576Vf::rxq_base(0);
+    wr(&d, rb + q::DCTL, 0);
+    let srrctl = (1 << 31) | (5 << 25) | (((HDR as u32) >> 6) << 8) | 2;
+    wr(&d, rb + 0x0c, srrctl);
+    assert_eq!(rd(&d, rb + 0x0c), srrctl, "SRRCTL keeps DESCTYPE");
+    let hdr_buf = |i: u32| HDR_BUFS + u64::from(i) * HDR as u64;
+    for i in 0..n {
+        let desc = crate::testutil::driver::RX_RING + u64::from(i) * 16;
+        d.mem()
+            .write_obj(hdr_buf(i), GuestAddress(desc + 8))
+            .unwrap();
+    }
+    wr(&d, rb + q::H, 0);
+    wr(&d, rb + q::DCTL, crate::function::QUEUE_ENABLE);
+    wr(&d, rb + q::T, n - 1);
+    // What igbvf_clean_rx_irq builds from descriptors `from..`: the skb's
+    // linear part (HDR_LEN of the first descriptor, capped at the header
+    // buffer's size) and its fragments; the descriptors it took.
+    let rebuild = |from: u32| -> (Vec<u8>, Vec<u8>, u32) {
+        let (mut linear, mut frags) = (Vec::new(), Vec::new());
+        let mut i = from;
+        loop {
+            let desc = crate::testutil::driver::RX_RING + u64::from(i) * 16;
+            let hdr_info: u32 = d.mem().read_obj(GuestAddress(desc)).unwrap();
+            let (st, len) = rx_written(&d, i);
+            assert_eq!(st & 1, 1, "DD on descriptor {i}");
+            if i == from {
+                let hlen = ((hdr_info >> 21) & 0x3ff) as usize;
+                linear = vec![0u8; hlen.min(HDR)];
+                d.mem()
+                    .read_slice(&mut linear, GuestAddress(hdr_buf(i)))
+                    .unwrap();
+            }
+            frags.extend(rx_buffer(&d, i, usize::from(len)));
+            i += 1;
+            if st & 2 != 0 {
+                return (linear, frags, i - from);
+            }
+        }
+    };
+    let frame = |len: usize| -> Vec<u8> {
+        let mut f: Vec<u8> = (0..len).map(|i| (i * 7 + 3) as u8).collect();
+        f[..6].copy_from_slice(&MAC);
+        f[6..12].copy_from_slice(&[0x52, 0x54, 0, 0, 0, 9]);
+        f[12..14].copy_from_slice(&[0x08, 0x00]);
+        f
+    };
+    // An echo request of ping's default size: all of it in the header
+    // buffer (packet length <= BSIZEHEADER: HDR_LEN the packet's length,
+    // PKT_LEN 0).
+    let small = frame(98);
+    NetPort::deliver(&d, &small, None, true);
+    let (linear, frags, used) = rebuild(0);
+    assert_eq!(used, 1);
+    assert!(linear.len() >= 14, "eth_type_trans needs 14 linear bytes");
+    assert_eq!(linear, small, "the whole frame in the header buffer");
+    assert!(frags.is_empty(), "PKT_LEN 0");
+    // A 9014-byte frame: its first 128 bytes in the first descriptor's
+    // header buffer (HDR_LEN = BSIZEHEADER), the rest in 2 KiB packet
+    // buffers over five descriptors.
+    let big = frame(9014);
+    NetPort::deliver(&d, &big, None, true);
+    let (linear, frags, used) = rebuild(1);
+    assert_eq!(used, 5, "128 + 4 * 2048 + 694 bytes");
+    assert_eq!(linear.len(), HDR);
+    assert_eq!([linear, frags].concat(), big);
+    assert_eq!(total(&d, "GPRC"), 2);
+}
