@@ -459,3 +459,23 @@ fn statistics_clear_on_read_and_unknown_offsets_read_zero<M: DriverPart>() {
     d.bar_write(0, u64::MAX - 3, &[1, 2, 3, 4]);
     assert!(d.guest_errors().unknown_regs >= 2);
 }
+
+/// SRRCTL's descriptor type decides the header buffer: only "header split,
+/// always use the header buffer" (DESCTYPE 101b) with a BSIZEHEADER, and
+/// only on a part whose model places header buffers (the 82576's field).
+#[test]
+fn header_buffer_only_for_split_always_with_a_size() {
+    use crate::function::rx::header_buffer;
+    let igb_hdr = <crate::igb::I82576 as crate::function::Model>::LAYOUT.srrctl_bsizehdr;
+    let ixgbe_hdr = <crate::ixgbe::I82599 as crate::function::Model>::LAYOUT.srrctl_bsizehdr;
+    // igbvf_setup_srrctl at MTU 9000: DROP_EN, 128-byte header, 2 KiB.
+    assert_eq!(header_buffer(0x8a00_0202, igb_hdr), 128);
+    assert_eq!(header_buffer(0x0a00_0f02, igb_hdr), 15 * 64);
+    // One buffer, header split without "always", no header size.
+    assert_eq!(header_buffer(0x8200_0202, igb_hdr), 0);
+    assert_eq!(header_buffer(0x8400_0202, igb_hdr), 0);
+    assert_eq!(header_buffer(0x8a00_0002, igb_hdr), 0);
+    // The 82599 models place no header buffer.
+    assert_eq!(ixgbe_hdr, 0);
+    assert_eq!(header_buffer(0x0a00_0202, ixgbe_hdr), 0);
+}
