@@ -50,6 +50,14 @@ const FILES: &[(&str, &str)] = &[
         "nicemu-virtio",
         include_str!("../../kselftest/nicemu-virtio.toml"),
     ),
+    (
+        "nicemu-igbvf",
+        include_str!("../../kselftest/nicemu-igbvf.toml"),
+    ),
+    (
+        "nicemu-ixgbevf",
+        include_str!("../../kselftest/nicemu-ixgbevf.toml"),
+    ),
 ];
 
 impl Expectations {
