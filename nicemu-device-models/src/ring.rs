@@ -380,28 +380,6 @@ pub fn place_frame(
     Ok(())
 }
 
-/// Places a received frame as [`place_frame`] does, or as
-/// [`place_frame_with_header`] does when `sizes` (`(hdrsize, bufsize)`) has
-/// a header buffer; `writeback(last, hdr_len, pkt_len)` writes each
-/// descriptor back (`hdr_len` 0 without a header buffer).
-#[inline]
-pub fn place_frame_in(
-    mem: &DmaView,
-    descs: &RxRingMem<'_>,
-    r: &mut Ring,
-    frame: (&[&[u8]; 2], usize),
-    sizes: (usize, usize),
-    mut writeback: impl FnMut(bool, u16, u16) -> [u8; 16],
-) -> Result<(), RingError> {
-    if sizes.0 == 0 {
-        place_frame(mem, descs, r, frame, sizes.1, |last, len| {
-            writeback(last, 0, len)
-        })
-    } else {
-        place_frame_with_header(mem, descs, r, frame, sizes, writeback)
-    }
-}
-
 /// [`place_frame`] for a queue with a header buffer of `hdrsize` bytes
 /// (`sizes` is `(hdrsize, bufsize)`): the frame's first `hdrsize` bytes (all
 /// of it when shorter) go to the first descriptor's header buffer (its
@@ -409,8 +387,12 @@ pub fn place_frame_in(
 /// next descriptors' packet buffers, `bufsize` bytes each; only the first
 /// descriptor's header buffer is used (the 82576 datasheet's "Header
 /// Splitting and Replication", DESCTYPE 101b). Each
-/// descriptor is written back with `writeback(last, hdr_len, pkt_len)`:
-/// `hdr_len` the bytes in its header buffer, `pkt_len` in its packet buffer.
+/// descriptor is written back as `writeback(last, pkt_len)` makes it (`pkt_len`
+/// the bytes in its packet buffer) with HDR_LEN, the bytes in its header
+/// buffer ([`crate::desc::rx_with_header_len`]).
+/// Cold: only a driver that asks for header split comes here (igbvf at an
+/// MTU above 1504), and the one-buffer path keeps its copies inlined.
+#[cold]
 #[inline(never)]
 pub fn place_frame_with_header(
     mem: &DmaView,
@@ -418,7 +400,7 @@ pub fn place_frame_with_header(
     r: &mut Ring,
     frame: (&[&[u8]; 2], usize),
     (hdrsize, bufsize): (usize, usize),
-    mut writeback: impl FnMut(bool, u16, u16) -> [u8; 16],
+    mut writeback: impl FnMut(bool, u16) -> [u8; 16],
 ) -> Result<(), RingError> {
     let (parts, total) = frame;
     let quad = |d: &[u8; 16], at: usize| {
@@ -440,24 +422,53 @@ pub fn place_frame_with_header(
         let mut hdr_len = 0;
         if first {
             hdr_len = total.min(hdrsize);
-            write_parts(&mem.write, quad(&d, 8), parts, 0, hdr_len)?;
+            write_parts_apart(&mem.write, quad(&d, 8), parts, 0, hdr_len)?;
             off = hdr_len;
             first = false;
         }
         let chunk = (total - off).min(bufsize.max(1));
         if chunk > 0 {
-            write_parts(&mem.write, quad(&d, 0), parts, off, chunk)?;
+            write_parts_apart(&mem.write, quad(&d, 0), parts, off, chunk)?;
         }
         off += chunk;
         let last = off >= total;
-        descs
-            .write
-            .write_back(r.head, &writeback(last, hdr_len as u16, chunk as u16))?;
+        descs.write.write_back(
+            r.head,
+            &crate::desc::rx_with_header_len(writeback(last, chunk as u16), hdr_len as u16),
+        )?;
         r.advance();
         if last {
             return Ok(());
         }
     }
+}
+
+/// [`write_parts`] for the header-split path: through [`GuestRam`]'s own
+/// copy, so the one-buffer path's inlined copies stay as they are.
+#[cold]
+fn write_parts_apart(
+    mem: &GuestRam,
+    addr: u64,
+    parts: &[&[u8]; 2],
+    off: usize,
+    len: usize,
+) -> Result<(), RingError> {
+    let mut done = 0;
+    let mut pos = 0;
+    for p in parts {
+        let (ps, pe) = (pos, pos + p.len());
+        pos = pe;
+        let s = (off + done).max(ps);
+        let e = (off + len).min(pe);
+        if s >= e {
+            continue;
+        }
+        let at = addr + done as u64;
+        mem.write_slice(&p[s - ps..e - ps], GuestAddress(at))
+            .map_err(|_| RingError::BadAddress(at))?;
+        done += e - s;
+    }
+    Ok(())
 }
 
 /// A receive ring's descriptors where the device reads them and where it

@@ -14,7 +14,7 @@ use nicemu_net_util::rss::HashType;
 use super::stats::Tally;
 use super::{q, Dir, Function, MaxFrame, Part, RxHooks, RxSecurity, QUEUE_ENABLE};
 use crate::batch::Frames;
-use crate::desc::{rx_status, rx_with_header_len, rx_writeback, RXD_STAT_VP};
+use crate::desc::{rx_status, rx_writeback, RXD_STAT_VP};
 use crate::dma::DmaView;
 use crate::fault::RxFault;
 use crate::ptp::{self, RxFilter};
@@ -191,15 +191,11 @@ struct RxQueueSetup<'v> {
 }
 
 impl RxQueueSetup<'_> {
-    /// Descriptors a frame of `total` bytes takes: with a header buffer,
+    /// Descriptors a frame of `total` bytes takes with the header buffer:
     /// the first takes `hdrsize` bytes more.
     #[inline]
     fn descriptors_for(&self, total: usize) -> u32 {
-        if self.hdrsize == 0 {
-            ring::buffers_for(total, self.bufsize)
-        } else {
-            ring::buffers_for(total.saturating_sub(self.hdrsize), self.bufsize).max(1)
-        }
+        ring::buffers_for(total.saturating_sub(self.hdrsize), self.bufsize).max(1)
     }
 }
 
@@ -606,8 +602,49 @@ impl<M: Part> Function<M> {
     }
 
     /// Places a frame into receive queue `qi` (its lock held), spanning
-    /// descriptors if needed.
+    /// descriptors if needed: [`Self::rx_place`], a queue with a header
+    /// buffer ([`header_buffer`]) through [`Self::rx_to_split_queue`].
+    #[inline]
     pub(crate) fn rx_to_queue(
+        &self,
+        qi: usize,
+        frame: &[u8],
+        hash: (u32, HashType),
+        ts: bool,
+        sec: RxSecurity,
+        done: &mut RxDone,
+    ) {
+        if done.setup.as_ref().is_none_or(|s| s.qi != qi) {
+            done.setup = self.rx_read_setup(qi, done.dma);
+        }
+        match done.setup.as_ref() {
+            None => {}
+            Some(s) if s.hdrsize != 0 => self.rx_to_split_queue(qi, frame, hash, ts, sec, done),
+            Some(_) => self.rx_place::<false>(qi, frame, hash, ts, sec, done),
+        }
+    }
+
+    /// [`Self::rx_place`] with a header buffer, out of the one-buffer path
+    /// (only igbvf above an MTU of 1504 and old igb drivers ask for it).
+    #[cold]
+    #[inline(never)]
+    fn rx_to_split_queue(
+        &self,
+        qi: usize,
+        frame: &[u8],
+        hash: (u32, HashType),
+        ts: bool,
+        sec: RxSecurity,
+        done: &mut RxDone,
+    ) {
+        self.rx_place::<true>(qi, frame, hash, ts, sec, done);
+    }
+
+    /// Places a frame into receive queue `qi` whose set-up `done` holds:
+    /// with `SPLIT`, its first bytes in the header buffer
+    /// ([`ring::place_frame_with_header`]), else one buffer per descriptor.
+    #[inline(always)]
+    fn rx_place<const SPLIT: bool>(
         &self,
         qi: usize,
         frame: &[u8],
@@ -616,9 +653,6 @@ impl<M: Part> Function<M> {
         sec: RxSecurity,
         done: &mut RxDone,
     ) {
-        if done.setup.as_ref().is_none_or(|s| s.qi != qi) {
-            done.setup = self.rx_read_setup(qi, done.dma);
-        }
         let Some(setup) = done.setup.as_mut() else {
             return;
         };
@@ -642,7 +676,11 @@ impl<M: Part> Function<M> {
             [frame, &[]]
         };
         let total = parts[0].len() + parts[1].len();
-        let need = setup.descriptors_for(total);
+        let need = if SPLIT {
+            setup.descriptors_for(total)
+        } else {
+            ring::buffers_for(total, setup.bufsize)
+        };
         if r.pending() < need {
             // The tail as the driver has moved it since.
             let tail = self.regs.peek(base + q::T);
@@ -666,20 +704,19 @@ impl<M: Part> Function<M> {
         let st = M::rx_status(self, frame, ptype, hash);
         let pkt_info = ptype | sec.ptype | rss::descriptor_type(ty);
         let eop_bits = st.csum | sec.status | if ts { ptp::RXD_STAT_TS } else { 0 };
+        let st_hash = st.hash;
         let frame_parts = (&parts, total);
         let h0 = r.head;
-        let sizes = (setup.hdrsize, setup.bufsize);
-        let placed =
-            ring::place_frame_in(mem, descs, &mut r, frame_parts, sizes, |last, hdr, len| {
-                let d = rx_writeback(
-                    pkt_info,
-                    st.hash,
-                    rx_status(last, status_vp, eop_bits),
-                    len,
-                    vlan,
-                );
-                rx_with_header_len(d, hdr)
-            });
+        let wb = move |last, len| {
+            let st = rx_status(last, status_vp, eop_bits);
+            rx_writeback(pkt_info, st_hash, st, len, vlan)
+        };
+        let placed = if SPLIT {
+            let sizes = (setup.hdrsize, setup.bufsize);
+            ring::place_frame_with_header(mem, descs, &mut r, frame_parts, sizes, wb)
+        } else {
+            ring::place_frame(mem, descs, &mut r, frame_parts, setup.bufsize, wb)
+        };
         let ok = placed.is_ok();
         if !ok {
             self.errors.dma();
