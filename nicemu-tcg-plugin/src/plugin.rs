@@ -301,7 +301,6 @@ unsafe extern "C" fn on_entry(vcpu: u32, userdata: *mut c_void) {
 
 unsafe extern "C" fn on_timed_entry(vcpu: u32, userdata: *mut c_void) {
     if let Some(s) = STATE.get() {
-        // SAFETY: registered with R_REGS, running on `vcpu`'s thread.
         let d = userdata as usize;
         // SAFETY: registered with R_REGS, running on `vcpu`'s thread.
         unsafe { s.frame_event(vcpu, Event::Timed(d as u32, d >> 32 != 0)) };
