@@ -227,9 +227,9 @@ pub struct Config {
     /// Address ranges of time-driven functions ([`crate::timed`]): inside a named
     /// function they count into its time-driven counter ([`TIMED_SUFFIX`]); sorted.
     pub timed: Vec<(u64, u64)>,
-    /// Entry points of time-driven functions whose callees are time too
-    /// ([`crate::timed::Timed::mutes_callees`]): called inside a named function, they and
-    /// their callees count as time, not into it ([`crate::frames`]).
+    /// Entry points of time-driven functions: called inside a named function or
+    /// interrupting it on its stack, they and their callees count as its time, not into
+    /// it; a named function entered inside one counts for itself ([`crate::frames`]).
     pub timed_entries: Vec<u64>,
     /// Entry points of blocking functions ([`crate::timed::Timed::Wait`]), a subset of
     /// `timed_entries`: a named function's task that enters one may sleep and wake on
@@ -289,8 +289,7 @@ impl Config {
         c.exclude = merged(exclude);
         let is_timed = |n: &str| crate::timed::timed(n).is_some();
         c.timed = symbols.ranges(is_timed);
-        c.timed_entries =
-            symbols.entries(|n| crate::timed::timed(n).is_some_and(|t| t.mutes_callees()));
+        c.timed_entries = symbols.entries(is_timed);
         c.sleep_entries =
             symbols.entries(|n| crate::timed::timed(n) == Some(crate::timed::Timed::Wait));
         (c, missing)
@@ -575,8 +574,8 @@ ffffffffc0a00000 T igb_probe\t[igb]
         // The entry sections (overlapping here, merged); the time-driven functions, each
         // run of adjacent ones merged: delay_tsc and delay_loop up to __const_udelay
         // (counted: its own arithmetic is work), the two spin slow paths and irq_exit_rcu
-        // up to __pfx_vfs_read. irq_exit_rcu runs softirqs: its callees are work, so its
-        // entry does not mute them.
+        // up to __pfx_vfs_read. irq_exit_rcu mutes the activations it interrupts (not
+        // those of the softirqs it runs: crate::frames).
         assert_eq!(c.exclude, [(0xffff_ffff_8100_0010, 0xffff_ffff_8100_230b)]);
         assert_eq!(
             c.timed,
@@ -592,6 +591,7 @@ ffffffffc0a00000 T igb_probe\t[igb]
                 0xffff_ffff_8110_0080,
                 0xffff_ffff_8120_0000,
                 0xffff_ffff_8120_0400,
+                0xffff_ffff_8120_0800,
                 0xffff_ffff_8130_0000
             ]
         );

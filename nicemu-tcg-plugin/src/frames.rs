@@ -13,13 +13,15 @@
 //! - on another stack: an interrupt or exception on its own stack, or another task after
 //!   a context switch; it does not count.
 //!
-//! A time-driven function ([`crate::timed`], but for interrupt entry and exit, whose
-//! callees are device handlers and softirqs) entered on an activation's stack mutes it:
-//! neither it nor anything it calls counts until it returns; those instructions go to
-//! the function's time-driven counter instead (index `functions + f`), shown apart.
-//! That is an interrupt taken where the activation runs (on the interrupt stack
-//! already, a softirq's nested timer interrupt stays there), or a driver function's
-//! `udelay()`.
+//! A time-driven function ([`crate::timed`]) entered on an activation's stack mutes the
+//! activations open there (those entered at or above its stack pointer): neither it nor
+//! anything it calls counts into them until it returns; those instructions go to their
+//! time-driven counters instead (index `functions + f`), shown apart. That is an
+//! interrupt taken where the activation runs (on the interrupt stack already, a
+//! softirq's nested timer or device interrupt stays there: its handler is not the
+//! function's work), or a driver function's `udelay()`. A named function entered inside
+//! the time-driven call (deeper on the stack) counts for itself in full: a NAPI poll run
+//! by `irq_exit_rcu` is work even while an interrupted activation waits above it.
 //!
 //! A function open twice (recursion) counts each block once. A function whose task
 //! blocks (a contended `mutex_lock`, a preemption: [`crate::timed::Timed::Wait`], muted
@@ -110,27 +112,36 @@ impl Frames {
     }
 
     /// Adds `insns` to every function open on `rsp`'s stack, once each: to its
-    /// time-driven counter when the block is (`timed`) or a time-driven call is running
-    /// there (after [`Self::close_returned`], one on the same stack is at or above
-    /// `rsp`: the block is inside it).
+    /// time-driven counter when the block is (`timed`) or when a time-driven call it made
+    /// or that interrupted it is running there (after [`Self::close_returned`], a muted
+    /// call on the same stack is at or above `rsp`: the block is inside it; it mutes the
+    /// activations entered at or above its own entry, not those entered inside it).
     fn count(&mut self, rsp: u64, insns: u32, timed: bool) {
-        let base = if timed || self.muted.iter().any(|&(at, _)| same_stack(rsp, at)) {
-            self.functions
-        } else {
-            0
-        };
-        let mut mask = 0u64;
+        let deepest_mute = (self.muted.iter())
+            .filter(|&&(at, _)| same_stack(rsp, at))
+            .map(|&(at, _)| at)
+            .min();
+        let (mut work, mut time) = (0u64, 0u64);
         for &(f, at) in &self.open {
             if same_stack(rsp, at) {
-                mask |= 1 << f;
+                if timed || deepest_mute.is_some_and(|m| m <= at) {
+                    time |= 1 << f;
+                } else {
+                    work |= 1 << f;
+                }
             }
         }
-        while mask != 0 {
-            let f = mask.trailing_zeros() as usize;
-            if let Some(c) = self.inclusive.get_mut(base + f) {
-                *c += u64::from(insns);
+        // A function open twice (recursion) counts once, as work if any of its
+        // activations does.
+        time &= !work;
+        for (base, mut mask) in [(0, work), (self.functions, time)] {
+            while mask != 0 {
+                let f = mask.trailing_zeros() as usize;
+                if let Some(c) = self.inclusive.get_mut(base + f) {
+                    *c += u64::from(insns);
+                }
+                mask &= mask - 1;
             }
-            mask &= mask - 1;
         }
     }
 
@@ -307,6 +318,46 @@ mod tests {
         assert!(!f.timed_entry(sp - 0x100, 9, false));
         f.entry(0, sp - 0x80, 5);
         assert_eq!(f.inclusive, [24, 1516]);
+    }
+
+    /// igb_ptp_rx_rgtstamp (F) in a NAPI poll on the interrupt stack; a device interrupt
+    /// nested there (`__common_interrupt`, time-driven, then igb_msix_ring and
+    /// `__napi_schedule`: not time-driven by name) is not F's work.
+    #[test]
+    fn a_device_interrupt_nested_on_the_activation_stack_is_time() {
+        let mut f = Frames::new(1);
+        let sp = IRQ + 0x3e00;
+        f.entry(0, sp, 4);
+        assert!(f.block(sp - 0x20, 10, false));
+        assert!(f.timed_entry(sp - 0x200, 6, false)); // __common_interrupt
+        assert!(f.block(sp - 0x240, 30, false)); // the device's handler
+        assert!(f.block(sp - 0x208, 2, true)); // back in the entry code
+        assert!(f.block(sp - 0x28, 3, false)); // returned into F
+        assert!(!f.block(sp + 8, 1, false));
+        assert_eq!(f.inclusive, [17, 38]);
+    }
+
+    /// F open on a task stack is interrupted; the interrupt's exit (`irq_exit_rcu`,
+    /// time-driven) runs softirqs on the interrupt stack, where NAPI enters G: G counts
+    /// in full, and a timer interrupt nested in G (deeper) is G's time.
+    #[test]
+    fn a_function_entered_inside_a_time_driven_call_counts_for_itself() {
+        let mut f = Frames::new(2);
+        let task = TASK + 0x3f00;
+        f.entry(0, task, 4); // F
+        let irq = IRQ + 0x3f00;
+        assert!(f.timed_entry(irq, 5, false)); // irq_exit_rcu → softirqs
+        assert!(f.block(irq - 0x40, 7, false)); // net_rx_action, igb_poll: nobody's
+        f.entry(1, irq - 0x100, 3); // G
+        assert!(f.block(irq - 0x140, 20, false)); // G's callee
+        assert!(f.timed_entry(irq - 0x300, 4, false)); // a nested timer interrupt
+        assert!(f.block(irq - 0x340, 50, false));
+        assert!(f.block(irq - 0x120, 2, false)); // back in G
+        assert!(f.block(irq - 0xf8, 1, false)); // G returned
+        assert!(f.block(irq + 0x10, 1, false)); // irq_exit_rcu returned
+        assert!(f.block(task - 0x10, 6, false)); // F resumes
+        assert!(!f.block(task + 8, 1, false));
+        assert_eq!(f.inclusive, [10, 25, 0, 54]);
     }
 
     #[test]

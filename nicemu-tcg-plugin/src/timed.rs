@@ -50,13 +50,6 @@ impl Timed {
             Timed::Wait => "wait",
         }
     }
-
-    /// Whether what a function of the bucket calls is time-driven too (counted as time
-    /// inside a named function). Not for interrupt entry and exit: they call the device's
-    /// handler and run softirqs (NAPI polls, transmit completions), the work itself.
-    pub fn mutes_callees(self) -> bool {
-        self != Timed::Irq
-    }
 }
 
 /// (bucket, name prefixes); a name matches when it starts with one.
@@ -89,6 +82,11 @@ const PREFIXES: &[(Timed, &[&str])] = &[
             "delay_tsc",
             "delay_loop",
             "delay_halt",
+            // The clocksource watchdog's cross-CPU skew check: two CPUs bounce a sequence
+            // count, each spinning (cpu_relax) for the other's step; 2–165 own instructions
+            // per frame of a fixed-count hwstamp window, with the host's scheduling.
+            "watchdog_check_skew",
+            "watchdog_wait_seq",
         ],
     ),
     (
@@ -115,6 +113,16 @@ const PREFIXES: &[(Timed, &[&str])] = &[
             "scheduler_tick",
             "task_tick_",
             "sched_clock_tick",
+            // The clocksource watchdog (a timer every 0.5 s) and what only timer and tick
+            // code calls: the hrtimer interrupt's clock read, the timer wheel's and the
+            // hrtimer queues' searches for the next expiry when a CPU goes idle.
+            "clocksource_watchdog",
+            "__watchdog_check_cpu_skew",
+            "ktime_get_update_offsets_now",
+            "__get_next_timer_interrupt",
+            "get_next_timer_interrupt",
+            "fetch_next_timer_interrupt",
+            "timerqueue_",
         ],
     ),
     (
@@ -283,12 +291,11 @@ mod tests {
         assert_eq!(timed("schedule.cold"), Some(Timed::Wait));
         assert_eq!(timed("__mutex_lock.constprop.0"), Some(Timed::Wait));
         assert_eq!(timed("rwsem_down_write_slowpath"), Some(Timed::Wait));
-        assert!(
-            Timed::Wait.mutes_callees(),
-            "what a sleeper runs is another task's"
-        );
-        assert!(Timed::Timer.mutes_callees() && Timed::Spin.mutes_callees());
-        assert!(!Timed::Irq.mutes_callees(), "irq_exit runs softirqs: work");
+        assert_eq!(timed("watchdog_check_skew_remote"), Some(Timed::Spin));
+        assert_eq!(timed("ktime_get_update_offsets_now"), Some(Timed::Timer));
+        assert_eq!(timed("timerqueue_linked_add"), Some(Timed::Timer));
+        assert_eq!(timed("__common_interrupt"), Some(Timed::Irq));
+        assert_eq!(timed("irq_exit_rcu"), Some(Timed::Irq));
         for path in [
             "__netdev_pick_tx",
             "__dev_queue_xmit",
@@ -304,6 +311,8 @@ mod tests {
             "mutex_lock", // the uncontended fast path is the caller's work
             "mutex_unlock",
             "down_read",
+            "ktime_get", // sockets, the scheduler and timers alike read the clock
+            "watchdog",  // a kthread's name, not the clocksource watchdog
         ] {
             assert_eq!(timed(path), None, "{path}");
         }
