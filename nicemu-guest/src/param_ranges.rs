@@ -71,7 +71,8 @@ pub const RULES: &[(&str, Allowed)] = &[
     ("regsweep.reads", Allowed::Int(1, 1000)),
     ("regsweep.hw_read_us", Allowed::Real(0.0, 1000.0)),
     ("preemptoff.secs", Allowed::Int(1, 3600)),
-    ("hwstamp.duration", Allowed::Int(1, 3600)),
+    ("hwstamp.count", Allowed::Int(0, 1_000_000)),
+    ("hwstamp.duration", Allowed::Int(0, 3600)),
     ("perf.test", Allowed::Rule(netperf_test, NETPERF_TEST)),
     (
         "perf.symbols",

@@ -124,7 +124,16 @@ pub const KNOWN: &[(&str, &str, &str)] = &[
         "10",
         "seconds of each preemptirqsoff phase (idle, then with an ethtool -S reader)",
     ),
-    ("hwstamp.duration", "10", "seconds of the PTP event frame flood"),
+    (
+        "hwstamp.count",
+        "1000",
+        "PTP event frames sent one at a time (netperf UDP_RR -l -N) and stamped, counted per stamped frame in window `stamp` (0 = none)",
+    ),
+    (
+        "hwstamp.duration",
+        "0",
+        "seconds of the PTP event frame flood (netperf UDP_STREAM; 0 = none): rates, counted per frame received",
+    ),
     ("perf.test", "UDP_STREAM:1", "the netperf test perf record profiles"),
     (
         "perf.symbols",

@@ -18,6 +18,7 @@ pub const HEADLINES: &[&str] = &[
     "xsk.*.tx_pps",
     "hwstamp.rx_pps",
     "hwstamp.stamped_per_s",
+    "hwstamp.stamp.trans_per_s",
     "regsweep.sweep_us",
     "regsweep.read_us",
     "preemptoff.*_max_us",

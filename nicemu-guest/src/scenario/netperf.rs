@@ -72,17 +72,21 @@ pub fn parse_tests(spec: &str) -> Vec<TestSpec> {
         .collect()
 }
 
-/// Shell: with two or more CPUs, steers every MSI/MSI-X vector of the device under test to
-/// CPU 0 and the peer's to CPU 1 (`/proc/irq/N/smp_affinity`), prints `pinned=1` and sets
-/// `NP_BIND` to netperf's `-T 0,1` (netperf on CPU 0, netserver's data process on CPU 1).
-/// virtio-net's vectors belong to the PCI device above the virtio device.
-const PIN_IRQS: &str = r#"NP_BIND=
-nicemu_irqs_to() {
+/// Shell: `nicemu_irqs_to SYSFS_DEVICE MASK` steers every MSI/MSI-X vector of a network
+/// device to the CPUs of hex `MASK` (`/proc/irq/N/smp_affinity`). virtio-net's vectors
+/// belong to the PCI device above the virtio device.
+pub const IRQS_TO: &str = r#"nicemu_irqs_to() {
     local d n
     d=$(readlink -f "$1")
     [ -d "$d/msi_irqs" ] || d=${d%/*}
     for n in $(ls "$d/msi_irqs" 2>/dev/null); do echo "$2" > /proc/irq/$n/smp_affinity 2>/dev/null; done
 }
+"#;
+
+/// Shell (after [`IRQS_TO`]): with two or more CPUs, steers every MSI/MSI-X vector of the
+/// device under test to CPU 0 and the peer's to CPU 1, prints `pinned=1` and sets
+/// `NP_BIND` to netperf's `-T 0,1` (netperf on CPU 0, netserver's data process on CPU 1).
+const PIN_IRQS: &str = r#"NP_BIND=
 if [ "$(grep -c ^processor /proc/cpuinfo)" -ge 2 ]; then
     nicemu_irqs_to /sys/class/net/$IFACE/device 1
     nicemu_irqs_to "$(nicemu_peer readlink -f /sys/class/net/$PEER_IFACE/device)" 2
@@ -247,6 +251,7 @@ impl Scenario for Netperf {
         // CPU 0, the receiver (netserver) and the peer's interrupts on CPU 1, so the
         // guest scheduler cannot stack both ends on one vCPU now and then.
         let bind = if p.num("netperf.pin") != 0.0 {
+            s.push_str(IRQS_TO);
             s.push_str(PIN_IRQS);
             "$NP_BIND "
         } else {
