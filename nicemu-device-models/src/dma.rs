@@ -43,6 +43,45 @@ pub fn slice_of(mem: &GuestRam, addr: u64, len: usize) -> Option<GuestSlice<'_>>
     None
 }
 
+/// The region of a memory that the last access fell into, as one slice: a
+/// pass that reaches many buffers (a receive batch placing frames, a
+/// transmit pass gathering them) looks their region up once while they lie
+/// in it, not once per buffer ([`slice_of`] per access). A range that is
+/// not inside that region is looked up again; one that is in no region, or
+/// spans regions, is `None`, as with [`slice_of`] (the caller then goes
+/// through [`GuestRam`]).
+#[derive(Clone, Copy, Default)]
+pub struct RegionCache<'a> {
+    /// The region's first guest address and the region as a slice.
+    at: Option<(u64, GuestSlice<'a>)>,
+}
+
+impl<'a> RegionCache<'a> {
+    /// The `len` bytes of `mem` at `addr` as one slice, as [`slice_of`]
+    /// gives them (`mem` is the memory of every call on this cache).
+    #[inline]
+    pub fn slice(&mut self, mem: &'a GuestRam, addr: u64, len: usize) -> Option<GuestSlice<'a>> {
+        if let Some((start, region)) = self.at {
+            let off = addr.wrapping_sub(start);
+            if off < region.len() as u64 {
+                return region.subslice(off as usize, len).ok();
+            }
+        }
+        self.find(mem, addr, len)
+    }
+
+    /// [`Self::slice`] outside the region it holds: the region of `addr`.
+    #[inline(never)]
+    fn find(&mut self, mem: &'a GuestRam, addr: u64, len: usize) -> Option<GuestSlice<'a>> {
+        use vm_memory::{Address, GuestAddress, GuestMemoryBackend, GuestMemoryRegion};
+        let region = mem.find_region(GuestAddress(addr))?;
+        let start = region.start_addr().raw_value();
+        let whole = region.as_volatile_slice().ok()?;
+        self.at = Some((start, whole));
+        whole.subslice((addr - start) as usize, len).ok()
+    }
+}
+
 /// What DMA reaches at one moment: the guest memory the device may read and
 /// the part of it the device may write (a mapping's access flags, as an
 /// IOMMU enforces them: a read-only mapping is in `read` only).
@@ -184,6 +223,47 @@ mod tests {
                 }
             }
             assert!(slice_of(&mem, u64::MAX, 1).is_none());
+        }
+    }
+
+    /// A cached region gives what a lookup per access gives, whichever
+    /// region the access before fell into.
+    #[test]
+    fn a_region_cache_is_what_slice_of_gives() {
+        let ranges = [
+            (0x1000u64, 0x1000usize),
+            (0x2000, 0x2000),
+            (0x10000, 0x1000),
+        ];
+        let ranges: Vec<_> = ranges.iter().map(|&(a, l)| (GuestAddress(a), l)).collect();
+        let mem = GuestRam::from_ranges(&ranges).unwrap();
+        let ptr = |s: Option<GuestSlice<'_>>| s.map(|s| (s.ptr_guard().as_ptr(), s.len()));
+        let mut probes = Vec::new();
+        for &(start, len) in &ranges {
+            let start = start.0;
+            for addr in [
+                start - 1,
+                start,
+                start + 1,
+                start + len as u64 - 1,
+                start + len as u64,
+            ] {
+                for n in [0, 1, 16, len - 1, len, len + 1] {
+                    probes.push((addr, n));
+                }
+            }
+        }
+        probes.push((u64::MAX, 1));
+        for &(before, m) in &probes {
+            for &(addr, n) in &probes {
+                let mut c = RegionCache::default();
+                let _ = c.slice(&mem, before, m);
+                assert_eq!(
+                    ptr(c.slice(&mem, addr, n)),
+                    ptr(slice_of(&mem, addr, n)),
+                    "{addr:#x}+{n:#x} after {before:#x}+{m:#x}"
+                );
+            }
         }
     }
 

@@ -116,8 +116,9 @@ impl SharedFaults {
         r
     }
 
+    /// No fault is armed (one atomic load).
     #[inline]
-    fn idle(&self) -> bool {
+    pub fn idle(&self) -> bool {
         !self.armed.load(Ordering::Acquire)
     }
 

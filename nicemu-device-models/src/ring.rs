@@ -266,7 +266,7 @@ impl<'a> RingMem<'a> {
     }
 
     /// Reads descriptor `idx`.
-    #[inline]
+    #[inline(always)]
     pub fn read(&self, idx: u32) -> Result<[u8; 16], RingError> {
         let Some(s) = self.at(idx) else {
             return self.read_apart(idx);
@@ -283,7 +283,7 @@ impl<'a> RingMem<'a> {
 
     /// Writes back descriptor `idx` as [`write_desc`] does (its last dword
     /// visible last).
-    #[inline]
+    #[inline(always)]
     pub fn write_back(&self, idx: u32, d: &[u8; 16]) -> Result<(), RingError> {
         let Some(s) = self.at(idx) else {
             return self.write_back_apart(idx, d);

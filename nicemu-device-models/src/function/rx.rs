@@ -15,7 +15,7 @@ use super::stats::Tally;
 use super::{q, Dir, Function, MaxFrame, Part, RxHooks, RxSecurity, QUEUE_ENABLE};
 use crate::batch::Frames;
 use crate::desc::{rx_status, rx_writeback, RXD_STAT_VP};
-use crate::dma::DmaView;
+use crate::dma::{DmaView, RegionCache};
 use crate::fault::RxFault;
 use crate::ptp::{self, RxFilter};
 use crate::ring::{self, Ring, RxRingMem};
@@ -258,23 +258,160 @@ impl<M: Part> Function<M> {
     ) -> usize {
         let view = self.mem.get();
         let mut done = RxDone::new(view.as_deref());
-        let mut taken = 0;
         // Read once: the batch reaches the MAC at one instant.
-        let wire = M::wire_rx(self);
-        for f in frames.iter() {
-            let consumed = if wire {
-                self.rx_one(f, sent, wait, &mut done)
-            } else {
+        if !M::wire_rx(self) {
+            for _ in frames.iter() {
                 self.errors.rx_no_link();
-                true
-            };
-            if !consumed {
-                break;
             }
-            taken += 1;
+            return frames.len();
         }
+        let taken = match frames {
+            Frames::One(f) => usize::from(self.rx_one(f, sent, wait, &mut done)),
+            Frames::Many(v) => {
+                let mut i = 0;
+                while i < v.len() {
+                    // From the second frame on, a run of frames the first
+                    // ones set the batch up for is placed in a loop of its
+                    // own; the frame it stops at goes the whole way.
+                    if i > 0 {
+                        i += self.rx_run(&v[i..], &mut done);
+                        if i == v.len() {
+                            break;
+                        }
+                    }
+                    if !self.rx_one(&v[i], sent, wait, &mut done) {
+                        break;
+                    }
+                    i += 1;
+                }
+                i
+            }
+        };
         self.rx_done(&mut done);
         taken
+    }
+
+    /// Places the frames of a batch from the first of `frames` on, while
+    /// each is one whose way through the receiver the batch has already
+    /// read: the receiver takes frames and none of the part's own steps
+    /// (Flow Director, IPsec, RSC, time stamps) may act; no fault is armed;
+    /// it has the filter key of the last frame the filters passed and is not
+    /// too long; it goes (by RSS where MRQC enables it) to the queue whose
+    /// lock and set-up the batch holds, which places it whole in one buffer
+    /// (no header buffer, no VLAN tag to strip) and has a descriptor for it
+    /// below the tail the batch read. That is what [`Self::rx_one`] would do
+    /// with each of them, done with the queue's ring, buffer region and
+    /// counters held in one loop: the head is written to RDH once, at the
+    /// end (the batch holds the queue's lock meanwhile), and the queue
+    /// signalled once. Returns how many frames it consumed; a frame it does
+    /// not take (a descriptor or buffer it cannot reach included) goes
+    /// through [`Self::rx_one`], which reads what it needs again and counts
+    /// what it must.
+    #[inline(never)]
+    fn rx_run<'v>(&'v self, frames: &[Vec<u8>], done: &mut RxDone<'v>) -> usize {
+        let Some((gate, key)) = Self::rx_run_ready(done) else {
+            return 0;
+        };
+        let (Some(mem), Some(setup)) = (done.dma, done.setup.as_mut()) else {
+            return 0;
+        };
+        let (qi, Some(descs)) = (setup.qi, setup.descs) else {
+            return 0;
+        };
+        if setup.hdrsize != 0 || done.held.as_ref().is_none_or(|(h, _)| *h != qi) {
+            return 0;
+        }
+        let mut bufs = RegionCache::default();
+        // The set-up in locals for the loop (the head is written back).
+        let run = *setup;
+        let mut head = run.head;
+        let (mut taken, mut placed) = (0, 0u32);
+        for f in frames {
+            let Some((hash, ty)) = self.rx_run_takes(f, key, &gate, &run, head) else {
+                break;
+            };
+            let Ok(d) = descs.read.read(head) else {
+                break;
+            };
+            let pkt = u64::from_le_bytes([d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7]]);
+            let Some(buf) = bufs.slice(&mem.write, pkt, f.len()) else {
+                break;
+            };
+            buf.copy_from(f);
+            let ptype = rss::packet_type(f);
+            let st = M::rx_status(self, f, ptype, hash);
+            let pkt_info = ptype | rss::descriptor_type(ty);
+            let status = rx_status(true, 0, st.csum);
+            let wb = rx_writeback(pkt_info, st.hash, status, f.len() as u16, 0);
+            taken += 1;
+            if descs.write.write_back(head, &wb).is_err() {
+                // As `rx_place`: the frame is lost, the head stays.
+                self.errors.dma();
+                continue;
+            }
+            head = if head + 1 < run.count { head + 1 } else { 0 };
+            placed += 1;
+            if done.qi != qi {
+                self.count_tally(Dir::Rx, done.qi, &mut done.tally);
+                done.qi = qi;
+            }
+            done.tally.add(f);
+        }
+        if placed != 0 {
+            setup.head = head;
+            self.regs.poke(M::rxq_base(qi) + q::H, head);
+            done.used += u64::from(placed);
+        }
+        if taken != 0 && done.signalled != qi {
+            done.signalled = qi;
+            done.signal |= 1 << (qi % 128);
+        }
+        taken
+    }
+
+    /// What [`Self::rx_run`] needs of the batch so far: its gate, when
+    /// the receiver takes frames and none of the part's own steps may act on
+    /// them, and the filter key the filters last passed.
+    #[inline(always)]
+    fn rx_run_ready(done: &RxDone) -> Option<(RxGate, FilterKey)> {
+        let gate = done.gate?;
+        let off = gate.refused != Refused::No
+            || gate.hooks.steer
+            || gate.hooks.security
+            || gate.stamping
+            || (M::RX_PLACE && done.place != Some(false));
+        match done.accepted {
+            Some((key, true)) if !off => Some((gate, key)),
+            _ => None,
+        }
+    }
+
+    /// Whether [`Self::rx_run`] takes frame `f` into the queue of `setup`
+    /// (its head at `head`), and then the frame's RSS hash and type.
+    #[inline(always)]
+    fn rx_run_takes(
+        &self,
+        f: &[u8],
+        key: FilterKey,
+        gate: &RxGate,
+        setup: &RxQueueSetup,
+        head: u32,
+    ) -> Option<(u32, HashType)> {
+        if FilterKey::of(f) != Some(key) || gate.max.exceeded_by(f) || !self.faults.idle() {
+            return None;
+        }
+        // Without RSS every frame goes to queue 0 (`rx_queue_for`).
+        let (hash, ty, qi) = match gate.mrqc {
+            Some(mrqc) => {
+                let (hash, ty) = self.rss_hash_with(mrqc, f);
+                (hash, ty, self.rx_queue_for(hash, ty) % self.rxq.len())
+            }
+            None => (0, HashType::None, 0),
+        };
+        // The key's 16 bytes are there.
+        let strip = setup.strip && u16::from_be_bytes([f[12], f[13]]) == setup.vet && f.len() >= 18;
+        let takes = qi == setup.qi && f.len() <= setup.bufsize && !strip && head != setup.tail;
+        takes.then_some((hash, ty))
     }
 
     /// Delivers a frame (without FCS) from the wire or a loopback to the

@@ -43,6 +43,7 @@ on_every_part!(
     pause_frames_are_counted_as_xon_xoff_and_not_posted,
     a_busy_receive_queue_holds_up_neither_transmit_nor_control,
     a_received_batch_counts_and_signals_as_its_frames_one_by_one,
+    a_received_batch_places_as_its_frames_one_by_one,
     a_receive_batch_rereads_the_set_up_of_a_queue_it_let_go,
     statistics_clear_on_read_and_unknown_offsets_read_zero,
 );
@@ -363,6 +364,100 @@ fn a_received_batch_counts_and_signals_as_its_frames_one_by_one<M: DriverPart>()
     let icr = (rd(&a, M::ICR), rd(&b, M::ICR));
     assert_eq!(icr.0 & M::RX_CAUSE, M::RX_CAUSE, "receive cause raised");
     assert_eq!(icr.0, icr.1);
+}
+
+/// A batch whose frames the receiver places in a run of their own (the
+/// frames after the first that the batch's set-up covers) leaves what its
+/// frames one by one leave, whatever stops the run: the same descriptors
+/// and buffers, head, counters, error counts and causes. The frames stop it
+/// every way a frame can: an injected fault, a frame too long or too short,
+/// one the filters drop or take apart (broadcast, PAUSE, another station),
+/// one that spans two buffers, and the ring running out of descriptors.
+fn a_received_batch_places_as_its_frames_one_by_one<M: DriverPart>() {
+    let frame = |dst: [u8; 6], len: usize, fill: u8| {
+        let mut f = vec![fill; len.max(16)];
+        f[..6].copy_from_slice(&dst);
+        f[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 1]);
+        f[12..16].copy_from_slice(&[0x88, 0xb5, 0, 0]);
+        f.truncate(len);
+        f
+    };
+    let mut frames: Vec<Vec<u8>> = (0..6).map(|i| frame(MAC, 60 + i, i as u8)).collect();
+    frames.push(frame(MAC, 1514, 6));
+    frames.push(frame(MAC, 1000, 7));
+    frames.push(frame(MAC, 3000, 8));
+    frames.push(frame(MAC, 12, 9));
+    frames.extend((10..14).map(|i| frame(MAC, 64, i)));
+    frames.push(frame([0xff; 6], 80, 14));
+    frames.push(frame([0xff; 6], 90, 15));
+    frames.push(pause_frame(0));
+    frames.push(frame([2, 0, 0, 0, 0, 9], 70, 16));
+    frames.extend((17..40).map(|i| frame(MAC, 100 + usize::from(i), i)));
+    let n = 16;
+    let run = |batch: bool| {
+        let (d, t) = M::dev();
+        setup_rings(&d, n);
+        link_ready(&d, &t);
+        // 1 KiB buffers: a 1514-byte frame spans two.
+        let rb = M::driver_rxq(0);
+        let bsize = M::LAYOUT.srrctl_bsize;
+        wr(&d, rb + M::LAYOUT.srrctl, (M::SRRCTL & !bsize) | 1);
+        Introspect::inject(&d, crate::fault::Fault::DropRx(2)).unwrap();
+        // The first frame alone (the fault takes it), then the rest as one
+        // batch, whose first frame the fault takes too, or one by one.
+        assert_eq!(d.deliver(&frames[0], None, false), Delivery::Done);
+        if batch {
+            let rest = &frames[1..];
+            assert_eq!(
+                d.deliver_batch(crate::Frames::Many(rest), None, false),
+                rest.len()
+            );
+        } else {
+            for f in &frames[1..] {
+                assert_eq!(d.deliver(f, None, false), Delivery::Done);
+            }
+        }
+        let mut ring = vec![0u8; (n * 16) as usize];
+        d.mem()
+            .read_slice(&mut ring, GuestAddress(RX_RING))
+            .unwrap();
+        let mut bufs = vec![0u8; (u64::from(n) * BUF) as usize];
+        d.mem()
+            .read_slice(&mut bufs, GuestAddress(RX_BUFS))
+            .unwrap();
+        let counters: std::collections::HashMap<String, u64> =
+            Introspect::counters(&d).into_iter().collect();
+        let head = rd(&d, rb + q::H);
+        let icr = rd(&d, M::ICR);
+        let missed = rd(&d, M::MPC);
+        (
+            ring,
+            bufs,
+            counters,
+            d.guest_errors(),
+            (head, icr, missed),
+            d.descriptors(),
+        )
+    };
+    let (one, many) = (run(false), run(true));
+    assert_eq!(one.0, many.0, "descriptors written back");
+    assert!(one.1 == many.1, "receive buffers");
+    assert_eq!(one.2, many.2, "counters");
+    assert_eq!(one.3, many.3, "guest errors");
+    assert_eq!(one.4, many.4, "head, causes, missed frames");
+    assert_eq!(one.5, many.5, "descriptors used");
+    let c = &one.2;
+    let (head, _, missed) = one.4;
+    assert_eq!(
+        head,
+        n - 1,
+        "the ring filled up: every posted descriptor used"
+    );
+    assert_eq!((c["RUC"], c["GPRC"] > 10), (1, true), "{c:?}");
+    assert!(
+        missed > 2,
+        "frames beyond the ring were missed, and 2 dropped"
+    );
 }
 
 /// A receive batch reads a queue's set-up (enable, ring, buffer size) once

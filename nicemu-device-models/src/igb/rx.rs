@@ -10,7 +10,7 @@ use nicemu_net_util::csum::verify_rx;
 use super::regs::*;
 use super::{ctrl, rctl, Igb, I82576};
 use crate::desc::{RXD_ERR_IPE, RXD_ERR_L4E, RXD_STAT_IPCS, RXD_STAT_TCPCS, RXD_STAT_UDPCS};
-use crate::function::{MaxFrame, PauseCounters, PtpMatch, Receive, RxStatus};
+use crate::function::{MaxFrame, PauseCounters, PtpMatch, Receive, RxHooks, RxStatus};
 use crate::ptp;
 
 /// ETQF: filter enable.
@@ -123,6 +123,16 @@ impl Receive for I82576 {
         xon: 0x4048,
         xoff: 0x4050,
     };
+
+    /// Neither: the 82576 model has no Flow Director and no IPsec receive
+    /// engine (its `steer` and `rx_security` are the defaults, none), so no
+    /// frame asks them.
+    fn rx_hooks(_: &Igb) -> RxHooks {
+        RxHooks {
+            steer: false,
+            security: false,
+        }
+    }
 
     /// MPC, RNBC and the queue's RQDPC.
     fn count_rx_miss(f: &Igb, qi: usize) {
