@@ -6,14 +6,16 @@
 //! short-frame padding before the frame (or each segment) leaves the MAC.
 
 use crate::desc::{
-    parse_tx, TxContext, TxDesc, TXD_CMD_EOP, TXD_CMD_RS, TXD_CMD_TSE, TXD_CMD_VLE, TXD_STAT_DD,
+    parse_tx, TxContext, TxDesc, TXD_CMD_DEXT, TXD_CMD_EOP, TXD_CMD_RS, TXD_CMD_TSE, TXD_CMD_VLE,
+    TXD_DTYP_CTXT, TXD_STAT_DD,
 };
 use crate::ring::{self, DescCache, Ring, RingMem};
 use nicemu_net_util::csum::{csum_add, csum_fold, ipv4_header_csum, l4_csum_seeded};
 use nicemu_net_util::tso::segment;
 use nicemu_net_util::OffloadError;
+use vm_memory::WriteVolatile;
 
-use crate::dma::{DmaMemory, DmaView, GuestRam};
+use crate::dma::{DmaMemory, DmaView, GuestRam, RegionCache};
 use crate::errors::ErrorCounters;
 use crate::regfile::RegFile;
 
@@ -381,6 +383,29 @@ fn decode(d: &[u8; 16], q: &mut TxQueue, context_dd: bool) -> (u32, Option<Buffe
     }
 }
 
+/// A data descriptor that holds a whole frame (EOP) and asks for no VLAN
+/// insertion, segmentation, checksum offload or time stamp: its command
+/// dword (DTYP, DCMD, length) and the frame's options, as [`decode`] gives
+/// them.
+#[inline]
+fn plain_one(d: &[u8; 16]) -> Option<(u32, FrameOpts)> {
+    let w2 = u32::from_le_bytes([d[8], d[9], d[10], d[11]]);
+    let w3 = u32::from_le_bytes([d[12], d[13], d[14], d[15]]);
+    const MUST: u32 = TXD_CMD_DEXT | TXD_CMD_EOP;
+    const NOT: u32 = TXD_CMD_VLE | TXD_CMD_TSE | crate::ptp::ADVTXD_MAC_TSTAMP;
+    let plain =
+        w2 & (MUST | NOT) == MUST && (w2 >> 20) & 0xf != TXD_DTYP_CTXT && (w3 >> 8) & 3 == 0;
+    plain.then(|| {
+        let opts = FrameOpts {
+            cmd: w2 & 0xff00_0000,
+            popts: ((w3 >> 8) & 0x3f) as u8,
+            idx: ((w3 >> 4) & 1) as u8,
+            ..Default::default()
+        };
+        (w2, opts)
+    })
+}
+
 /// Processes a transmit ring from its head to its tail, at most one pass
 /// (`r.count` descriptors, so a ring the guest keeps refilling cannot hold
 /// the device) and at most [`TX_PASS_SEGMENTS`] frames out, reading the
@@ -400,6 +425,7 @@ pub fn run_ring(
     let mut descs = DescCache::default();
     let ring = *r;
     let status = RingMem::new(&p.mem.write, &ring);
+    let mut bufs = RegionCache::default();
     q.pass_emitted = 0;
     while r.head != r.tail && budget > 0 && q.pass_emitted < TX_PASS_SEGMENTS {
         budget -= 1;
@@ -409,6 +435,29 @@ pub fn run_ring(
             p.errors.dma();
             continue;
         };
+        if let Some((cmd, opts)) = plain_one(&d).filter(|_| q.first.is_none()) {
+            // A whole frame in one buffer, no offload (the common case):
+            // gathered as `gather` would, without its state across
+            // descriptors.
+            let addr = u64::from_le_bytes([d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7]]);
+            let (len, before) = (usize::from(cmd as u16), q.frame.len());
+            let read = bufs
+                .slice(&p.mem.read, addr, len)
+                .filter(|_| before + len <= q.max)
+                .is_some_and(|s| matches!(q.frame.write_volatile(&s), Ok(n) if n == len));
+            if read {
+                frame_done(q, opts);
+                if cmd & TXD_CMD_RS != 0 && p.head_wb.is_none() {
+                    if status.write_u32(idx, 12, TXD_STAT_DD).is_err() {
+                        p.errors.dma();
+                    }
+                    done = true;
+                }
+                continue;
+            }
+            // Not in one region (or too long): gathered the general way.
+            q.frame.truncate(before);
+        }
         let (cmd, buf) = decode(&d, q, p.context_dd);
         if let Some((addr, len, opts)) = buf {
             let (g, dma_error) = q.gather(&p.mem.read, addr, usize::from(len), opts);
@@ -678,6 +727,90 @@ mod tests {
         assert_eq!(errors.snapshot(), crate::GuestErrors::default());
         assert_eq!(head_writeback(0x9001, 1), Some(0x1_0000_9000));
         assert_eq!(head_writeback(0x9000, 1), None);
+    }
+
+    /// A one-buffer frame without offloads, which `run_ring` gathers
+    /// apart, comes out as `decode` and `gather` make it, with the same
+    /// errors, whatever the descriptors around it and wherever its buffer
+    /// is: in memory, across two regions, outside memory, longer than the
+    /// queue takes, or after a descriptor without EOP.
+    #[test]
+    fn a_plain_frame_is_gathered_as_gather_gathers_it() {
+        let regions = [(GuestAddress(0), 0x9000), (GuestAddress(0x9000), 0x7000)];
+        let mem = GuestRam::from_ranges(&regions).unwrap();
+        let data: Vec<u8> = (0..=255u8).cycle().take(0x1000).collect();
+        mem.write_slice(&data, GuestAddress(0x8800)).unwrap();
+        mem.write_slice(&data, GuestAddress(0xa000)).unwrap();
+        const EOP: u32 = TXD_CMD_EOP | TXD_CMD_RS;
+        let descs: [(u64, u16, u32); 11] = [
+            (0xa000, 60, EOP),
+            (0x8f00, 0x200, EOP),
+            (0xdead_0000_0000, 60, EOP),
+            (0xa100, 2000, EOP),
+            (0xa000, 40, 0),
+            (0xa200, 30, EOP),
+            (0xa300, 64, EOP | TXD_CMD_VLE),
+            (0xa400, 70, EOP),
+            (0xa000, 14, EOP),
+            (0xa500, 90, EOP | (1 << 19)),
+            (0xa600, 100, EOP),
+        ];
+        for (i, &(buf, len, cmd)) in descs.iter().enumerate() {
+            data_desc(&mem, 0x1000 + 16 * i as u64, buf, len, cmd);
+        }
+        let n = descs.len() as u32;
+        let view = DmaView::read_write(mem.clone());
+        let errors = ErrorCounters::default();
+        let pass = RingPass {
+            mem: &view,
+            errors: &errors,
+            context_dd: false,
+            head_wb: None,
+        };
+        let mut r = Ring::new(0x1000, 0, 16 * 16, 0, n).unwrap();
+        let mut q = TxQueue::with_max(1024);
+        let mut got = Vec::new();
+        run_ring(&mut r, &mut q, pass, |q, first| {
+            got.push((q.frame.clone(), first));
+            q.frame.clear();
+        });
+        assert_eq!(r.head, n);
+        // The same descriptors through decode and gather, one by one.
+        let theirs = ErrorCounters::default();
+        let mut q = TxQueue::with_max(1024);
+        let mut want = Vec::new();
+        for i in 0..u64::from(n) {
+            let d = ring::read_desc(&mem, 0x1000 + 16 * i).unwrap();
+            let (_, buf) = decode(&d, &mut q, false);
+            let (addr, len, opts) = buf.unwrap();
+            let (g, dma_error) = q.gather(&mem, addr, usize::from(len), opts);
+            if dma_error {
+                theirs.dma();
+            }
+            match g {
+                Gathered::More => {}
+                Gathered::Dropped => theirs.tx_malformed(),
+                Gathered::Done(first) => {
+                    want.push((q.frame.clone(), first));
+                    q.frame.clear();
+                }
+            }
+        }
+        assert_eq!(got, want);
+        assert_eq!(errors.snapshot(), theirs.snapshot());
+        let e = errors.snapshot();
+        assert_eq!(
+            (e.dma_errors, e.tx_malformed),
+            (1, 2),
+            "outside memory, too long"
+        );
+        assert_eq!(got.len(), 8);
+        assert_eq!(got[1].0, data[0x700..0x900], "across two regions");
+        for (i, &(_, _, cmd)) in descs.iter().enumerate() {
+            let dd: u32 = mem.read_obj(GuestAddress(0x100c + 16 * i as u64)).unwrap();
+            let rs = cmd & TXD_CMD_RS != 0;
+            assert_eq!(dd & 1 == 1, rs, "descriptor {i} written back with RS");
+        }
     }
 
     #[test]
