@@ -27,18 +27,24 @@ pub struct FrameClass {
     pub multicast: bool,
 }
 
+/// The size bucket of a frame of `octets` octets (FCS included):
+/// 0 = 64, 1 = 65–127, 2 = 128–255, 3 = 256–511, 4 = 512–1023, 5 = 1024
+/// and more. Above 64 octets, the position of the highest bit set less 5
+/// (a bit scan, not a chain of compares).
+#[inline]
+pub fn size_bucket(octets: u64) -> u32 {
+    if octets <= 64 {
+        0
+    } else {
+        (63 - octets.leading_zeros()).min(10) - 5
+    }
+}
+
 /// Classifies a frame given without its FCS.
 #[inline]
 pub fn classify(frame: &[u8]) -> FrameClass {
     let octets = frame.len() as u64 + FCS;
-    let bucket = match octets {
-        0..=64 => 0,
-        65..=127 => 1,
-        128..=255 => 2,
-        256..=511 => 3,
-        512..=1023 => 4,
-        _ => 5,
-    };
+    let bucket = size_bucket(octets);
     let group = frame.first().is_some_and(|b| b & 1 != 0);
     let broadcast = group && frame.len() >= 6 && frame[..6] == [0xff; 6];
     FrameClass {
@@ -255,6 +261,22 @@ mod tests {
         assert_eq!(classify(&[0u8; 1514]).bucket, 5);
         assert_eq!(classify(&[0u8; 1019]).bucket, 4);
         assert_eq!(classify(&[]).octets, 4);
+    }
+
+    #[test]
+    fn size_buckets_are_the_datasheet_ranges() {
+        for octets in 0..20_000u64 {
+            let want = match octets {
+                0..=64 => 0,
+                65..=127 => 1,
+                128..=255 => 2,
+                256..=511 => 3,
+                512..=1023 => 4,
+                _ => 5,
+            };
+            assert_eq!(size_bucket(octets), want, "{octets}");
+        }
+        assert_eq!(size_bucket(u64::MAX), 5);
     }
 
     #[test]

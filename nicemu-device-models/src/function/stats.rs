@@ -7,7 +7,7 @@
 
 use super::{Dir, Function, Part};
 use crate::regfile::RegDef;
-use crate::stats::classify;
+use crate::stats::{classify, size_bucket, FCS};
 
 /// The statistics registers both parts keep at the same offsets (82576
 /// §8.19, 82599 §8.2.3.23), all clear on read.
@@ -230,13 +230,23 @@ pub(crate) struct Tally {
 }
 
 impl Tally {
-    /// Counts a frame given without its FCS.
+    /// Counts a frame given without its FCS ([`classify`]'s counters; a
+    /// frame to a group address is classified further out of line).
     #[inline]
     pub(crate) fn add(&mut self, frame: &[u8]) {
-        let c = classify(frame);
+        let octets = frame.len() as u64 + FCS;
         self.frames += 1;
-        self.octets += c.octets;
-        self.buckets[c.bucket as usize] += 1;
+        self.octets += octets;
+        self.buckets[size_bucket(octets) as usize] += 1;
+        if frame.first().is_some_and(|b| b & 1 != 0) {
+            self.add_group(frame);
+        }
+    }
+
+    /// The broadcast or multicast count of a frame to a group address.
+    #[inline(never)]
+    fn add_group(&mut self, frame: &[u8]) {
+        let c = classify(frame);
         self.broadcast += u32::from(c.broadcast);
         self.multicast += u32::from(c.multicast);
     }
