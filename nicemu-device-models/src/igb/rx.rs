@@ -91,6 +91,7 @@ impl Receive for I82576 {
 
     /// Status and error bits of RX checksum offload (RXCSUM.IPOFL/TUOFL,
     /// §7.1.6); the RSS hash in the descriptor with RXCSUM.PCSD.
+    #[inline]
     fn rx_status(f: &Igb, frame: &[u8], ptype: u16, hash: u32) -> RxStatus {
         let rxcsum = f.regs.peek(RXCSUM);
         let hash = if rxcsum & RXCSUM_PCSD != 0 { hash } else { 0 };

@@ -100,6 +100,7 @@ impl Receive for I82599 {
 
     /// Checksum status / error bits (always checked on the 82599) and the
     /// RSS hash, which the descriptor always carries.
+    #[inline]
     fn rx_status(_: &Ixgbe, frame: &[u8], ptype: u16, hash: u32) -> RxStatus {
         let mut st = 0;
         if ptype != 0 {
