@@ -12,7 +12,7 @@ use super::stats::Tally;
 use super::{q, Dir, Function, Part, TxRoute, QUEUE_ENABLE};
 use crate::batch::FrameBatch;
 use crate::sync::lock;
-use crate::txframe::{queue_pass, FinishSettings, Finished, FrameOpts, TxQueue};
+use crate::txframe::{queue_pass, FinishSettings, Finished, FrameOpts, TxDrop, TxQueue};
 
 /// Batches a function keeps for reuse between passes (passes of different
 /// queues may run at once; more than this are freed).
@@ -87,9 +87,43 @@ impl<M: Part> Function<M> {
         }
     }
 
-    /// Finishes a complete frame (VLAN, offloads, TSO, padding) and sends it.
+    /// Finishes a complete frame (VLAN, offloads, TSO, padding) and sends it:
+    /// a frame for the wire that asks for no offload and no time stamp (the
+    /// common case) in line, the others out of line ([`Self::tx_finish_any`]).
     #[inline]
     fn tx_finish(&self, txq: &mut TxQueue, first: FrameOpts, out: &mut PassOut) {
+        if !(first.plain() && !first.tstamp && out.route == TxRoute::Wire) {
+            self.tx_finish_any(txq, first, out);
+            return;
+        }
+        // What `tx_finish_any` does with such a frame.
+        if out.batch.is_full() {
+            self.tx_flush(out);
+        }
+        out.batch.sent_ns(|| self.env.clock.now_ns());
+        let ctx = txq.ctx[usize::from(first.idx & 1)];
+        let res = txq.finish_plain(out.settings, |f| {
+            if M::tx_security(self, (&first, &ctx), 0, f) {
+                out.tally.add(f);
+                out.batch.push(f);
+            }
+        });
+        if let Err(e) = res {
+            self.tx_dropped(out.qi, e);
+        }
+    }
+
+    /// A frame the transmit pass dropped (counted where it belongs).
+    #[cold]
+    #[inline(never)]
+    fn tx_dropped(&self, qi: usize, e: TxDrop) {
+        e.count_in(&self.errors);
+        log::debug!("{}: tx queue {qi}: frame dropped: {e}", M::NAME);
+    }
+
+    /// [`Self::tx_finish`] of any frame.
+    #[inline(never)]
+    fn tx_finish_any(&self, txq: &mut TxQueue, first: FrameOpts, out: &mut PassOut) {
         let s = out.settings;
         // The frame leaves the MAC with its batch: one instant for its 1588
         // stamp and its departure on the wire.
