@@ -30,6 +30,28 @@ impl Moderation {
         interval_ns: impl Fn(usize) -> u64,
         timer: &dyn TimerSink,
     ) -> u64 {
+        self.gate_at(ready, || now, interval_ns, timer)
+    }
+
+    /// [`Self::gate`] reading the time (`now`, a monotonic clock) only when
+    /// a vector needs it: a vector free to fire (its next time 0) whose
+    /// interval is 0 (no moderation) fires without it, and its next time
+    /// stays 0, which any later time has passed as `now + 0` would.
+    pub fn gate_at(
+        &mut self,
+        ready: u64,
+        now: impl FnOnce() -> u64,
+        interval_ns: impl Fn(usize) -> u64,
+        timer: &dyn TimerSink,
+    ) -> u64 {
+        let mut clock = Some(now);
+        let mut at = 0;
+        let mut time = || {
+            if let Some(c) = clock.take() {
+                at = c();
+            }
+            at
+        };
         let mut fire = 0u64;
         let mut wake = u64::MAX;
         let mut r = ready;
@@ -40,9 +62,12 @@ impl Moderation {
                 fire |= 1 << v;
                 continue;
             };
-            if now >= *next {
+            if *next == 0 || time() >= *next {
                 fire |= 1 << v;
-                *next = now.saturating_add(interval_ns(v));
+                *next = match interval_ns(v) {
+                    0 => 0,
+                    iv => time().saturating_add(iv),
+                };
             } else {
                 wake = wake.min(*next);
             }
@@ -71,6 +96,34 @@ impl Moderation {
 mod tests {
     use super::*;
     use crate::testutil::RecordingTimer;
+
+    /// Vectors without moderation fire without reading the clock; a
+    /// moderated one reads it once per call.
+    #[test]
+    fn the_clock_is_read_only_for_moderated_vectors() {
+        let t = RecordingTimer::default();
+        let mut m = Moderation::new(4);
+        let reads = std::cell::Cell::new(0);
+        let clock = |ns: u64| {
+            let reads = &reads;
+            move || {
+                reads.set(reads.get() + 1);
+                ns
+            }
+        };
+        let iv = |v: usize| if v == 1 { 50_000 } else { 0 };
+        assert_eq!(m.gate_at(0b101, clock(1_000), iv, &t), 0b101);
+        assert_eq!(m.gate_at(0b101, clock(2_000), iv, &t), 0b101);
+        assert_eq!(reads.get(), 0, "no vector moderated");
+        assert_eq!(m.gate_at(0b111, clock(3_000), iv, &t), 0b111);
+        assert_eq!(
+            m.gate_at(0b111, clock(4_000), iv, &t),
+            0b101,
+            "vector 1 held back"
+        );
+        assert_eq!(reads.get(), 2, "once per call");
+        assert_eq!(t.take(), vec![53_000]);
+    }
 
     #[test]
     fn holds_back_within_the_interval_and_arms_the_timer() {

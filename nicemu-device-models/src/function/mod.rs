@@ -448,8 +448,13 @@ impl<M: Part> Function<M> {
         ready: u64,
         interval_ns: impl Fn(usize) -> u64,
     ) -> u64 {
-        let now = self.env.clock.now_ns();
-        m.gate(ready, now, interval_ns, self.env.timer.as_ref())
+        let clock = &self.env.clock;
+        m.gate_at(
+            ready,
+            || clock.now_ns(),
+            interval_ns,
+            self.env.timer.as_ref(),
+        )
     }
 
     /// Sends the MSI-X message of every vector in `fire` (bit n: vector n).
