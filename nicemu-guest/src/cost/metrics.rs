@@ -15,6 +15,7 @@
 //!                                stack (left out of .incl): shown, never a verdict
 //! cost.calls.F                   calls of function F
 //! cost.self.F                    function F's own instructions (the window's top functions)
+//! cost.self_cut                  what a function left out of that table ran at most
 //! cost.timed.B, cost.timed.total time-driven code per bucket: shown, never a verdict
 //! cost.dev.P.bar_reads / …       nicemu's counters of port P (dut, peer): BAR reads and
 //!                                writes, interrupts raised, descriptors processed
@@ -147,7 +148,9 @@ pub fn per_unit(
             )
         })
         .collect();
-    let top: Map<String, Value> = (w.top(sel.top_share, sel.top).into_iter())
+    let listed = w.top(sel.top_share, sel.top);
+    let cut = self_cut(w, sel, &listed);
+    let top: Map<String, Value> = (listed.into_iter())
         .map(|(f, n)| (f.to_owned(), json!(per(n, units))))
         .collect();
     let mut timed: Map<String, Value> = (w.timed.iter())
@@ -162,6 +165,7 @@ pub fn per_unit(
         "cpu": cpu,
         "modules": modules,
         "self": top,
+        "self_cut": per(cut, units),
         "timed": timed,
     });
     if !named.is_empty() {
@@ -212,6 +216,19 @@ fn device_and_model(
     });
 }
 
+/// What a function left out of a window's `self` table ran at most: the table keeps the
+/// functions with at least `top_share` of the kernel's instructions, at most `top` of them,
+/// so one it does not list ran fewer instructions than the share's floor, or no more than
+/// the last one listed when the table was full. Reported as `cost.self_cut` so that an
+/// A/B does not read a function missing from one side's table as one that did not run.
+fn self_cut(w: &WindowCost, sel: &Selection, listed: &[(&str, u64)]) -> u64 {
+    let floor = (w.kernel() as f64 * sel.top_share) as u64;
+    match listed.last() {
+        Some(&(_, last)) if listed.len() == sel.top => floor.max(last),
+        _ => floor,
+    }
+}
+
 /// True for a flattened metric key holding a deterministic instruction count per unit
 /// (under a `cost` segment, not the time-driven buckets, a named function's time-driven
 /// part nor the unit count): these are judged by
@@ -221,7 +238,11 @@ pub fn is_count(key: &str) -> bool {
     match segs.iter().position(|s| *s == "cost") {
         Some(i) => {
             let fn_timed = segs.get(i + 1) == Some(&"fn") && segs.last() == Some(&"timed");
-            !fn_timed && !matches!(segs.get(i + 1), None | Some(&"timed" | &"units" | &"unit"))
+            !fn_timed
+                && !matches!(
+                    segs.get(i + 1),
+                    None | Some(&"timed" | &"units" | &"unit" | &"self_cut")
+                )
         }
         None => false,
     }
@@ -339,6 +360,10 @@ mod tests {
         assert_eq!(c["calls"]["wakeup_softirqd"], 0.0);
         assert_eq!(c["self"]["__dev_queue_xmit"], 200.0);
         assert!(c["self"].get("rare").is_none(), "below 1 %");
+        assert_eq!(
+            c["self_cut"], 4.0,
+            "1 % of the window's 40 000 kernel instructions"
+        );
         assert_eq!(c["timed"]["spin"], 5.0);
         assert_eq!(c["timed"]["total"], 5.0);
         assert_eq!(c["dev"]["dut"]["bar_reads"], 0.5);

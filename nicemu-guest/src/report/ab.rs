@@ -34,7 +34,7 @@ pub fn matches(pattern: &str, key: &str) -> bool {
 
 use super::cost_table::Samples;
 
-fn collect(report: &RunReport) -> Samples {
+fn collect(report: &RunReport) -> (Samples, super::cost_table::Censored) {
     let first = report
         .runs
         .first()
@@ -55,7 +55,10 @@ fn collect(report: &RunReport) -> Samples {
                 .into_iter()
                 .filter(|(k, v)| interesting(k) && v.is_finite())
             {
-                super::cost_table::note_window(&mut windows, &c.device, &r.scenario, &k, is_a);
+                let at = (c.device.as_str(), r.scenario.as_str());
+                if super::cost_table::note_window(&mut windows, at, &k, v, is_a) {
+                    continue;
+                }
                 let e = samples
                     .entry((c.device.clone(), r.scenario.clone(), k))
                     .or_default();
@@ -67,8 +70,8 @@ fn collect(report: &RunReport) -> Samples {
             }
         }
     }
-    super::cost_table::pad_functions(&mut samples, &windows);
-    samples
+    let censored = super::cost_table::pad_functions(&mut samples, &windows);
+    (samples, censored)
 }
 
 /// Summarises the A/B rounds of `report`; `main` lists the headline metrics as
@@ -87,20 +90,29 @@ pub fn summarise(report: &RunReport, rounds: u32, main: &[String]) -> AbSummary 
             .map(|c| c.kernel_label.clone())
             .unwrap_or_default()
     };
-    let metrics = collect(report)
+    let (samples, censored) = collect(report);
+    let metrics = samples
         .into_iter()
         .filter(|(_, (a, b))| !a.is_empty() && !b.is_empty())
-        .map(|((device, scenario, metric), (a, b))| {
+        .map(|(key, (a, b))| {
+            let below_cut = censored.get(&key).copied();
+            let (device, scenario, metric) = key;
             let full = format!("{scenario}.{metric}");
             let count = crate::cost::metrics::is_count(&metric);
+            let mut verdict = if count {
+                verdict::compare_counts(&a, &b)
+            } else {
+                verdict::compare(&a, &b)
+            };
+            // A side known only as "below the table's cut" in some rounds: not judged.
+            if let (Some(v), Some(_)) = (verdict.as_mut(), below_cut) {
+                v.significant = false;
+            }
             AbMetric {
                 main: main.is_empty() || main.iter().any(|p| matches(p, &full)),
                 count,
-                verdict: if count {
-                    verdict::compare_counts(&a, &b)
-                } else {
-                    verdict::compare(&a, &b)
-                },
+                below_cut,
+                verdict,
                 device,
                 scenario,
                 metric,
@@ -268,6 +280,63 @@ mod tests {
             }
         }
         report("r1", runs)
+    }
+
+    /// Puts a TCP_STREAM counting window with a cut own-instructions table in each cell:
+    /// `(self table, self_cut)` for A's rounds, then B's.
+    fn with_tables(r: &mut RunReport, a: (serde_json::Value, f64), b: (serde_json::Value, f64)) {
+        for c in &mut r.runs {
+            let (table, cut) = if c.side.as_deref() == Some("A") {
+                &a
+            } else {
+                &b
+            };
+            let np = c.scenarios.iter_mut().find(|s| s.scenario == "netperf");
+            let tests = np.unwrap().metrics.get_mut("tests").unwrap();
+            tests["TCP_STREAM"]["cost"] =
+                serde_json::json!({"kernel": 5000.0, "self": table, "self_cut": cut});
+        }
+    }
+
+    #[test]
+    fn a_function_below_one_sides_table_cut_is_not_read_as_zero() {
+        // ixgbe-xps, run 1796529026-13885: B's table (25 functions) left out
+        // dev_gro_receive (119 a message on A), and the report called it "differs";
+        // __siphash_unaligned is gone from B because B's code no longer runs it.
+        let mut r = ab_report(&[(100.0, 110.0), (101.0, 111.0), (99.0, 109.0)]);
+        let a = serde_json::json!({"dev_gro_receive": 119.0, "__siphash_unaligned": 317.0});
+        let b = serde_json::json!({"udp_rcv": 160.0});
+        with_tables(&mut r, (a, 59.0), (b, 150.0));
+        let ab = summarise(&r, 3, &[]);
+        let get = |f: &str| {
+            let key = format!("tests.TCP_STREAM.cost.self.{f}");
+            ab.metrics.iter().find(|m| m.metric == key).unwrap()
+        };
+        let gro = get("dev_gro_receive");
+        assert_eq!(gro.below_cut, Some((None, Some(150.0))));
+        assert!(!gro.verdict.as_ref().unwrap().significant);
+        assert_eq!(get("udp_rcv").below_cut, Some((Some(59.0), None)));
+        assert!(
+            ab.metrics.iter().all(|m| !m.metric.ends_with("self_cut")),
+            "the cut is not a metric"
+        );
+        let table = super::super::cost_table::render(&ab, 10);
+        assert!(
+            table.contains(
+                "| dev_gro_receive | 119 | < 150 | ? | not judged: below the table's cut on B |"
+            ),
+            "{table}"
+        );
+        // Tables that list every function (cut 0): a missing function did not run.
+        let mut r = ab_report(&[(100.0, 110.0), (101.0, 111.0), (99.0, 109.0)]);
+        let a = serde_json::json!({"__siphash_unaligned": 317.0});
+        with_tables(&mut r, (a, 0.0), (serde_json::json!({}), 0.0));
+        let ab = summarise(&r, 3, &[]);
+        let table = super::super::cost_table::render(&ab, 10);
+        assert!(
+            table.contains("| __siphash_unaligned | 317 | 0 | -317.0 | -100.0 % |"),
+            "{table}"
+        );
     }
 
     #[test]

@@ -21,6 +21,11 @@ pub struct AbMetric {
     /// Welch's t test, listed first.
     #[serde(default)]
     pub count: bool,
+    /// A function's own count (`cost.self.F`) that some rounds of a side did not list
+    /// because their table was cut: the cut it ran below there, on A and on B (the rounds
+    /// count 0 in `a`/`b`). Such a metric is not judged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub below_cut: Option<(Option<f64>, Option<f64>)>,
     /// A's values in round order.
     pub a: Vec<f64>,
     /// B's values in round order.

@@ -302,6 +302,7 @@ mod tests {
             metric: metric.into(),
             main: true,
             count,
+            below_cut: None,
             a: vec![1.0, 2.0, 3.0],
             b: vec![2.0, 3.0, 4.0],
             verdict: crate::stats::verdict::compare(&[1.0, 2.0, 3.0], &[2.0, 3.0, 4.0]),
