@@ -43,20 +43,6 @@ pub const FILTER_PTP_V2_EVENT: u32 = 12;
 const SELECTORS: &str =
     "THROUGHPUT,THROUGHPUT_UNITS,ELAPSED_TIME,LOCAL_SEND_CALLS,REMOTE_RECV_CALLS";
 
-/// Shell (after [`netperf::IRQS_TO`]): with two or more CPUs, the device under test's
-/// vectors to CPU 0 and the peer's to CPU 1, `HW_BIND` = netperf's `-T 1,0` (netperf, in
-/// the peer namespace, on CPU 1; netserver's data process on CPU 0).
-const PIN: &str = r#"HW_BIND=
-if [ "$(grep -c ^processor /proc/cpuinfo)" -ge 2 ]; then
-    nicemu_irqs_to /sys/class/net/$IFACE/device 1
-    nicemu_irqs_to "$(nicemu_peer readlink -f /sys/class/net/$PEER_IFACE/device)" 2
-    HW_BIND="-T 1,0"
-    nicemu_kv pinned 1
-else
-    nicemu_kv pinned 0
-fi
-"#;
-
 /// A 44-byte PTP v2 Sync header (messageType 0, versionPTP 2, messageLength 44) as printf
 /// octal escapes.
 fn sync_header() -> String {
@@ -114,7 +100,8 @@ impl Scenario for Hwstamp {
         );
         if n > 0 {
             s.push_str(netperf::IRQS_TO);
-            s.push_str(PIN);
+            // netperf, in the peer namespace, on CPU 1; netserver's data process on CPU 0.
+            s.push_str(&netperf::pin_irqs("HW_BIND", "1,0"));
             s.push_str(&format!(
                 "nicemu_host rr_tr_on ctl trace DUT on --filter RXSTMPH --file stamps-rr.log\n\
                  {}nicemu_window_begin stamp\n\

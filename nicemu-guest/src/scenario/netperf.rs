@@ -84,18 +84,23 @@ pub const IRQS_TO: &str = r#"nicemu_irqs_to() {
 "#;
 
 /// Shell (after [`IRQS_TO`]): with two or more CPUs, steers every MSI/MSI-X vector of the
-/// device under test to CPU 0 and the peer's to CPU 1, prints `pinned=1` and sets
-/// `NP_BIND` to netperf's `-T 0,1` (netperf on CPU 0, netserver's data process on CPU 1).
-const PIN_IRQS: &str = r#"NP_BIND=
+/// device under test to CPU 0 and the peer's to CPU 1, prints `pinned=1` and sets shell
+/// variable `var` to netperf's `-T bind` (`"0,1"`: netperf on CPU 0, netserver's data
+/// process on CPU 1); with one CPU, `var` is empty and `pinned=0`.
+pub fn pin_irqs(var: &str, bind: &str) -> String {
+    format!(
+        r#"{var}=
 if [ "$(grep -c ^processor /proc/cpuinfo)" -ge 2 ]; then
     nicemu_irqs_to /sys/class/net/$IFACE/device 1
     nicemu_irqs_to "$(nicemu_peer readlink -f /sys/class/net/$PEER_IFACE/device)" 2
-    NP_BIND="-T 0,1"
+    {var}="-T {bind}"
     nicemu_kv pinned 1
 else
     nicemu_kv pinned 0
 fi
-"#;
+"#
+    )
+}
 
 /// Shell: `nicemu_lat TAG` reads nicemu's latency histograms of both ports and clears them
 /// (`nicemu ctl --json latency DUT|PEER --reset`, as host actions `TAG` and `TAG_peer`)
@@ -252,7 +257,7 @@ impl Scenario for Netperf {
         // guest scheduler cannot stack both ends on one vCPU now and then.
         let bind = if p.num("netperf.pin") != 0.0 {
             s.push_str(IRQS_TO);
-            s.push_str(PIN_IRQS);
+            s.push_str(&pin_irqs("NP_BIND", "0,1"));
             "$NP_BIND "
         } else {
             ""
