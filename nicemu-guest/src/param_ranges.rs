@@ -41,6 +41,7 @@ pub const RULES: &[(&str, Allowed)] = &[
     ),
     ("cost.top", Allowed::Int(0, 1000)),
     ("cost.top_share", Allowed::Real(0.0, 100.0)),
+    ("cost.noise", Allowed::Real(0.0, 100.0)),
     ("cost.ghz", Allowed::Real(0.1, 10.0)),
     ("cost.ipc", Allowed::Real(0.05, 8.0)),
     ("cost.mmio_read_ns", Allowed::Real(0.0, 100_000.0)),

@@ -29,6 +29,11 @@ pub const KNOWN: &[(&str, &str, &str)] = &[
     ),
     ("cost.top", "25", "functions per window in the own-instructions table"),
     (
+        "cost.noise",
+        "0.5",
+        "A/B: an instruction-count change smaller than this (%) is noise even when the t test finds it",
+    ),
+    (
         "cost.top_share",
         "0.5",
         "smallest share (%) of a window's kernel instructions a function in that table has",

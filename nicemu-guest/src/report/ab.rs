@@ -13,7 +13,8 @@ use crate::stats::verdict::{self, Verdict};
 
 /// How every verdict is reached (printed with the tables).
 pub const METHOD: &str = "Mann–Whitney U, two-sided, 5 % (exact without ties); \
-    instruction counts per unit of work: Welch's t, two-sided, 5 % (noise assumed normal); \
+    instruction counts per unit of work: Welch's t, two-sided, 5 % (noise assumed normal), \
+    a change inside the noise threshold (`--param cost.noise`, %) reported as noise; \
     95 % CI: percentile bootstrap of median(B)/median(A), 10 000 resamples, fixed seed; \
     detectable effect at 80 % power from the rounds' CV";
 
@@ -91,6 +92,7 @@ pub fn summarise(report: &RunReport, rounds: u32, main: &[String]) -> AbSummary 
             .unwrap_or_default()
     };
     let (samples, censored) = collect(report);
+    let noise = report.params.num("cost.noise") / 100.0;
     let metrics = samples
         .into_iter()
         .filter(|(_, (a, b))| !a.is_empty() && !b.is_empty())
@@ -100,7 +102,7 @@ pub fn summarise(report: &RunReport, rounds: u32, main: &[String]) -> AbSummary 
             let full = format!("{scenario}.{metric}");
             let count = crate::cost::metrics::is_count(&metric);
             let mut verdict = if count {
-                verdict::compare_counts(&a, &b)
+                verdict::compare_counts(&a, &b, noise)
             } else {
                 verdict::compare(&a, &b)
             };

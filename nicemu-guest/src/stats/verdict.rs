@@ -31,8 +31,13 @@ pub struct Verdict {
     /// sides' coefficients of variation (in an A/A run, the A/A spread).
     pub spread_cv: Option<f64>,
     /// Smallest relative change these rounds detect at 5 % with 80 % power given
-    /// `spread_cv` (see [`describe::detectable_effect`]).
+    /// `spread_cv` (see [`describe::detectable_effect`]); for a count, never below its
+    /// noise threshold.
     pub detectable: Option<f64>,
+    /// A count's change the t test found but smaller than the noise threshold (this
+    /// threshold): reported as noise, not significant.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inside_noise: Option<f64>,
 }
 
 /// Compares the samples of A and B; `None` if either is empty or not finite.
@@ -55,21 +60,33 @@ pub fn compare(a: &[f64], b: &[f64]) -> Option<Verdict> {
         significant: test.p < ALPHA,
         spread_cv,
         detectable,
+        inside_noise: None,
     })
 }
 
 /// Compares a deterministic metric (an instruction count per unit of work): Welch's t test
 /// decides (it has power at 3+3 rounds, where the rank test has none; see
 /// [`super::welch`]); falls back to [`compare`] with a single round a side.
-pub fn compare_counts(a: &[f64], b: &[f64]) -> Option<Verdict> {
+///
+/// A relative change smaller than `noise` is noise even when the test finds it, as
+/// criterion's `noise_threshold` treats a benchmark's: the test assumes one path length
+/// plus small symmetric noise, and a path a boot picks at random breaks that (in
+/// `ixgbe-xps`, a socket's random transmit hash makes `netdev_pick_tx` 762.9 or 765.9
+/// instructions a call; three boots a side can all fall on different values).
+pub fn compare_counts(a: &[f64], b: &[f64], noise: f64) -> Option<Verdict> {
     let mut v = compare(a, b)?;
     let Some(w) = welch::test(a, b) else {
         return Some(v);
     };
     v.significant = w.p < ALPHA;
+    if v.significant && noise > 0.0 && v.change.is_some_and(|c| c.abs() < noise) {
+        v.significant = false;
+        v.inside_noise = Some(noise);
+    }
     v.detectable = v
         .spread_cv
-        .and_then(|cv| welch::detectable_effect(cv, a.len(), b.len()));
+        .and_then(|cv| welch::detectable_effect(cv, a.len(), b.len()))
+        .map(|d| d.max(noise));
     v.welch = Some(w);
     Some(v)
 }
@@ -100,6 +117,12 @@ impl Verdict {
                 None => format!("{} % ({})", pct(c), self.sizes()),
             },
             (true, None) => format!("significant difference ({})", self.sizes()),
+            (false, Some(c)) if self.inside_noise.is_some() => format!(
+                "{} %, inside the ±{} % noise threshold ({})",
+                pct(c),
+                self.inside_noise.unwrap_or_default() * 100.0,
+                self.sizes()
+            ),
             (false, _) => format!("no significant difference ({})", self.sizes()),
         }
     }
@@ -159,6 +182,29 @@ mod tests {
         let v = compare(&a, &b).unwrap();
         assert!(!v.significant);
         assert_eq!(v.headline(), "no significant difference (n=5+5)");
+    }
+
+    #[test]
+    fn a_count_step_inside_the_noise_threshold_is_not_significant() {
+        // ixgbe-xps --aa, run 1796529336-15854: netdev_pick_tx per call on the same kernel.
+        let a = [765.836, 765.945, 765.83];
+        let b = [762.889, 762.906, 762.951];
+        let exact = compare_counts(&a, &b, 0.0).unwrap();
+        assert!(
+            exact.significant,
+            "the t test alone calls the 3-instruction step"
+        );
+        let v = compare_counts(&a, &b, 0.005).unwrap();
+        assert!(!v.significant);
+        assert_eq!(v.inside_noise, Some(0.005));
+        assert_eq!(
+            v.headline(),
+            "-0.4 %, inside the ±0.5 % noise threshold (n=3+3)"
+        );
+        assert_eq!(v.detectable, Some(0.005));
+        // A change beyond it still counts: hwstamp-lock's stamp path, 163 -> 129.
+        let v = compare_counts(&[163.0; 3], &[129.0; 3], 0.005).unwrap();
+        assert!(v.significant && v.inside_noise.is_none());
     }
 
     #[test]
