@@ -85,6 +85,14 @@ pub const RULES: &[(&str, Allowed)] = &[
         "qdisc.rate",
         Allowed::Rule(tc_rate, "a tc rate: digits and bit, kbit, mbit or gbit"),
     ),
+    ("qdisc.senders", Allowed::Int(1, 64)),
+    (
+        "qdisc.cpus",
+        Allowed::Rule(
+            cpu_list,
+            "empty, or comma-separated CPU numbers such as 0,1",
+        ),
+    ),
     ("hostile.secs", Allowed::Int(1, 3600)),
     (
         "faults.cases",
@@ -192,6 +200,12 @@ fn cpu_mask(v: &str) -> bool {
     let hex = v.strip_prefix("0x").unwrap_or(v);
     v.is_empty()
         || (hex.len() <= 16 && !hex.is_empty() && hex.chars().all(|c| c.is_ascii_hexdigit()))
+}
+
+fn cpu_list(v: &str) -> bool {
+    v.is_empty()
+        || v.split(',')
+            .all(|c| c.parse::<u32>().is_ok_and(|n| n < 4096) && !c.starts_with('+'))
 }
 
 fn symbols(v: &str) -> bool {
@@ -318,6 +332,12 @@ mod tests {
         assert!(check("netperf.cpumask", "g").is_err());
         check("qdisc.rate", "200mbit").unwrap();
         assert!(check("qdisc.rate", "fast").is_err());
+        check("qdisc.cpus", "").unwrap();
+        check("qdisc.cpus", "0,2").unwrap();
+        assert!(check("qdisc.cpus", "0,,1").is_err());
+        assert!(check("qdisc.cpus", "0-1").is_err());
+        assert!(check("qdisc.cpus", "+1").is_err());
+        assert!(check("qdisc.senders", "0").is_err());
         check("kselftest.tests", "ping.py,hw/rss_ctx.py").unwrap();
         assert!(check("kselftest.tests", "").is_err());
     }

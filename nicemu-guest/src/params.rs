@@ -149,6 +149,16 @@ pub const KNOWN: &[(&str, &str, &str)] = &[
     ("qdisc.size", "64", "UDP message size"),
     ("qdisc.rate", "200mbit", "tbf rate"),
     (
+        "qdisc.senders",
+        "1",
+        "netperf UDP_STREAM senders at once through the one root qdisc; with 2 or more each is pinned (taskset) to a CPU of qdisc.cpus",
+    ),
+    (
+        "qdisc.cpus",
+        "",
+        "CPUs of the senders in turn, comma-separated (empty: sender i on CPU i modulo the guest's CPUs)",
+    ),
+    (
         "hostile.secs",
         "60",
         "seconds the hostile guest drives the unbound device's BAR0",
