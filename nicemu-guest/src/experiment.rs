@@ -260,7 +260,8 @@ mod tests {
             (Some("sid-built"), Some("sid-built"))
         );
         assert_eq!(a.rounds, 7);
-        assert!(a.params.contains(&"qdisc.rate=1gbit".to_owned()));
+        assert!(a.params.contains(&"qdisc.rate=1mbit".to_owned()));
+        assert!(a.params.contains(&"qdisc.senders=4".to_owned()));
         assert_eq!(a.main_metrics, e.main);
         let (a, patch) = e.run_args(&args(&["qdisc-trylock"])).unwrap();
         let patch = patch.unwrap();
