@@ -283,6 +283,22 @@ impl Scenario for Qdisc {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Runs `sh FLAGS SCRIPT` (e.g. `-n -c`: parse only), requires it to succeed and
+    /// returns what it printed.
+    fn run_sh(flags: &[&str], script: &str) -> std::process::Output {
+        let out = std::process::Command::new("sh")
+            .args(flags)
+            .arg(script)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    }
     use crate::scenario::{Console, Status};
 
     /// Runs [`SENDERS`] and `nicemu_senders` under `sh` with `NS` senders and `CPUS`, netperf
@@ -309,16 +325,7 @@ mod tests {
              export D NS={ns}\nCPUS=\"{cpus}\"\nLIMIT=20\nNETPERF=$D/np\nTASKSET=$D/ts\n\
              NP_OUT=$D/out\nNP_ARGS='-H 10.0.0.2 -t UDP_STREAM'\n{SENDERS}nicemu_senders\n"
         );
-        let out = std::process::Command::new("sh")
-            .arg("-c")
-            .arg(&script)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let out = run_sh(&["-c"], &script);
         let outs = (0..ns)
             .map(|i| std::fs::read_to_string(dir.join(format!("out{i}"))).unwrap_or_default())
             .collect();
@@ -372,17 +379,7 @@ mod tests {
         assert!(s.contains("tbf rate 5mbit "), "{s}");
         let w = s.find("nicemu_window_begin flood").unwrap();
         assert!(s[w..].find("nicemu_senders").unwrap() < s[w..].find("nicemu_window_end").unwrap());
-        let out = std::process::Command::new("sh")
-            .arg("-n")
-            .arg("-c")
-            .arg(&s)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        run_sh(&["-n", "-c"], &s);
     }
 
     /// A flood's section: `senders` senders (none printed: a log from before
